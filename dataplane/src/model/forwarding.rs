@@ -1,0 +1,368 @@
+//! Forwarding state: the FDB (MAC learning and aging per VLAN), the neighbour table (ARP), and the route
+//! table (longest-prefix match over connected and static routes, ECMP by a 5-tuple hash).
+//!
+//! FDB and neighbour entries age independently, as on real switches (FDB in minutes, ARP in hours): a host
+//! that stays silent loses its FDB entry long before its ARP entry, which is exactly the state in which a
+//! routed packet finds a neighbour MAC with no port behind it.
+
+use super::config::{PortIndex, RifIndex};
+use crate::wire::EthernetAddress;
+use ipnet::IpNet;
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// One FDB entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdbEntry {
+    pub port: PortIndex,
+    pub last_seen_ns: u64,
+    /// Configured in the `FDB` table: never ages, never moves.
+    pub is_static: bool,
+}
+
+/// The MAC table, keyed by (VLAN ID, MAC).
+#[derive(Debug, Clone, Default)]
+pub struct Fdb {
+    entries: HashMap<(u16, EthernetAddress), FdbEntry>,
+}
+
+impl Fdb {
+    pub fn lookup(&self, vid: u16, mac: EthernetAddress) -> Option<&FdbEntry> {
+        self.entries.get(&(vid, mac))
+    }
+
+    /// Learns or refreshes a dynamic entry; a static entry is left alone. Returns true for a new entry or a
+    /// station move.
+    pub fn learn(&mut self, vid: u16, mac: EthernetAddress, port: PortIndex, now_ns: u64) -> bool {
+        match self.entries.get_mut(&(vid, mac)) {
+            Some(e) if e.is_static => false,
+            Some(e) => {
+                let moved = e.port != port;
+                e.port = port;
+                e.last_seen_ns = now_ns;
+                moved
+            }
+            None => {
+                self.entries.insert((vid, mac), FdbEntry { port, last_seen_ns: now_ns, is_static: false });
+                true
+            }
+        }
+    }
+
+    pub fn insert_static(&mut self, vid: u16, mac: EthernetAddress, port: PortIndex) {
+        self.entries.insert((vid, mac), FdbEntry { port, last_seen_ns: 0, is_static: true });
+    }
+
+    /// Removes dynamic entries idle for `aging_ns` or longer; returns them.
+    pub fn age(&mut self, now_ns: u64, aging_ns: u64) -> Vec<(u16, EthernetAddress)> {
+        let mut aged = Vec::new();
+        self.entries.retain(|&key, e| {
+            let keep = e.is_static || now_ns.saturating_sub(e.last_seen_ns) < aging_ns;
+            if !keep {
+                aged.push(key);
+            }
+            keep
+        });
+        aged.sort();
+        aged
+    }
+
+    /// Removes dynamic entries (all, or those of one VLAN / port); returns how many.
+    pub fn flush(&mut self, vid: Option<u16>, port: Option<PortIndex>) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|&(v, _), e| {
+            e.is_static || vid.is_some_and(|x| x != v) || port.is_some_and(|p| p != e.port)
+        });
+        before - self.entries.len()
+    }
+
+    /// Keeps only the entries for which `keep` holds (used when a new configuration is applied).
+    pub fn retain(&mut self, mut keep: impl FnMut(u16, EthernetAddress, &mut FdbEntry) -> bool) {
+        self.entries.retain(|&(v, m), e| keep(v, m, e));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// All entries, sorted by VLAN then MAC.
+    pub fn entries(&self) -> Vec<(u16, EthernetAddress, FdbEntry)> {
+        let mut all: Vec<_> = self.entries.iter().map(|(&(v, m), &e)| (v, m, e)).collect();
+        all.sort_by_key(|&(v, m, _)| (v, m));
+        all
+    }
+}
+
+/// One neighbour (ARP / static) entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Neighbor {
+    pub mac: EthernetAddress,
+    pub rif: RifIndex,
+    pub last_seen_ns: u64,
+    /// Configured in the `NEIGH` table: never ages.
+    pub is_static: bool,
+}
+
+/// The neighbour table, keyed by IP address.
+#[derive(Debug, Clone, Default)]
+pub struct Neighbors {
+    entries: HashMap<IpAddr, Neighbor>,
+}
+
+impl Neighbors {
+    pub fn lookup(&self, ip: IpAddr) -> Option<&Neighbor> {
+        self.entries.get(&ip)
+    }
+
+    /// Learns or refreshes a dynamic entry (a static entry wins). Returns true if the entry is new or its
+    /// MAC changed.
+    pub fn learn(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifIndex, now_ns: u64) -> bool {
+        match self.entries.get_mut(&ip) {
+            Some(n) if n.is_static => false,
+            Some(n) => {
+                let changed = n.mac != mac || n.rif != rif;
+                *n = Neighbor { mac, rif, last_seen_ns: now_ns, is_static: false };
+                changed
+            }
+            None => {
+                self.entries.insert(ip, Neighbor { mac, rif, last_seen_ns: now_ns, is_static: false });
+                true
+            }
+        }
+    }
+
+    pub fn insert_static(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifIndex) {
+        self.entries.insert(ip, Neighbor { mac, rif, last_seen_ns: 0, is_static: true });
+    }
+
+    /// Removes dynamic entries idle for `aging_ns` or longer; returns their addresses.
+    pub fn age(&mut self, now_ns: u64, aging_ns: u64) -> Vec<IpAddr> {
+        let mut aged = Vec::new();
+        self.entries.retain(|&ip, n| {
+            let keep = n.is_static || now_ns.saturating_sub(n.last_seen_ns) < aging_ns;
+            if !keep {
+                aged.push(ip);
+            }
+            keep
+        });
+        aged.sort();
+        aged
+    }
+
+    /// Removes all dynamic entries; returns how many.
+    pub fn flush(&mut self) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|_, n| n.is_static);
+        before - self.entries.len()
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(IpAddr, &mut Neighbor) -> bool) {
+        self.entries.retain(|&ip, n| keep(ip, n));
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// All entries, sorted by address.
+    pub fn entries(&self) -> Vec<(IpAddr, Neighbor)> {
+        let mut all: Vec<_> = self.entries.iter().map(|(&ip, &n)| (ip, n)).collect();
+        all.sort_by_key(|&(ip, _)| ip);
+        all
+    }
+}
+
+/// What a matching route does with a packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteAction {
+    /// The switch's own address: trap (ARP/ICMP are the only things it answers).
+    Local,
+    /// A connected subnet: the destination itself is the next hop, on this interface.
+    Connected(RifIndex),
+    /// Static route: one or more next hops (ECMP when several).
+    NextHops(Vec<(IpAddr, RifIndex)>),
+    Blackhole,
+}
+
+/// Longest-prefix match: one hash table per prefix length present, searched longest first.
+#[derive(Debug, Clone, Default)]
+pub struct RouteTable {
+    v4: Lpm<u32>,
+    v6: Lpm<u128>,
+}
+
+#[derive(Debug, Clone)]
+struct Lpm<K> {
+    /// (prefix length, table keyed by masked address), longest first.
+    levels: Vec<(u8, HashMap<K, RouteAction>)>,
+}
+
+impl<K> Default for Lpm<K> {
+    fn default() -> Self {
+        Lpm { levels: Vec::new() }
+    }
+}
+
+trait LpmKey: Copy + Eq + std::hash::Hash {
+    const BITS: u8;
+    fn masked(self, len: u8) -> Self;
+}
+
+impl LpmKey for u32 {
+    const BITS: u8 = 32;
+    fn masked(self, len: u8) -> u32 {
+        if len == 0 { 0 } else { self & (u32::MAX << (32 - u32::from(len))) }
+    }
+}
+
+impl LpmKey for u128 {
+    const BITS: u8 = 128;
+    fn masked(self, len: u8) -> u128 {
+        if len == 0 { 0 } else { self & (u128::MAX << (128 - u32::from(len))) }
+    }
+}
+
+impl<K: LpmKey> Lpm<K> {
+    fn insert(&mut self, addr: K, len: u8, action: RouteAction) {
+        debug_assert!(len <= K::BITS);
+        let pos = match self.levels.binary_search_by(|(l, _)| len.cmp(l)) {
+            Ok(pos) => pos,
+            Err(pos) => {
+                self.levels.insert(pos, (len, HashMap::new()));
+                pos
+            }
+        };
+        self.levels[pos].1.insert(addr.masked(len), action);
+    }
+
+    fn lookup(&self, addr: K) -> Option<&RouteAction> {
+        self.levels.iter().find_map(|(len, table)| table.get(&addr.masked(*len)))
+    }
+}
+
+impl RouteTable {
+    /// Installs a route; a later insert of the same prefix replaces the earlier one.
+    pub fn insert(&mut self, prefix: IpNet, action: RouteAction) {
+        match prefix {
+            IpNet::V4(p) => self.v4.insert(u32::from(p.network()), p.prefix_len(), action),
+            IpNet::V6(p) => self.v6.insert(u128::from(p.network()), p.prefix_len(), action),
+        }
+    }
+
+    pub fn lookup(&self, dst: IpAddr) -> Option<&RouteAction> {
+        match dst {
+            IpAddr::V4(a) => self.v4.lookup(u32::from(a)),
+            IpAddr::V6(a) => self.v6.lookup(u128::from(a)),
+        }
+    }
+}
+
+/// The flow fields ECMP hashes, so that a flow stays on one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FlowKey {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub protocol: u8,
+    pub src_port: u16,
+    pub dst_port: u16,
+}
+
+impl FlowKey {
+    /// FNV-1a over the 5-tuple and a seed, finished with a 64-bit mix so that nearby tuples spread.
+    pub fn hash(&self, seed: u32) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(seed);
+        let mut eat = |bytes: &[u8]| {
+            for &b in bytes {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        };
+        match (self.src, self.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                eat(&s.octets());
+                eat(&d.octets());
+            }
+            (s, d) => {
+                eat(&to_v6(s).octets());
+                eat(&to_v6(d).octets());
+            }
+        }
+        eat(&[self.protocol]);
+        eat(&self.src_port.to_be_bytes());
+        eat(&self.dst_port.to_be_bytes());
+        // splitmix64 finaliser
+        h ^= h >> 30;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 27;
+        h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
+    }
+}
+
+fn to_v6(a: IpAddr) -> std::net::Ipv6Addr {
+    match a {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(s: &str) -> IpNet {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn longest_prefix_wins() {
+        let mut t = RouteTable::default();
+        t.insert(net("0.0.0.0/0"), RouteAction::Blackhole);
+        t.insert(net("10.0.0.0/8"), RouteAction::Connected(1));
+        t.insert(net("10.1.0.0/16"), RouteAction::Connected(2));
+        t.insert(net("10.1.2.3/32"), RouteAction::Local);
+        t.insert(net("2001:db8::/32"), RouteAction::Connected(3));
+        let look = |s: &str| t.lookup(s.parse().unwrap()).cloned();
+        assert_eq!(look("10.1.2.3"), Some(RouteAction::Local));
+        assert_eq!(look("10.1.2.4"), Some(RouteAction::Connected(2)));
+        assert_eq!(look("10.2.0.1"), Some(RouteAction::Connected(1)));
+        assert_eq!(look("192.0.2.1"), Some(RouteAction::Blackhole));
+        assert_eq!(look("2001:db8:ffff::1"), Some(RouteAction::Connected(3)));
+        assert_eq!(look("2001:db9::1"), None);
+    }
+
+    #[test]
+    fn fdb_learns_moves_and_ages_but_static_stays() {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 9]);
+        let mut fdb = Fdb::default();
+        assert!(fdb.learn(10, mac, 1, 0));
+        assert!(!fdb.learn(10, mac, 1, 5));
+        assert!(fdb.learn(10, mac, 2, 6), "a station move is reported");
+        fdb.insert_static(10, EthernetAddress([2, 0, 0, 0, 0, 7]), 3);
+        assert!(fdb.age(6 + 99, 100).is_empty());
+        assert_eq!(fdb.age(6 + 100, 100), vec![(10, mac)]);
+        assert_eq!(fdb.len(), 1, "the static entry does not age");
+    }
+
+    #[test]
+    fn flow_hash_is_stable_and_seeded() {
+        let k = FlowKey {
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.1.1".parse().unwrap(),
+            protocol: 17,
+            src_port: 1,
+            dst_port: 4791,
+        };
+        assert_eq!(k.hash(0), k.hash(0));
+        assert_ne!(k.hash(0), k.hash(1));
+        assert_ne!(k.hash(0), FlowKey { src_port: 2, ..k }.hash(0));
+    }
+}

@@ -1,0 +1,708 @@
+//! The IPv4 header (RFC 791), with its second octet read as the DS field (RFC 2474 DSCP, RFC 3168 ECN).
+//!
+//! Besides plain accessors, the view has the in-place edits a forwarding switch makes — TTL decrement,
+//! ECN congestion marking, DSCP rewrite — each of which keeps the header checksum valid with the
+//! incremental update of [`checksum::update`] instead of summing the header again. Options are carried
+//! (the payload starts after them) but not interpreted.
+
+use super::checksum;
+use super::field::Field;
+use super::ip::{self, Ecn, Protocol};
+use super::{Error, Layer, Result};
+
+pub use core::net::Ipv4Addr as Address;
+
+mod field {
+    use super::Field;
+    pub const VER_IHL: usize = 0;
+    pub const DS: usize = 1;
+    pub const LENGTH: Field = 2..4;
+    pub const IDENT: Field = 4..6;
+    pub const FLG_OFF: Field = 6..8;
+    pub const TTL: usize = 8;
+    pub const PROTOCOL: usize = 9;
+    pub const CHECKSUM: Field = 10..12;
+    pub const SRC_ADDR: Field = 12..16;
+    pub const DST_ADDR: Field = 16..20;
+}
+
+/// Length of a header without options (IHL 5).
+pub const HEADER_LEN: usize = field::DST_ADDR.end;
+
+const FLAG_DF: u16 = 0x4000;
+const FLAG_MF: u16 = 0x2000;
+const OFFSET_MASK: u16 = 0x1fff;
+
+/// A read/write view of an IPv4 packet.
+#[derive(Debug, Clone)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking it; accessors may panic on a short buffer.
+    pub const fn new_unchecked(buffer: T) -> Packet<T> {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer, checking it holds a whole header and the whole packet its total length declares.
+    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
+        let packet = Self::new_unchecked(buffer);
+        packet.check_len()?;
+        Ok(packet)
+    }
+
+    /// Checks, in order: at least [`HEADER_LEN`] bytes; version 4; IHL at least 5; the header (with
+    /// options) and the total length both within the buffer; the total length covering the header.
+    /// Bytes after the total length (Ethernet padding) are allowed and ignored by [`Packet::payload`].
+    pub fn check_len(&self) -> Result<()> {
+        let len = self.buffer.as_ref().len();
+        if len < HEADER_LEN {
+            return Err(Error::Truncated { layer: Layer::Ipv4 });
+        }
+        if self.version() != 4 {
+            return Err(Error::Malformed { layer: Layer::Ipv4, field: "version" });
+        }
+        let header_len = usize::from(self.header_len());
+        if header_len < HEADER_LEN {
+            return Err(Error::Malformed { layer: Layer::Ipv4, field: "ihl" });
+        }
+        let total_len = usize::from(self.total_len());
+        if header_len > len || total_len > len {
+            return Err(Error::Truncated { layer: Layer::Ipv4 });
+        }
+        if total_len < header_len {
+            return Err(Error::Malformed { layer: Layer::Ipv4, field: "total_len" });
+        }
+        Ok(())
+    }
+
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    pub fn version(&self) -> u8 {
+        self.buffer.as_ref()[field::VER_IHL] >> 4
+    }
+    /// Header length in bytes (IHL × 4), options included.
+    pub fn header_len(&self) -> u8 {
+        (self.buffer.as_ref()[field::VER_IHL] & 0x0f) * 4
+    }
+    /// The DS field octet (former type of service): DSCP and ECN together.
+    pub fn ds(&self) -> u8 {
+        self.buffer.as_ref()[field::DS]
+    }
+    pub fn dscp(&self) -> u8 {
+        ip::split_ds(self.ds()).0
+    }
+    pub fn ecn(&self) -> Ecn {
+        ip::split_ds(self.ds()).1
+    }
+    /// Total length in bytes, header included.
+    pub fn total_len(&self) -> u16 {
+        u16::from_be_bytes(self.buffer.as_ref()[field::LENGTH].try_into().unwrap())
+    }
+    pub fn ident(&self) -> u16 {
+        u16::from_be_bytes(self.buffer.as_ref()[field::IDENT].try_into().unwrap())
+    }
+    fn flags_and_offset(&self) -> u16 {
+        u16::from_be_bytes(self.buffer.as_ref()[field::FLG_OFF].try_into().unwrap())
+    }
+    pub fn dont_frag(&self) -> bool {
+        self.flags_and_offset() & FLAG_DF != 0
+    }
+    pub fn more_frags(&self) -> bool {
+        self.flags_and_offset() & FLAG_MF != 0
+    }
+    /// Fragment offset in bytes (the field counts 8-byte units; this is the field × 8).
+    pub fn frag_offset(&self) -> u16 {
+        (self.flags_and_offset() & OFFSET_MASK) << 3
+    }
+    pub fn ttl(&self) -> u8 {
+        self.buffer.as_ref()[field::TTL]
+    }
+    pub fn protocol(&self) -> Protocol {
+        Protocol::from(self.buffer.as_ref()[field::PROTOCOL])
+    }
+    pub fn checksum(&self) -> u16 {
+        u16::from_be_bytes(self.buffer.as_ref()[field::CHECKSUM].try_into().unwrap())
+    }
+    pub fn src_addr(&self) -> Address {
+        Address::from(<[u8; 4]>::try_from(&self.buffer.as_ref()[field::SRC_ADDR]).unwrap())
+    }
+    pub fn dst_addr(&self) -> Address {
+        Address::from(<[u8; 4]>::try_from(&self.buffer.as_ref()[field::DST_ADDR]).unwrap())
+    }
+    /// Whether the header checksum (over the header with options) verifies.
+    pub fn verify_checksum(&self) -> bool {
+        checksum::sum(&self.buffer.as_ref()[..usize::from(self.header_len())]) == 0xffff
+    }
+    /// The bytes from the end of the options to the total length.
+    pub fn payload(&self) -> &[u8] {
+        &self.buffer.as_ref()[usize::from(self.header_len())..usize::from(self.total_len())]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    pub fn set_version(&mut self, value: u8) {
+        let b = &mut self.buffer.as_mut()[field::VER_IHL];
+        *b = *b & 0x0f | value << 4
+    }
+    /// Sets the header length in bytes; the IHL field becomes `value / 4`.
+    pub fn set_header_len(&mut self, value: u8) {
+        let b = &mut self.buffer.as_mut()[field::VER_IHL];
+        *b = *b & 0xf0 | (value / 4) & 0x0f
+    }
+    pub fn set_ds(&mut self, value: u8) {
+        self.buffer.as_mut()[field::DS] = value
+    }
+    /// Sets the DSCP (low six bits of `value`), keeping the ECN bits.
+    pub fn set_dscp(&mut self, value: u8) {
+        self.set_ds(ip::join_ds(value, self.ecn()))
+    }
+    /// Sets the ECN bits, keeping the DSCP.
+    pub fn set_ecn(&mut self, value: Ecn) {
+        self.set_ds(ip::join_ds(self.dscp(), value))
+    }
+    pub fn set_total_len(&mut self, value: u16) {
+        self.buffer.as_mut()[field::LENGTH].copy_from_slice(&value.to_be_bytes())
+    }
+    pub fn set_ident(&mut self, value: u16) {
+        self.buffer.as_mut()[field::IDENT].copy_from_slice(&value.to_be_bytes())
+    }
+    fn set_flags_and_offset(&mut self, value: u16) {
+        self.buffer.as_mut()[field::FLG_OFF].copy_from_slice(&value.to_be_bytes())
+    }
+    pub fn set_dont_frag(&mut self, value: bool) {
+        let word = self.flags_and_offset() & !FLAG_DF;
+        self.set_flags_and_offset(if value { word | FLAG_DF } else { word })
+    }
+    pub fn set_more_frags(&mut self, value: bool) {
+        let word = self.flags_and_offset() & !FLAG_MF;
+        self.set_flags_and_offset(if value { word | FLAG_MF } else { word })
+    }
+    /// Sets the fragment offset in bytes; the low three bits of `value` are dropped (the field counts
+    /// 8-byte units).
+    pub fn set_frag_offset(&mut self, value: u16) {
+        self.set_flags_and_offset(self.flags_and_offset() & !OFFSET_MASK | value >> 3)
+    }
+    pub fn set_ttl(&mut self, value: u8) {
+        self.buffer.as_mut()[field::TTL] = value
+    }
+    pub fn set_protocol(&mut self, value: Protocol) {
+        self.buffer.as_mut()[field::PROTOCOL] = u8::from(value)
+    }
+    pub fn set_checksum(&mut self, value: u16) {
+        self.buffer.as_mut()[field::CHECKSUM].copy_from_slice(&value.to_be_bytes())
+    }
+    pub fn set_src_addr(&mut self, value: Address) {
+        self.buffer.as_mut()[field::SRC_ADDR].copy_from_slice(&value.octets())
+    }
+    pub fn set_dst_addr(&mut self, value: Address) {
+        self.buffer.as_mut()[field::DST_ADDR].copy_from_slice(&value.octets())
+    }
+    /// Computes the header checksum (over the header with options) and stores it.
+    pub fn fill_checksum(&mut self) {
+        self.set_checksum(0);
+        let sum = checksum::checksum(&self.buffer.as_ref()[..usize::from(self.header_len())]);
+        self.set_checksum(sum)
+    }
+    /// The bytes from the end of the options to the total length.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let range = usize::from(self.header_len())..usize::from(self.total_len());
+        &mut self.buffer.as_mut()[range]
+    }
+
+    /// Replaces the 16-bit header word at `at` (even) and updates the checksum incrementally (RFC 1624).
+    fn replace_word(&mut self, at: usize, new: u16) {
+        let data = self.buffer.as_mut();
+        let old = u16::from_be_bytes([data[at], data[at + 1]]);
+        data[at..at + 2].copy_from_slice(&new.to_be_bytes());
+        let sum = checksum::update(self.checksum(), old, new);
+        self.set_checksum(sum)
+    }
+
+    /// Decrements the TTL, keeping the checksum valid, and returns the new TTL.
+    ///
+    /// The caller drops packets whose TTL is 0 or 1 before forwarding, so the TTL is positive here; a
+    /// TTL of 0 is left at 0 (saturating, so a packet can never gain hops by wrapping to 255).
+    pub fn decrement_ttl(&mut self) -> u8 {
+        let ttl = self.ttl();
+        if ttl == 0 {
+            return 0;
+        }
+        let word = u16::from_be_bytes([ttl - 1, self.buffer.as_ref()[field::PROTOCOL]]);
+        self.replace_word(field::TTL, word);
+        ttl - 1
+    }
+
+    /// Marks congestion experienced (RFC 3168 §5), keeping the checksum valid.
+    ///
+    /// Only an ECN-capable packet (ECT(0) or ECT(1)) is marked; one already CE is left as is. Returns
+    /// whether the packet is now CE: `false` means it is Not-ECT, was left untouched, and a congested
+    /// queue should drop it instead.
+    pub fn set_ecn_ce(&mut self) -> bool {
+        match self.ecn() {
+            Ecn::NotEct => false,
+            Ecn::Ce => true,
+            Ecn::Ect0 | Ecn::Ect1 => {
+                self.set_ds_keeping_checksum(ip::join_ds(self.dscp(), Ecn::Ce));
+                true
+            }
+        }
+    }
+
+    /// Rewrites the DSCP (low six bits of `dscp`), keeping the ECN bits and the checksum valid.
+    pub fn rewrite_dscp(&mut self, dscp: u8) {
+        self.set_ds_keeping_checksum(ip::join_ds(dscp, self.ecn()))
+    }
+
+    fn set_ds_keeping_checksum(&mut self, ds: u8) {
+        if ds != self.ds() {
+            let word = u16::from_be_bytes([self.buffer.as_ref()[field::VER_IHL], ds]);
+            self.replace_word(field::VER_IHL, word)
+        }
+    }
+}
+
+/// An IPv4 header as an owned value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Repr {
+    pub src_addr: Address,
+    pub dst_addr: Address,
+    pub protocol: Protocol,
+    /// Bytes after the header (and options): total length minus header length.
+    pub payload_len: usize,
+    pub ttl: u8,
+    /// Six bits; `emit` keeps the low six.
+    pub dscp: u8,
+    pub ecn: Ecn,
+    pub ident: u16,
+    pub dont_frag: bool,
+    pub more_frags: bool,
+    /// Fragment offset in bytes, a multiple of 8; `emit` drops the low three bits.
+    pub frag_offset: u16,
+}
+
+impl Repr {
+    /// Parses a header whose checksum verifies. Options are skipped; fragments are accepted.
+    pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr> {
+        packet.check_len()?;
+        if !packet.verify_checksum() {
+            return Err(Error::Checksum { layer: Layer::Ipv4 });
+        }
+        Ok(Repr {
+            src_addr: packet.src_addr(),
+            dst_addr: packet.dst_addr(),
+            protocol: packet.protocol(),
+            payload_len: usize::from(packet.total_len()) - usize::from(packet.header_len()),
+            ttl: packet.ttl(),
+            dscp: packet.dscp(),
+            ecn: packet.ecn(),
+            ident: packet.ident(),
+            dont_frag: packet.dont_frag(),
+            more_frags: packet.more_frags(),
+            frag_offset: packet.frag_offset(),
+        })
+    }
+
+    /// The header `emit` writes: always [`HEADER_LEN`], as it emits no options. The packet it heads
+    /// is `buffer_len() + payload_len` bytes.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes a 20-byte header with a valid checksum. `payload_len` must be at most 65515.
+    pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, packet: &mut Packet<T>) {
+        debug_assert!(self.payload_len <= usize::from(u16::MAX) - HEADER_LEN);
+        packet.set_version(4);
+        packet.set_header_len(HEADER_LEN as u8);
+        packet.set_ds(ip::join_ds(self.dscp, self.ecn));
+        packet.set_total_len((HEADER_LEN + self.payload_len) as u16);
+        packet.set_ident(self.ident);
+        packet.set_flags_and_offset(self.frag_offset >> 3);
+        packet.set_dont_frag(self.dont_frag);
+        packet.set_more_frags(self.more_frags);
+        packet.set_ttl(self.ttl);
+        packet.set_protocol(self.protocol);
+        packet.set_src_addr(self.src_addr);
+        packet.set_dst_addr(self.dst_addr);
+        packet.fill_checksum();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    // The worked example of IPv4 header checksum computation on Wikipedia ("IPv4 header checksum"):
+    // 192.168.0.1 -> 192.168.0.199, UDP, total length 115, DF, TTL 64, checksum 0xB861.
+    static HEADER_BYTES: [u8; 20] = [
+        0x45, 0x00, 0x00, 0x73, // version 4, IHL 5, DS 0, total length 115
+        0x00, 0x00, 0x40, 0x00, // ident 0, DF
+        0x40, 0x11, 0xb8, 0x61, // TTL 64, UDP, checksum
+        0xc0, 0xa8, 0x00, 0x01, // 192.168.0.1
+        0xc0, 0xa8, 0x00, 0xc7, // 192.168.0.199
+    ];
+
+    // A RoCEv2-like header: DSCP 0 with ECT(0), 10.0.0.1 -> 10.0.0.2, total length 48, checksum 0x1485.
+    static ECT_BYTES: [u8; 20] = [
+        0x45, 0x02, 0x00, 0x30, 0x12, 0x34, 0x40, 0x00, 0x40, 0x11, 0x14, 0x85, //
+        0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00, 0x00, 0x02,
+    ];
+
+    /// `header` followed by zeros up to its total length, plus `padding` more bytes.
+    fn packet_bytes(header: &[u8], padding: usize) -> Vec<u8> {
+        let total = usize::from(u16::from_be_bytes([header[2], header[3]]));
+        let mut bytes = header.to_vec();
+        bytes.resize(total + padding, 0);
+        bytes
+    }
+
+    fn full_checksum(bytes: &[u8]) -> u16 {
+        let mut copy = bytes.to_vec();
+        let mut packet = Packet::new_unchecked(&mut copy[..]);
+        packet.fill_checksum();
+        packet.checksum()
+    }
+
+    fn header_repr() -> Repr {
+        Repr {
+            src_addr: Address::new(192, 168, 0, 1),
+            dst_addr: Address::new(192, 168, 0, 199),
+            protocol: Protocol::Udp,
+            payload_len: 95,
+            ttl: 64,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            ident: 0,
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+        }
+    }
+
+    #[test]
+    fn deconstruct() {
+        let bytes = packet_bytes(&HEADER_BYTES, 0);
+        let packet = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(packet.version(), 4);
+        assert_eq!(packet.header_len(), 20);
+        assert_eq!(packet.dscp(), 0);
+        assert_eq!(packet.ecn(), Ecn::NotEct);
+        assert_eq!(packet.total_len(), 115);
+        assert_eq!(packet.ident(), 0);
+        assert!(packet.dont_frag());
+        assert!(!packet.more_frags());
+        assert_eq!(packet.frag_offset(), 0);
+        assert_eq!(packet.ttl(), 64);
+        assert_eq!(packet.protocol(), Protocol::Udp);
+        assert_eq!(packet.checksum(), 0xb861);
+        assert_eq!(packet.src_addr(), Address::new(192, 168, 0, 1));
+        assert_eq!(packet.dst_addr(), Address::new(192, 168, 0, 199));
+        assert!(packet.verify_checksum());
+        assert_eq!(packet.payload().len(), 95);
+        assert_eq!(Repr::parse(&packet).unwrap(), header_repr());
+    }
+
+    #[test]
+    fn construct() {
+        let mut bytes = vec![0xa5; 115];
+        let mut packet = Packet::new_unchecked(&mut bytes);
+        packet.set_version(4);
+        packet.set_header_len(20);
+        packet.set_dscp(0);
+        packet.set_ecn(Ecn::NotEct);
+        packet.set_total_len(115);
+        packet.set_ident(0);
+        packet.set_flags_and_offset(0);
+        packet.set_dont_frag(true);
+        packet.set_more_frags(false);
+        packet.set_frag_offset(0);
+        packet.set_ttl(64);
+        packet.set_protocol(Protocol::Udp);
+        packet.set_src_addr(Address::new(192, 168, 0, 1));
+        packet.set_dst_addr(Address::new(192, 168, 0, 199));
+        packet.fill_checksum();
+        packet.payload_mut().fill(0);
+        assert_eq!(bytes, packet_bytes(&HEADER_BYTES, 0));
+    }
+
+    #[test]
+    fn emit() {
+        let repr = header_repr();
+        let mut bytes = vec![0xa5; repr.buffer_len() + repr.payload_len];
+        repr.emit(&mut Packet::new_unchecked(&mut bytes));
+        assert_eq!(bytes[..20], HEADER_BYTES);
+    }
+
+    #[test]
+    fn payload_excludes_padding() {
+        // A 48-byte packet in a minimum-size Ethernet frame (46-byte payload) cannot have padding, so
+        // use a shorter one: total length 28, padded to 46.
+        let mut header = ECT_BYTES;
+        header[2..4].copy_from_slice(&28u16.to_be_bytes());
+        let mut bytes = packet_bytes(&header, 18);
+        bytes[20..28].fill(0x11);
+        let packet = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(packet.payload(), &[0x11; 8]);
+    }
+
+    #[test]
+    fn options_are_skipped() {
+        // IHL 6 with one 4-byte option (NOP NOP NOP EOL), total length 28.
+        let mut bytes = [0u8; 28];
+        bytes[..20].copy_from_slice(&HEADER_BYTES);
+        bytes[0] = 0x46;
+        bytes[2..4].copy_from_slice(&28u16.to_be_bytes());
+        bytes[20..24].copy_from_slice(&[1, 1, 1, 0]);
+        bytes[24..28].copy_from_slice(&[9, 8, 7, 6]);
+        let mut packet = Packet::new_unchecked(&mut bytes[..]);
+        packet.fill_checksum();
+        let packet = Packet::new_checked(&bytes[..]).unwrap();
+        assert_eq!(packet.header_len(), 24);
+        assert!(packet.verify_checksum());
+        assert_eq!(packet.payload(), &[9, 8, 7, 6]);
+        assert_eq!(Repr::parse(&packet).unwrap().payload_len, 4);
+    }
+
+    #[test]
+    fn fragments_parse() {
+        let mut bytes = packet_bytes(&HEADER_BYTES, 0);
+        let mut packet = Packet::new_unchecked(&mut bytes[..]);
+        packet.set_dont_frag(false);
+        packet.set_more_frags(true);
+        packet.set_frag_offset(1480);
+        packet.fill_checksum();
+        assert_eq!(&bytes[6..8], &[0x20, 0xb9]); // MF, offset 185 × 8
+        let repr = Repr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
+        assert!(!repr.dont_frag && repr.more_frags);
+        assert_eq!(repr.frag_offset, 1480);
+    }
+
+    #[test]
+    fn check_len_errors() {
+        let malformed = |field| Error::Malformed { layer: Layer::Ipv4, field };
+        let truncated = Error::Truncated { layer: Layer::Ipv4 };
+        let bytes = packet_bytes(&HEADER_BYTES, 0);
+        assert_eq!(Packet::new_checked(&bytes[..19]).unwrap_err(), truncated);
+        // Total length 115 does not fit in 114 bytes.
+        assert_eq!(Packet::new_checked(&bytes[..114]).unwrap_err(), truncated);
+        let mut b = bytes.clone();
+        b[0] = 0x65;
+        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), malformed("version"));
+        let mut b = bytes.clone();
+        b[0] = 0x44;
+        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), malformed("ihl"));
+        let mut b = bytes.clone();
+        b[0] = 0x4f; // 60-byte header in a 115-byte packet: fine
+        assert!(Packet::new_checked(&b[..]).is_ok());
+        assert_eq!(Packet::new_checked(&b[..59]).unwrap_err(), truncated);
+        let mut b = bytes.clone();
+        b[2..4].copy_from_slice(&19u16.to_be_bytes());
+        assert_eq!(Packet::new_checked(&b[..]).unwrap_err(), malformed("total_len"));
+    }
+
+    #[test]
+    fn bad_checksum() {
+        let mut bytes = packet_bytes(&HEADER_BYTES, 0);
+        bytes[11] ^= 1;
+        let packet = Packet::new_checked(&bytes[..]).unwrap();
+        assert!(!packet.verify_checksum());
+        assert_eq!(Repr::parse(&packet).unwrap_err(), Error::Checksum { layer: Layer::Ipv4 });
+    }
+
+    #[test]
+    fn decrement_ttl_updates_checksum() {
+        let mut bytes = packet_bytes(&HEADER_BYTES, 0);
+        let mut packet = Packet::new_checked(&mut bytes[..]).unwrap();
+        assert_eq!(packet.decrement_ttl(), 63);
+        assert_eq!(packet.ttl(), 63);
+        assert!(packet.verify_checksum());
+        assert_eq!(packet.checksum(), 0xb961);
+        assert_eq!(packet.checksum(), full_checksum(&bytes[..20]));
+    }
+
+    #[test]
+    fn decrement_ttl_zero_saturates() {
+        let mut bytes = packet_bytes(&HEADER_BYTES, 0);
+        let mut packet = Packet::new_checked(&mut bytes[..]).unwrap();
+        packet.set_ttl(1);
+        packet.fill_checksum();
+        assert_eq!(packet.decrement_ttl(), 0);
+        assert_eq!(packet.decrement_ttl(), 0);
+        assert_eq!(packet.ttl(), 0);
+        assert!(packet.verify_checksum());
+        assert_eq!(packet.checksum(), full_checksum(&bytes[..20]));
+    }
+
+    #[test]
+    fn set_ecn_ce_marks_ect() {
+        for (ecn, ds) in [(Ecn::Ect0, 0x02), (Ecn::Ect1, 0x01)] {
+            let mut bytes = packet_bytes(&ECT_BYTES, 0);
+            let mut packet = Packet::new_checked(&mut bytes[..]).unwrap();
+            packet.set_ecn(ecn);
+            packet.fill_checksum();
+            assert_eq!(packet.ds(), ds);
+            assert!(packet.set_ecn_ce());
+            assert_eq!(packet.ecn(), Ecn::Ce);
+            assert_eq!(packet.dscp(), 0);
+            assert!(packet.verify_checksum());
+            assert_eq!(packet.checksum(), 0x1484);
+            assert_eq!(packet.checksum(), full_checksum(&bytes[..20]));
+        }
+    }
+
+    #[test]
+    fn set_ecn_ce_leaves_not_ect_and_ce() {
+        let mut bytes = packet_bytes(&HEADER_BYTES, 0);
+        let before = bytes.clone();
+        let mut packet = Packet::new_checked(&mut bytes[..]).unwrap();
+        assert!(!packet.set_ecn_ce());
+        assert_eq!(bytes, before);
+
+        let mut bytes = packet_bytes(&ECT_BYTES, 0);
+        Packet::new_checked(&mut bytes[..]).unwrap().set_ecn_ce();
+        let before = bytes.clone();
+        assert!(Packet::new_checked(&mut bytes[..]).unwrap().set_ecn_ce());
+        assert_eq!(bytes, before);
+    }
+
+    #[test]
+    fn rewrite_dscp_keeps_ecn() {
+        let mut bytes = packet_bytes(&ECT_BYTES, 0);
+        let mut packet = Packet::new_checked(&mut bytes[..]).unwrap();
+        packet.rewrite_dscp(26);
+        assert_eq!(packet.ds(), 0x6a);
+        assert_eq!((packet.dscp(), packet.ecn()), (26, Ecn::Ect0));
+        assert!(packet.verify_checksum());
+        assert_eq!(packet.checksum(), 0x141d);
+        assert!(packet.set_ecn_ce());
+        assert_eq!(packet.checksum(), 0x141c);
+        packet.rewrite_dscp(0xc0 | 26); // high bits ignored
+        assert_eq!(packet.ds(), 0x6b);
+        assert_eq!(packet.checksum(), full_checksum(&bytes[..20]));
+    }
+
+    fn arb_repr() -> impl Strategy<Value = Repr> {
+        (
+            (any::<[u8; 4]>(), any::<[u8; 4]>(), any::<u8>(), 0usize..=1500, any::<u8>()),
+            (0..=ip::DSCP_MAX, 0u8..4, any::<u16>(), any::<bool>(), any::<bool>(), 0u16..=OFFSET_MASK),
+        )
+            .prop_map(|((src, dst, proto, payload_len, ttl), (dscp, ecn, ident, df, mf, off))| {
+                Repr {
+                    src_addr: Address::from(src),
+                    dst_addr: Address::from(dst),
+                    protocol: Protocol::from(proto),
+                    payload_len,
+                    ttl,
+                    dscp,
+                    ecn: Ecn::from(ecn),
+                    ident,
+                    dont_frag: df,
+                    more_frags: mf,
+                    frag_offset: off << 3,
+                }
+            })
+    }
+
+    /// A valid header of any IHL and field values, with a correct checksum, and a few payload bytes.
+    fn arb_valid_packet() -> impl Strategy<Value = Vec<u8>> {
+        (5u8..=15, proptest::collection::vec(any::<u8>(), 60 + 8), 0usize..=8).prop_map(
+            |(ihl, mut bytes, payload)| {
+                let total = usize::from(ihl) * 4 + payload;
+                bytes[0] = 0x40 | ihl;
+                bytes[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+                bytes.truncate(total);
+                Packet::new_unchecked(&mut bytes[..]).fill_checksum();
+                bytes
+            },
+        )
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum Edit {
+        DecrementTtl,
+        SetEcnCe,
+        RewriteDscp(u8),
+    }
+
+    fn arb_edit() -> impl Strategy<Value = Edit> {
+        prop_oneof![Just(Edit::DecrementTtl), Just(Edit::SetEcnCe), any::<u8>().prop_map(Edit::RewriteDscp),]
+    }
+
+    /// Makes random bytes more likely to pass `check_len`: version 4 and a total length within the data.
+    fn nudge_header(data: &mut [u8]) {
+        if data.len() >= 4 {
+            data[0] = 0x40 | data[0] & 0x0f;
+            let total = u16::from_be_bytes([data[2], data[3]]) % (data.len() as u16 + 1);
+            data[2..4].copy_from_slice(&total.to_be_bytes());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip(repr in arb_repr()) {
+            let mut buf = vec![0xa5; repr.buffer_len() + repr.payload_len];
+            repr.emit(&mut Packet::new_unchecked(&mut buf));
+            let packet = Packet::new_checked(&buf).unwrap();
+            prop_assert!(packet.verify_checksum());
+            prop_assert_eq!(Repr::parse(&packet).unwrap(), repr);
+        }
+
+        #[test]
+        fn incremental_edits_keep_checksum_valid(
+            mut bytes in arb_valid_packet(),
+            edits in proptest::collection::vec(arb_edit(), 1..16),
+        ) {
+            let header_len = usize::from(bytes[0] & 0x0f) * 4;
+            for edit in edits {
+                let mut packet = Packet::new_checked(&mut bytes[..]).unwrap();
+                let (ttl, ecn, dscp) = (packet.ttl(), packet.ecn(), packet.dscp());
+                match edit {
+                    Edit::DecrementTtl => {
+                        prop_assert_eq!(packet.decrement_ttl(), ttl.saturating_sub(1));
+                    }
+                    Edit::SetEcnCe => {
+                        prop_assert_eq!(packet.set_ecn_ce(), ecn != Ecn::NotEct);
+                        prop_assert_eq!(packet.ecn(), if ecn == Ecn::NotEct { ecn } else { Ecn::Ce });
+                        prop_assert_eq!(packet.dscp(), dscp);
+                    }
+                    Edit::RewriteDscp(d) => {
+                        packet.rewrite_dscp(d);
+                        prop_assert_eq!((packet.dscp(), packet.ecn()), (d & ip::DSCP_MAX, ecn));
+                    }
+                }
+                prop_assert!(packet.verify_checksum());
+                prop_assert_eq!(packet.checksum(), full_checksum(&bytes[..header_len]));
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(mut data in proptest::collection::vec(any::<u8>(), 0..128), nudge in any::<bool>()) {
+            if nudge {
+                nudge_header(&mut data);
+            }
+            if let Ok(packet) = Packet::new_checked(&data[..]) {
+                let _ = Repr::parse(&packet);
+                let _ = (packet.version(), packet.header_len(), packet.dscp(), packet.ecn());
+                let _ = (packet.total_len(), packet.ident(), packet.dont_frag(), packet.more_frags());
+                let _ = (packet.frag_offset(), packet.ttl(), packet.protocol(), packet.checksum());
+                let _ = (packet.src_addr(), packet.dst_addr(), packet.verify_checksum(), packet.payload());
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_edits_never_panic(mut data in proptest::collection::vec(any::<u8>(), 0..128), dscp in any::<u8>()) {
+            nudge_header(&mut data);
+            if let Ok(mut packet) = Packet::new_checked(&mut data[..]) {
+                packet.decrement_ttl();
+                packet.set_ecn_ce();
+                packet.rewrite_dscp(dscp);
+                packet.fill_checksum();
+                let _ = packet.payload_mut();
+            }
+        }
+    }
+}
