@@ -1,7 +1,15 @@
 //! Lossless control plane: SONiC-style configuration and operations.
 //!
-//! This crate will hold the CONFIG_DB-like schema (YAML and config_db.json), the headroom calculators, the
-//! SONiC-style `show` tables, the netns lab and the `swctl` CLI, built on [`lossless_dataplane`] and the
-//! gRPC API in [`lossless_proto`].
+//! Today: the embedded example configurations ([`embedded`]), and the in-process walkthrough behind
+//! `swctl demo` ([`demo`]). The CONFIG_DB schema tooling, headroom calculators, SONiC-style `show` tables,
+//! netns labs and gRPC client grow here, on [`lossless_dataplane`] and the API in [`lossless_proto`].
 
 #![forbid(unsafe_code)]
+
+pub mod demo;
+
+/// Configuration files shipped in `configs/`, compiled into the binaries so that they work from anywhere.
+pub mod embedded {
+    /// The T0-like example switch (routed uplinks, a server VLAN, AZURE QoS maps, PFC on 3,4).
+    pub const T0: &str = include_str!("../../configs/t0.yaml");
+}

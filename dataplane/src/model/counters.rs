@@ -19,8 +19,9 @@
 use crate::wire::Layer;
 use std::collections::BTreeMap;
 
-/// Why the switch dropped a frame. Names follow SAI's `SAI_IN_DROP_REASON_*` where one exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+/// Why the switch dropped a frame. Names follow SAI's `SAI_IN_DROP_REASON_*` where one exists; that name
+/// ([`DropReason::as_str`]) is also how a reason serialises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DropReason {
     /// The frame does not parse (the layer that failed is kept).
     Malformed(MalformedLayer),
@@ -66,8 +67,8 @@ pub enum DropReason {
     BorderRule,
 }
 
-/// [`Layer`] with a serialisable name, for the malformed-frame drop reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+/// The [`Layer`] a malformed frame failed to parse at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MalformedLayer {
     Ethernet,
     Vlan,
@@ -136,6 +137,12 @@ impl DropReason {
     }
 }
 
+impl serde::Serialize for DropReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 impl std::fmt::Display for DropReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -188,6 +195,8 @@ pub struct FrameLedger {
     pub forwarded: u64,
     /// Egress copies produced (flooding makes several per frame).
     pub copies: u64,
+    /// Frames the switch sent of its own accord (ARP replies and requests); not part of `received`.
+    pub originated: u64,
     pub trapped: u64,
     pub dropped: u64,
 }

@@ -727,7 +727,11 @@ impl Switch {
         }
         let queue =
             class.queue_override.unwrap_or(self.config.qos[out].tc_to_queue[usize::from(class.tc)]) & 7;
-        self.ledger.copies += 1;
+        if meta.ingress.is_some() {
+            self.ledger.copies += 1;
+        } else {
+            self.ledger.originated += 1;
+        }
         let item = QueuedFrame {
             frame,
             ingress_port: meta.ingress,

@@ -1,5 +1,6 @@
 //! MAC Control frames (EtherType 0x8808, sent to `01:80:C2:00:00:01`): the 802.3x PAUSE frame (IEEE 802.3
-//! Annex 31B, opcode 0x0001) and the priority-based flow control frame (IEEE 802.1Qbb, opcode 0x0101).
+//! Annex 31B, opcode 0x0001) and the priority-based flow control frame (IEEE 802.1Qbb, whose format is
+//! 802.3 Annex 31D, opcode 0x0101).
 //!
 //! ```text
 //!  PAUSE: opcode 0x0001 | pause_time u16 | 42 bytes of zero padding

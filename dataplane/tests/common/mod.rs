@@ -18,61 +18,7 @@ pub const HOST4_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0x00, 0x00, 
 /// A T0-like switch: two routed uplinks (Ethernet0, Ethernet4), a server VLAN 1000 on Ethernet8/12
 /// (untagged) and Ethernet16 (tagged), SONiC's AZURE QoS maps with PFC on 3,4 on every port, a static
 /// route with two next hops (ECMP) and IPv6 on the uplinks.
-pub const T0_YAML: &str = r#"
-DEVICE_METADATA:
-  localhost: { mac: "02:4c:53:00:00:01", hostname: t0 }
-PORT:
-  Ethernet0: { speed: 100000, mtu: 9100 }
-  Ethernet4: { speed: 100000 }
-  Ethernet8: { speed: 25000 }
-  Ethernet12: { speed: 25000 }
-  Ethernet16: { speed: 25000 }
-INTERFACE:
-  Ethernet0: {}
-  Ethernet0|10.0.0.0/31: {}
-  Ethernet0|fc00::/127: {}
-  Ethernet4: {}
-  Ethernet4|10.0.0.2/31: {}
-  Ethernet4|fc00::2/127: {}
-VLAN:
-  Vlan1000: { vlanid: 1000 }
-VLAN_MEMBER:
-  Vlan1000|Ethernet8: { tagging_mode: untagged }
-  Vlan1000|Ethernet12: { tagging_mode: untagged }
-  Vlan1000|Ethernet16: { tagging_mode: tagged }
-VLAN_INTERFACE:
-  Vlan1000: {}
-  Vlan1000|192.168.0.1/24: {}
-NEIGH:
-  Ethernet4|10.0.0.3: { neigh: "02:aa:00:00:00:03", family: IPv4 }
-  Ethernet0|fc00::1: { neigh: "02:aa:00:00:00:01", family: IPv6 }
-  Ethernet4|fc00::3: { neigh: "02:aa:00:00:00:03", family: IPv6 }
-STATIC_ROUTE:
-  172.16.0.0/16: { nexthop: "10.0.0.1,10.0.0.3" }
-  2001:db8::/32: { nexthop: "fc00::1" }
-DSCP_TO_TC_MAP:
-  AZURE: { "0": "1", "1": "1", "2": "1", "3": "3", "4": "4", "5": "2", "6": "1", "7": "1", "8": "0",
-           "9": "1", "10": "1", "11": "1", "12": "1", "13": "1", "14": "1", "15": "1", "16": "1", "17": "1",
-           "18": "1", "19": "1", "20": "1", "21": "1", "22": "1", "23": "1", "24": "1", "25": "1", "26": "1",
-           "27": "1", "28": "1", "29": "1", "30": "1", "31": "1", "32": "1", "33": "1", "34": "1", "35": "1",
-           "36": "1", "37": "1", "38": "1", "39": "1", "40": "1", "41": "1", "42": "1", "43": "1", "44": "1",
-           "45": "1", "46": "5", "47": "1", "48": "6", "49": "1", "50": "1", "51": "1", "52": "1", "53": "1",
-           "54": "1", "55": "1", "56": "1", "57": "1", "58": "1", "59": "1", "60": "1", "61": "1", "62": "1",
-           "63": "1" }
-TC_TO_QUEUE_MAP:
-  AZURE: { "0": "0", "1": "1", "2": "2", "3": "3", "4": "4", "5": "5", "6": "6", "7": "7" }
-TC_TO_PRIORITY_GROUP_MAP:
-  AZURE: { "0": "0", "1": "0", "2": "0", "3": "3", "4": "4", "5": "0", "6": "0", "7": "7" }
-MAP_PFC_PRIORITY_TO_QUEUE:
-  AZURE: { "0": "0", "1": "1", "2": "2", "3": "3", "4": "4", "5": "5", "6": "6", "7": "7" }
-PORT_QOS_MAP:
-  Ethernet0,Ethernet4,Ethernet8,Ethernet12,Ethernet16:
-    dscp_to_tc_map: AZURE
-    tc_to_queue_map: "[TC_TO_QUEUE_MAP|AZURE]"
-    tc_to_pg_map: AZURE
-    pfc_to_queue_map: AZURE
-    pfc_enable: "3,4"
-"#;
+pub const T0_YAML: &str = include_str!("../../../configs/t0.yaml");
 
 pub fn t0_db() -> ConfigDb {
     ConfigDb::from_yaml_str(T0_YAML).expect("T0 YAML parses")
