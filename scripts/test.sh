@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo nextest run --workspace --locked --no-fail-fast
 cargo test --workspace --locked --doc
+cargo nextest run --workspace --locked --no-fail-fast
