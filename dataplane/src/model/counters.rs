@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DropReason {
     /// The frame does not parse (the layer that failed is kept).
-    Malformed(MalformedLayer),
+    Malformed(Layer),
     /// Longer than the ingress port's MTU + L2 header allows.
     ExceedsL2Mtu,
     /// The ingress port is administratively down.
@@ -67,47 +67,19 @@ pub enum DropReason {
     BorderRule,
 }
 
-/// The [`Layer`] a malformed frame failed to parse at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum MalformedLayer {
-    Ethernet,
-    Vlan,
-    Arp,
-    Ipv4,
-    Ipv6,
-    Udp,
-    Bth,
-    MacControl,
-}
-
-impl From<Layer> for MalformedLayer {
-    fn from(l: Layer) -> Self {
-        match l {
-            Layer::Ethernet => MalformedLayer::Ethernet,
-            Layer::Vlan => MalformedLayer::Vlan,
-            Layer::Arp => MalformedLayer::Arp,
-            Layer::Ipv4 => MalformedLayer::Ipv4,
-            Layer::Ipv6 => MalformedLayer::Ipv6,
-            Layer::Udp => MalformedLayer::Udp,
-            Layer::Bth => MalformedLayer::Bth,
-            Layer::MacControl => MalformedLayer::MacControl,
-        }
-    }
-}
-
 impl DropReason {
     /// The name an operator sees (SAI style).
     pub fn as_str(&self) -> &'static str {
         match self {
             DropReason::Malformed(l) => match l {
-                MalformedLayer::Ethernet => "MALFORMED_ETHERNET",
-                MalformedLayer::Vlan => "MALFORMED_VLAN",
-                MalformedLayer::Arp => "MALFORMED_ARP",
-                MalformedLayer::Ipv4 => "IP_HEADER_ERROR",
-                MalformedLayer::Ipv6 => "IPV6_HEADER_ERROR",
-                MalformedLayer::Udp => "MALFORMED_UDP",
-                MalformedLayer::Bth => "MALFORMED_BTH",
-                MalformedLayer::MacControl => "MALFORMED_MAC_CONTROL",
+                Layer::Ethernet => "MALFORMED_ETHERNET",
+                Layer::Vlan => "MALFORMED_VLAN",
+                Layer::Arp => "MALFORMED_ARP",
+                Layer::Ipv4 => "IP_HEADER_ERROR",
+                Layer::Ipv6 => "IPV6_HEADER_ERROR",
+                Layer::Udp => "MALFORMED_UDP",
+                Layer::Bth => "MALFORMED_BTH",
+                Layer::MacControl => "MALFORMED_MAC_CONTROL",
             },
             DropReason::ExceedsL2Mtu => "EXCEEDS_L2_MTU",
             DropReason::PortAdminDown => "INGRESS_PORT_DOWN",

@@ -381,7 +381,7 @@ impl Switch {
         let len = frame.len() as u64;
         let decoded = match wire::decode(&frame) {
             Ok(d) => d,
-            Err(e) => return self.drop_ingress(port, DropReason::Malformed(e.layer().into())),
+            Err(e) => return self.drop_ingress(port, DropReason::Malformed(e.layer())),
         };
         if frame.len() > port_cfg.mtu as usize + ethernet::HEADER_LEN + vlan::HEADER_LEN {
             return self.drop_ingress(port, DropReason::ExceedsL2Mtu);

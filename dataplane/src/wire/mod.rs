@@ -37,7 +37,7 @@ pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use vlan::{Repr as VlanRepr, Tag as VlanTag};
 
 /// The protocol layer an [`Error`] was found in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Layer {
     Ethernet,
     Vlan,
