@@ -50,7 +50,7 @@ fn routed_ipv4_uplink_to_vlan_host_rewrites_ttl_macs_and_checksum() {
     let L3::Ipv4 { header, .. } = d.l3 else { panic!("not IPv4") };
     assert_eq!(header.ttl, 63);
     assert!(Ipv4Packet::new_checked(&tx.frame[14..]).unwrap().verify_checksum());
-    assert_eq!(tx.queue, 0, "DSCP 8 -> TC 0 -> queue 0");
+    assert_eq!(tx.queue, Some(0), "DSCP 8 -> TC 0 -> queue 0");
     let c = sw.port_counters(port(&sw, "Ethernet8")).unwrap();
     assert_eq!(
         (c.tx_ok, c.queues[0].packets, c.queues[7].packets),
@@ -83,7 +83,7 @@ fn routed_to_tagged_member_carries_the_vlan_tag() {
     let d = wire::decode(&out[0].1.frame).unwrap();
     let tag = d.vlan.expect("tagged on a tagged member");
     assert_eq!((tag.vid, tag.pcp), (1000, 3), "PCP carries the TC of a frame that arrived untagged");
-    assert_eq!(out[0].1.queue, 3);
+    assert_eq!(out[0].1.queue, Some(3));
 }
 
 #[test]
@@ -484,7 +484,7 @@ fn border_rules_pin_cnp_to_queue_6_and_rewrite_dscp() {
         .map(|t| {
             let d = wire::decode(&t.frame).unwrap();
             let ok = Ipv4Packet::new_checked(&t.frame[14..]).unwrap().verify_checksum();
-            (t.queue, (d.dscp().unwrap(), ok))
+            (t.queue.unwrap(), (d.dscp().unwrap(), ok))
         })
         .collect();
     assert_eq!(got, BTreeMap::from([(6, (48, true)), (3, (3, true))]));

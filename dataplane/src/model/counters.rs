@@ -8,14 +8,17 @@
 //! - `RX_OK`/`rx_bytes`: well-formed frames received, whatever happened to them next.
 //! - `RX_ERR`: frames that could not be parsed, or were longer than the port's MTU allows.
 //! - `RX_DRP`: well-formed frames the ingress pipeline dropped (no route, TTL, VLAN filter, FDB miss of a
-//!   lossless packet, ...); each such drop also counts under its [`DropReason`].
-//! - `TX_OK`/`tx_bytes`: frames transmitted (data and PFC).
-//! - `TX_ERR`: frames that could not be sent (routed packet above the egress MTU).
-//! - `TX_DRP`: frames dropped at egress (queue admission; grows with the buffer model).
+//!   lossless packet, ingress buffer full, ...); each such drop also counts under its [`DropReason`].
+//! - `TX_OK`/`tx_bytes`: frames transmitted from the egress queues (PFC frames count only in `pfc`).
+//! - `TX_ERR`: always 0: the model has no line errors (a routed packet above the egress MTU is an ingress
+//!   drop, `EXCEEDS_L3_MTU`).
+//! - `TX_DRP`: frames dropped at egress: queue tail drop, WRED, policer, PFC watchdog drop action.
 //!
 //! Queue counters (`show queue counters`) count transmitted packets/bytes and dropped packets/bytes of each
 //! egress queue; PG counters count the packets and bytes classified into each ingress priority group.
 
+use super::pfc::PfcCounters;
+use super::watchdog::PfcWdCounters;
 use crate::wire::Layer;
 use std::collections::BTreeMap;
 
@@ -65,6 +68,10 @@ pub enum DropReason {
     ExceedsL3Mtu,
     /// Dropped by a border classification rule (`packet_action: drop`).
     BorderRule,
+    /// No room in the PG's reserved, shared or headroom buffer (ingress buffer drop).
+    IngressBuffer,
+    /// Ingress traffic of a priority the PFC watchdog's drop action is discarding (`drop_ingress`).
+    PfcWatchdog,
 }
 
 impl DropReason {
@@ -100,6 +107,8 @@ impl DropReason {
             DropReason::EgressPortDown => "L3_EGRESS_LINK_DOWN",
             DropReason::ExceedsL3Mtu => "EXCEEDS_L3_MTU",
             DropReason::BorderRule => "ACL_ANY",
+            DropReason::IngressBuffer => "INGRESS_BUFFER",
+            DropReason::PfcWatchdog => "PFC_WATCHDOG",
         }
     }
 
@@ -121,13 +130,19 @@ impl std::fmt::Display for DropReason {
     }
 }
 
-/// `SAI_QUEUE_STAT_PACKETS/BYTES/DROPPED_PACKETS/DROPPED_BYTES` of one egress queue.
+/// One egress queue: `SAI_QUEUE_STAT_PACKETS/BYTES` (transmitted), `DROPPED_PACKETS/BYTES` (every drop at
+/// the queue: tail, WRED, policer, watchdog), `WRED_DROPPED_PACKETS/BYTES` and
+/// `WRED_ECN_MARKED_PACKETS/BYTES`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct QueueCounters {
     pub packets: u64,
     pub bytes: u64,
     pub dropped_packets: u64,
     pub dropped_bytes: u64,
+    pub wred_dropped_packets: u64,
+    pub wred_dropped_bytes: u64,
+    pub ecn_marked_packets: u64,
+    pub ecn_marked_bytes: u64,
 }
 
 /// `SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS/BYTES/DROPPED_PACKETS` of one ingress PG.
@@ -154,12 +169,17 @@ pub struct PortCounters {
     pub trapped: u64,
     pub queues: [QueueCounters; 8],
     pub pgs: [PgCounters; 8],
+    /// PFC frames per priority, received and sent, and pause time.
+    pub pfc: [PfcCounters; 8],
+    /// PFC watchdog counters per queue.
+    pub pfc_wd: [PfcWdCounters; 8],
     /// Ingress drops by reason (frames counted in `rx_drp` or `rx_err`).
     pub drop_reasons: BTreeMap<DropReason, u64>,
 }
 
 /// Switch-wide accounting of every frame handed to [`Switch::handle_frame`](super::Switch::handle_frame):
-/// `received == forwarded + trapped + dropped` at every instant.
+/// `received == forwarded + trapped + dropped` at every instant, and every copy is accounted for:
+/// `copies + originated == sent + queued + copies_dropped + flushed`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FrameLedger {
     pub received: u64,
@@ -169,6 +189,10 @@ pub struct FrameLedger {
     pub copies: u64,
     /// Frames the switch sent of its own accord (ARP replies and requests); not part of `received`.
     pub originated: u64,
+    /// Copies refused at the egress queue (buffers, WRED, policer, watchdog).
+    pub copies_dropped: u64,
+    /// Admitted copies removed from a queue without being sent (watchdog drop, port set change).
+    pub flushed: u64,
     pub trapped: u64,
     pub dropped: u64,
 }

@@ -17,14 +17,21 @@
 //!
 //! A frame's journey: parse ([`crate::wire::decode`]) → L2 domain (VLAN membership, learning) →
 //! classification ([`classify`]) → forwarding decision (route with TTL and MAC rewrite, bridge, flood, trap,
-//! or a counted drop with a [`DropReason`]) → egress queue ([`sched`]) → `poll_transmit`.
+//! or a counted drop with a [`DropReason`]) → buffer admission ([`mmu`]), WRED/ECN ([`wred`]) → egress queue ([`scheduler`]) with PFC ([`pfc`]) and the
+//! watchdog ([`watchdog`]) → `poll_transmit`.
 
 pub mod classify;
 pub mod config;
 pub mod counters;
 pub mod forwarding;
-pub mod sched;
+pub mod mmu;
+pub mod pfc;
+pub mod scheduler;
 mod switch;
+pub mod watchdog;
+pub mod wred;
 
 pub use counters::{CountersDump, DropReason, FrameLedger, PortCounters};
-pub use switch::{ARP_RETRY_NS, Applied, CONTROL_QUEUE, Event, PortId, Switch, Transmit};
+pub use switch::{
+    ARP_RETRY_NS, Applied, CONTROL_QUEUE, Event, PortId, QueuedFrame, Switch, Transmit, WatermarksDump,
+};

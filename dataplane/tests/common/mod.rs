@@ -35,9 +35,21 @@ pub fn port(sw: &Switch, name: &str) -> PortId {
     sw.port_id(name).unwrap_or_else(|| panic!("no port {name}"))
 }
 
-/// Drains every frame queued on `port`.
+/// Drains every frame queued on `port`, starting at `now_ns` and following the port's line rate (each
+/// frame is taken when the line frees up).
 pub fn drain(sw: &mut Switch, port: PortId, now_ns: u64) -> Vec<Transmit> {
-    std::iter::from_fn(|| sw.poll_transmit(port, now_ns)).collect()
+    let mut t = now_ns;
+    let mut out = Vec::new();
+    loop {
+        match sw.poll_transmit(port, t) {
+            Some(tx) => out.push(tx),
+            None => match sw.next_transmit_at(port) {
+                Some(next) if next > t => t = next,
+                _ => break,
+            },
+        }
+    }
+    out
 }
 
 /// Drains every port; returns (port, frame) pairs in port order.

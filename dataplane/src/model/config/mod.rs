@@ -168,7 +168,7 @@ pub struct Compiled {
 pub type PortIndex = usize;
 
 /// The typed, validated switch configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SwitchConfig {
     /// `DEVICE_METADATA|localhost|mac`: the router MAC of every interface without its own.
     pub device_mac: EthernetAddress,
@@ -183,6 +183,235 @@ pub struct SwitchConfig {
     pub fdb: Vec<StaticFdb>,
     /// Per port, same order as `ports`.
     pub qos: Vec<PortQos>,
+    /// `BUFFER_ASIC|global`: cell size, total buffer and the buffer model's knobs.
+    pub asic: AsicSettings,
+    /// `BUFFER_POOL`, in key order; referenced by index.
+    pub pools: Vec<BufferPool>,
+    /// `BUFFER_PROFILE`, in key order; referenced by index.
+    pub profiles: Vec<BufferProfile>,
+    /// `WRED_PROFILE`, in key order; referenced by index.
+    pub wred_profiles: Vec<WredProfile>,
+    /// `SCHEDULER`, in key order; referenced by index.
+    pub schedulers: Vec<SchedulerProfile>,
+    /// Per port, same order as `ports`: BUFFER_PG, BUFFER_QUEUE, profile lists, QUEUE and the port shaper.
+    pub port_buffers: Vec<PortBuffers>,
+    /// `PFC_WD|<port>`, same order as `ports` (`None`: the watchdog does not watch the port).
+    pub pfc_wd: Vec<Option<PfcWdPort>>,
+    /// `PFC_WD|GLOBAL`.
+    pub pfc_wd_global: PfcWdGlobal,
+}
+
+/// `BUFFER_ASIC|global` (Lossless extension: SONiC keeps the cell size in STATE_DB's ASIC_TABLE and the
+/// total in BUFFER_MAX_PARAM). Fields: `cell_size` (bytes, default 208 as Broadcom Tomahawk), `mmu_size`
+/// (bytes of buffer in all; when given, pools plus reservations must fit in it), `ecn_mark_point`
+/// (`enqueue` default, or `dequeue` as the HPCC simulator does), `pfc_pause_quanta` (quanta in XOFF frames,
+/// default 65535), `pfc_refresh_percent` (an asserted XOFF is re-sent after this percentage of its pause
+/// time, default 50), `random_seed` (seed of the WRED random numbers, default 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AsicSettings {
+    pub cell_bytes: u32,
+    pub mmu_size_bytes: Option<u64>,
+    pub ecn_mark_point: EcnMarkPoint,
+    pub pfc_pause_quanta: u16,
+    pub pfc_refresh_percent: u8,
+    pub random_seed: u64,
+}
+
+impl Default for AsicSettings {
+    fn default() -> Self {
+        AsicSettings {
+            cell_bytes: 208,
+            mmu_size_bytes: None,
+            ecn_mark_point: EcnMarkPoint::Enqueue,
+            pfc_pause_quanta: 0xffff,
+            pfc_refresh_percent: 50,
+            random_seed: 1,
+        }
+    }
+}
+
+/// Where WRED/ECN looks at the queue: when a packet is enqueued (queue length in front of it) or dequeued
+/// (queue length behind it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EcnMarkPoint {
+    Enqueue,
+    Dequeue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolDirection {
+    Ingress,
+    Egress,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThresholdMode {
+    Static,
+    Dynamic,
+}
+
+/// `BUFFER_POOL|<name>`: `type` ingress|egress (`both` is rejected), `mode` static|dynamic (default
+/// dynamic, as SAI), `size` (bytes of shared buffer), `xoff` (bytes of shared headroom pool, default 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferPool {
+    pub name: String,
+    pub direction: PoolDirection,
+    pub mode: ThresholdMode,
+    pub size_bytes: u64,
+    pub xoff_bytes: u64,
+}
+
+/// How far a PG or queue may grow into its pool's shared space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threshold {
+    /// `dynamic_th` n: alpha = 2^n times the pool's free shared space (n in -8..=7).
+    Dynamic(i8),
+    /// `static_th`: an absolute cap in bytes (0 = no limit, as in SAI).
+    Static(u64),
+}
+
+/// Index of a pool in [`SwitchConfig::pools`].
+pub type PoolIndex = usize;
+/// Index of a profile in [`SwitchConfig::profiles`].
+pub type ProfileIndex = usize;
+
+/// `BUFFER_PROFILE|<name>`: `pool`, `size` (reserved bytes), `dynamic_th` or `static_th` (exactly one; its
+/// kind must match the pool's mode), `xon`, `xoff`, `xon_offset` (bytes, default 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferProfile {
+    pub name: String,
+    pub pool: PoolIndex,
+    pub size_bytes: u64,
+    pub threshold: Threshold,
+    pub xon_bytes: u64,
+    pub xoff_bytes: u64,
+    pub xon_offset_bytes: u64,
+}
+
+/// The buffer and scheduling bindings of one port.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortBuffers {
+    /// `BUFFER_PG|<port>|<pg or a-b>`: `profile` (`NULL` is rejected until headroom is computed: issue
+    /// of the control plane); `None` = the PG is not managed (admitted without buffer limits).
+    pub pg_profile: [Option<ProfileIndex>; 8],
+    /// `BUFFER_QUEUE|<port>|<q or a-b>`: `profile`; `None` = unmanaged.
+    pub queue_profile: [Option<ProfileIndex>; 8],
+    /// `BUFFER_PORT_INGRESS_PROFILE_LIST|<port>`: `profile_list`, at most one profile per ingress pool: the
+    /// port's cap on its shared usage of that pool.
+    pub ingress_profile_list: Vec<ProfileIndex>,
+    /// `BUFFER_PORT_EGRESS_PROFILE_LIST|<port>`: the same for egress pools.
+    pub egress_profile_list: Vec<ProfileIndex>,
+    /// `QUEUE|<port>|<q or a-b>`: `wred_profile`.
+    pub queue_wred: [Option<usize>; 8],
+    /// `QUEUE|<port>|<q or a-b>`: `scheduler` (`None`: DWRR weight 1, unshaped).
+    pub queue_scheduler: [Option<usize>; 8],
+    /// `PORT_QOS_MAP|<port>`: `scheduler`, the port shaper (its `pir`/`pbs`).
+    pub port_scheduler: Option<usize>,
+}
+
+/// One colour of a WRED profile: `<colour>_min_threshold`, `<colour>_max_threshold` (bytes of queue),
+/// `<colour>_drop_probability` (percent at max, default 100), `wred_<colour>_enable` (default false).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WredColour {
+    pub enabled: bool,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    pub drop_probability_percent: u8,
+}
+
+/// `WRED_PROFILE|<name>`: `ecn` (ecn_none, ecn_green, ..., ecn_all), the three colours, and `weight`
+/// (Lossless extension, 0..=15, default 0 = instantaneous queue length; n = EWMA with weight 2^-n).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WredProfile {
+    pub name: String,
+    /// Which colours are ECN-marked (instead of dropped) when ECN-capable: [green, yellow, red].
+    pub ecn: [bool; 3],
+    /// [green, yellow, red].
+    pub colours: [WredColour; 3],
+    pub weight: u8,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedulerKind {
+    Strict,
+    Dwrr,
+    Wrr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeterType {
+    Packets,
+    Bytes,
+}
+
+/// `SCHEDULER|<name>`: `type` STRICT|DWRR|WRR (default WRR, as SONiC's yang), `weight` 1..=100 (default 1),
+/// `priority` 0..=9, `meter_type` packets|bytes (default bytes), `cir`/`cbs` (minimum bandwidth, bytes/s
+/// or packets/s, and burst), `pir`/`pbs` (shaper / policer rate and burst). `policer` (Lossless extension,
+/// `true`/`false`, default false): on a STRICT queue, packets above `pir`/`pbs` are dropped at enqueue instead
+/// of waiting, so a strict queue cannot starve the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerProfile {
+    pub name: String,
+    pub kind: SchedulerKind,
+    pub weight: u8,
+    pub priority: Option<u8>,
+    pub meter_type: MeterType,
+    pub cir: Option<u64>,
+    pub cbs: Option<u64>,
+    pub pir: Option<u64>,
+    pub pbs: Option<u64>,
+    pub policer: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PfcWdAction {
+    Drop,
+    Forward,
+    Alert,
+}
+
+/// `PFC_WD|<port>`: `action` (default drop), `detection_time` (ms, 100..=5000, required),
+/// `restoration_time` (ms, 100..=60000; absent = never restore automatically), `pfc_stat_history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PfcWdPort {
+    pub action: PfcWdAction,
+    pub detection_time_ms: u32,
+    pub restoration_time_ms: Option<u32>,
+    pub pfc_stat_history: bool,
+}
+
+/// Which storm detection rule the watchdog runs (SONiC's per-vendor Lua scripts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PfcWdDetectionRule {
+    /// vs / historic Mellanox: queue has packets, transmitted nothing since the last poll, and was paused
+    /// by PFC during the interval.
+    Vs,
+    /// Broadcom: PFC frames received for the priority since the last poll, no XON received, and the queue
+    /// paused at both polls.
+    Broadcom,
+}
+
+/// `PFC_WD|GLOBAL`: `POLL_INTERVAL` (ms, 100..=1000, default 100), `BIG_RED_SWITCH` enable|disable; and
+/// Lossless extensions `detection_rule` (`vs` default, or `broadcom`) and `drop_ingress` (`true`: the drop
+/// action also drops ingress traffic of the stormed priority on that port, as Broadcom's ACL handler; default
+/// false, as SONiC's zero-buffer handler).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PfcWdGlobal {
+    pub poll_interval_ms: u32,
+    pub big_red_switch: bool,
+    pub detection_rule: PfcWdDetectionRule,
+    pub drop_ingress: bool,
+}
+
+impl Default for PfcWdGlobal {
+    fn default() -> Self {
+        PfcWdGlobal {
+            poll_interval_ms: 100,
+            big_red_switch: false,
+            detection_rule: PfcWdDetectionRule::Vs,
+            drop_ingress: false,
+        }
+    }
 }
 
 /// `SWITCH|switch`: switch-wide settings (SONiC has `fdb_aging_time` here; the rest are Lossless's).

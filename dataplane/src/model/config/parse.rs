@@ -10,10 +10,13 @@
 //! Tables that later versions of the model enforce ([`DEFERRED_TABLES`]) are accepted without comment;
 //! any other table the compiler does not know is a warning, as is an unknown field.
 
+mod buffers;
+mod scheduling;
+
 use super::{
     BorderRule, Compiled, ConfigDb, ConfigErrors, ConfigIssue, FdbMissAction, NS_PER_SEC, NextHop,
-    PortConfig, PortIndex, PortQos, RifIndex, RifKind, RouterInterface, StaticFdb, StaticNeighbor,
-    StaticRoute, SwitchConfig, SwitchSettings, VlanConfig, VlanMember,
+    PortBuffers, PortConfig, PortIndex, PortQos, RifIndex, RifKind, RouterInterface, SchedulerProfile,
+    StaticFdb, StaticNeighbor, StaticRoute, SwitchConfig, SwitchSettings, VlanConfig, VlanMember,
 };
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
@@ -21,24 +24,10 @@ use std::collections::btree_map::Entry as Slot;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
-/// Tables the next versions of the model validate and use (buffers, queues, scheduling, WRED, PFC
-/// watchdog). They are accepted as they are, without any issue, until then.
-const DEFERRED_TABLES: &[&str] = &[
-    "BUFFER_POOL",
-    "BUFFER_PROFILE",
-    "BUFFER_PG",
-    "BUFFER_QUEUE",
-    "BUFFER_PORT_INGRESS_PROFILE_LIST",
-    "BUFFER_PORT_EGRESS_PROFILE_LIST",
-    "QUEUE",
-    "SCHEDULER",
-    "WRED_PROFILE",
-    "PFC_WD",
-    "CABLE_LENGTH",
-    "DEFAULT_LOSSLESS_BUFFER_PARAMETER",
-    "LOSSLESS_TRAFFIC_PATTERN",
-    "BUFFER_ASIC",
-];
+/// Tables a later version of the model may use (the dynamic buffer model's inputs, from which the control
+/// plane computes headroom). They are accepted as they are, without any issue.
+const DEFERRED_TABLES: &[&str] =
+    &["CABLE_LENGTH", "DEFAULT_LOSSLESS_BUFFER_PARAMETER", "LOSSLESS_TRAFFIC_PATTERN"];
 
 /// SONiC tables the model has no use for but that a SONiC QoS config routinely contains:
 /// `TC_TO_DSCP_MAP` is what `PORT_QOS_MAP|tc_to_dscp_map` refers to.
@@ -64,6 +53,17 @@ const COMPILED_TABLES: &[&str] = &[
     "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
     "PORT_QOS_MAP",
     "BORDER_RULE",
+    "BUFFER_ASIC",
+    "BUFFER_POOL",
+    "BUFFER_PROFILE",
+    "BUFFER_PG",
+    "BUFFER_QUEUE",
+    "BUFFER_PORT_INGRESS_PROFILE_LIST",
+    "BUFFER_PORT_EGRESS_PROFILE_LIST",
+    "WRED_PROFILE",
+    "SCHEDULER",
+    "QUEUE",
+    "PFC_WD",
 ];
 
 /// A locally administered address ("LS" = Lossless) for configs that set no `DEVICE_METADATA|localhost|mac`.
@@ -190,8 +190,17 @@ pub fn compile(db: &ConfigDb) -> Result<Compiled, ConfigErrors> {
     let routes = cx.static_routes(&interfaces, &rif_map);
     let fdb = cx.static_fdb(&ports, &port_map, &vlans);
     let maps = cx.qos_maps();
-    let mut qos = cx.port_qos(&port_map, ports.len(), &maps);
+    let schedulers = cx.schedulers();
+    let wred_profiles = cx.wred_profiles();
+    let mut port_buffers = vec![PortBuffers::default(); ports.len()];
+    let mut qos = cx.port_qos(&port_map, &maps, &schedulers, &mut port_buffers);
     cx.border_rules(&port_map, &mut qos);
+    let asic = cx.buffer_asic();
+    let pools = cx.buffer_pools();
+    let profiles = cx.buffer_profiles(&pools);
+    cx.buffer_bindings(&port_map, &pools, &profiles, &mut port_buffers);
+    cx.queues(&port_map, &schedulers, &wred_profiles, &mut port_buffers);
+    let (pfc_wd, pfc_wd_global) = cx.pfc_watchdog(&port_map, ports.len());
     let config = SwitchConfig {
         device_mac,
         switch,
@@ -202,7 +211,16 @@ pub fn compile(db: &ConfigDb) -> Result<Compiled, ConfigErrors> {
         routes,
         fdb,
         qos,
+        asic,
+        pools: pools.items,
+        profiles: profiles.items,
+        wred_profiles: wred_profiles.items,
+        schedulers: schedulers.items,
+        port_buffers,
+        pfc_wd,
+        pfc_wd_global,
     };
+    cx.check_buffers(&config);
     cx.finish(config)
 }
 
@@ -345,6 +363,108 @@ impl<'a> Compiler<'a> {
         } else {
             Err(ConfigErrors { errors: self.errors, warnings: self.warnings })
         }
+    }
+}
+
+/// A table whose entries other tables refer to by name (`BUFFER_POOL`, `BUFFER_PROFILE`, `SCHEDULER`,
+/// `WRED_PROFILE`), compiled in key order.
+struct Named<'a, T> {
+    table: &'static str,
+    items: Vec<T>,
+    /// Name → index in `items`; `None` for an entry that was rejected, so that what refers to it raises no
+    /// second error.
+    index: HashMap<&'a str, Option<usize>>,
+}
+
+impl<'a, T> Named<'a, T> {
+    fn compile(
+        cx: &mut Compiler<'a>,
+        table: &'static str,
+        mut one: impl FnMut(&mut Compiler<'a>, Entry<'a>) -> Option<T>,
+    ) -> Self {
+        let mut named = Named { table, items: Vec::new(), index: HashMap::new() };
+        for e in entries(cx.db, table) {
+            let item = one(cx, e);
+            let index = item.map(|item| {
+                named.items.push(item);
+                named.items.len() - 1
+            });
+            named.index.insert(e.key, index);
+        }
+        named
+    }
+
+    /// The entry a reference (`name` or `[TABLE|name]`) names: `Ok(None)` when it exists but was rejected.
+    fn resolve(&self, value: &str) -> Result<Option<usize>, String> {
+        let name = parse_ref(self.table, value)?;
+        self.index.get(name).copied().ok_or_else(|| format!("{value:?} names no {} entry", self.table))
+    }
+}
+
+// Keys naming ports.
+impl<'a> Compiler<'a> {
+    /// The ports of a key part that may join several with commas (`Ethernet0,Ethernet4`), with their names.
+    fn key_ports(&mut self, e: Entry<'a>, names: &'a str, ports: &PortMap) -> Vec<(&'a str, PortIndex)> {
+        names
+            .split(',')
+            .filter_map(|name| Some((name, self.parse_key(e, name, |n| find_port(ports, n))?)))
+            .collect()
+    }
+
+    /// The ports of a key of a table where each port has one entry at most (`owners` remembers which);
+    /// a port named again is an error.
+    fn unique_key_ports(
+        &mut self,
+        e: Entry<'a>,
+        ports: &PortMap,
+        owners: &mut HashMap<PortIndex, &'a str>,
+    ) -> Vec<PortIndex> {
+        let mut targets = Vec::new();
+        for (name, port) in self.key_ports(e, e.key, ports) {
+            if let Some(first) = owners.get(&port) {
+                let message = format!("{name} is already configured by {}|{first}", e.table);
+                self.error(e, "", name, message);
+                continue;
+            }
+            owners.insert(port, e.key);
+            targets.push(port);
+        }
+        targets
+    }
+
+    /// The entries of a `<ports>|<index or a-b>` table (`BUFFER_PG`, `BUFFER_QUEUE`, `QUEUE`), each with the
+    /// (port, index) slots it sets. A slot belongs to the first key that covers it; a later key covering it
+    /// again is an error (once per port) and sets none of that port's slots.
+    fn indexed_entries(
+        &mut self,
+        table: &'static str,
+        what: &str,
+        ports: &PortMap,
+    ) -> Vec<(Entry<'a>, Vec<(PortIndex, usize)>)> {
+        let mut owners: HashMap<(PortIndex, usize), &str> = HashMap::new();
+        let mut found = Vec::new();
+        for e in entries(self.db, table) {
+            let Some((port_names, index_text)) = self.split_key(e, &format!("<port>|<{what}>")) else {
+                continue;
+            };
+            let targets = self.key_ports(e, port_names, ports);
+            let Some(range) = self.parse_key(e, index_text, |t| parse_index_range(t, what)) else { continue };
+            let mut slots = Vec::new();
+            for (name, port) in targets {
+                if let Some((index, first)) = range.clone().find_map(|i| Some((i, *owners.get(&(port, i))?)))
+                {
+                    let message = format!("{name} {what} {index} is already configured by {table}|{first}");
+                    self.error(e, "", name, message);
+                    continue;
+                }
+                for index in range.clone() {
+                    owners.insert((port, index), e.key);
+                    slots.push((port, index));
+                }
+            }
+            found.push((e, slots));
+        }
+        found
     }
 }
 
@@ -752,7 +872,15 @@ impl<'a> Compiler<'a> {
     }
 
     /// `PORT_QOS_MAP`, one [`PortQos`] per port; `PORT_QOS_MAP|global|dscp_to_tc_map` for ports without one.
-    fn port_qos(&mut self, ports: &PortMap, port_count: usize, maps: &QosMaps) -> Vec<PortQos> {
+    /// The port shaper (`scheduler`) goes to [`PortBuffers::port_scheduler`].
+    fn port_qos(
+        &mut self,
+        ports: &PortMap,
+        maps: &QosMaps,
+        schedulers: &Named<'a, SchedulerProfile>,
+        buffers: &mut [PortBuffers],
+    ) -> Vec<PortQos> {
+        let port_count = buffers.len();
         let mut qos = vec![PortQos::default(); port_count];
         let mut configured_by: Vec<Option<&str>> = vec![None; port_count];
         let mut global_dscp = None;
@@ -763,8 +891,10 @@ impl<'a> Compiler<'a> {
             }
             let targets = self.qos_ports(e, ports, &mut configured_by);
             let port_qos = self.port_qos_entry(e, maps);
+            let shaper = self.optional(e, "scheduler", |v| schedulers.resolve(v)).flatten();
             for port in targets {
                 qos[port] = port_qos.clone();
+                buffers[port].port_scheduler = shaper;
             }
         }
         if let Some(dscp) = global_dscp {
@@ -889,6 +1019,49 @@ where
     let (lo, hi) = (lo.into(), hi.into());
     let in_range = text.parse::<u64>().ok().filter(|n| (lo..=hi).contains(n));
     in_range.and_then(|n| T::try_from(n).ok()).ok_or_else(|| format!("{text} is outside {lo}..{hi}"))
+}
+
+/// A number of bytes (sizes, thresholds).
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    parse_number(text, "a number of bytes", 0, u64::MAX)
+}
+
+/// `dynamic_th`: the alpha exponent n (alpha = 2^n), -8..=7.
+fn parse_dynamic_th(text: &str) -> Result<i8, String> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{text:?} is not a dynamic_th (an integer -8..7)"));
+    }
+    let in_range = text.parse::<i64>().ok().filter(|n| (-8..=7).contains(n));
+    in_range.and_then(|n| i8::try_from(n).ok()).ok_or_else(|| format!("{text} is outside -8..7"))
+}
+
+/// The index part of a `BUFFER_PG`, `BUFFER_QUEUE` or `QUEUE` key: `3` or the inclusive range `3-4`, in 0..7.
+fn parse_index_range(text: &str, what: &str) -> Result<std::ops::RangeInclusive<usize>, String> {
+    let (lo, hi) = text.split_once('-').unwrap_or((text, text));
+    let bound = |part: &str| {
+        parse_number(part, what, 0u8, 7)
+            .map(usize::from)
+            .map_err(|_| format!("{text:?} is not a {what} 0..7 or a range of them (3-4)"))
+    };
+    let (lo, hi) = (bound(lo)?, bound(hi)?);
+    if lo > hi {
+        return Err(format!("{text:?} is an empty range ({lo} > {hi})"));
+    }
+    Ok(lo..=hi)
+}
+
+/// `12,345,678`, as SONiC's CLI prints byte counts.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut grouped = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
 }
 
 fn parse_aging_secs(text: &str) -> Result<u64, String> {
@@ -1148,6 +1321,8 @@ BORDER_RULE:
   "Ethernet0|10": {dscp: 48, packet_action: drop}
   "Ethernet0|30": {set_queue: 1, packet_action: forward}
   "Ethernet4|5": {udp_dport: 4791}
+SCHEDULER:
+  scheduler.port: {meter_type: bytes, pir: "12500000000", pbs: "9216"}
 BUFFER_POOL:
   ingress_lossless_pool: {type: ingress, mode: dynamic, size: "12766208"}
 CABLE_LENGTH:
@@ -1286,6 +1461,15 @@ CABLE_LENGTH:
         };
         assert_eq!(qos[2], server);
         assert_eq!(qos[3], PortQos { dscp_to_tc: Some(azure_dscp()), ..PortQos::default() });
+    }
+
+    #[test]
+    fn full_config_port_shaper() {
+        let config = full().config;
+        let shapers: Vec<Option<usize>> = config.port_buffers.iter().map(|b| b.port_scheduler).collect();
+        assert_eq!(shapers, [Some(0), Some(0), None, None]);
+        assert_eq!(config.schedulers[0].pir, Some(12_500_000_000));
+        assert_eq!(config.pools.len(), 1);
     }
 
     #[test]
@@ -1817,5 +2001,1089 @@ DSCP_TO_TC_MAP:
             locations,
             ["PORT|Ethernet0|speed", "VLAN_MEMBER|Vlan100|Ethernet99", "DSCP_TO_TC_MAP|AZURE|64"]
         );
+    }
+
+    // Buffers, QoS scheduling, WRED and the PFC watchdog.
+
+    use crate::model::config::{
+        AsicSettings, BufferPool, BufferProfile, EcnMarkPoint, MeterType, PfcWdAction, PfcWdDetectionRule,
+        PfcWdGlobal, PfcWdPort, PoolDirection, SchedulerKind, SchedulerProfile, Threshold, ThresholdMode,
+        WredColour, WredProfile,
+    };
+
+    const TH_BALANCED: &str = include_str!("../../../../configs/profiles/th_balanced.yaml");
+    const SN2700: &str = include_str!("../../../../configs/profiles/sn2700.yaml");
+
+    fn pool_index(config: &SwitchConfig, name: &str) -> usize {
+        config.pools.iter().position(|p| p.name == name).unwrap_or_else(|| panic!("no pool {name}"))
+    }
+
+    fn profile_index(config: &SwitchConfig, name: &str) -> usize {
+        config.profiles.iter().position(|p| p.name == name).unwrap_or_else(|| panic!("no profile {name}"))
+    }
+
+    fn profile<'c>(config: &'c SwitchConfig, name: &str) -> &'c BufferProfile {
+        &config.profiles[profile_index(config, name)]
+    }
+
+    fn pool(name: &str, direction: PoolDirection, mode: ThresholdMode, size: u64, xoff: u64) -> BufferPool {
+        BufferPool { name: name.into(), direction, mode, size_bytes: size, xoff_bytes: xoff }
+    }
+
+    /// A profile of `pool` with no headroom.
+    fn plain_profile(
+        config: &SwitchConfig,
+        name: &str,
+        pool: &str,
+        size: u64,
+        threshold: Threshold,
+    ) -> BufferProfile {
+        BufferProfile {
+            name: name.into(),
+            pool: pool_index(config, pool),
+            size_bytes: size,
+            threshold,
+            xon_bytes: 0,
+            xoff_bytes: 0,
+            xon_offset_bytes: 0,
+        }
+    }
+
+    fn azure_lossless(green_min: u64) -> WredProfile {
+        let colour = |min| WredColour {
+            enabled: true,
+            min_bytes: min,
+            max_bytes: 2_097_152,
+            drop_probability_percent: 5,
+        };
+        WredProfile {
+            name: "AZURE_LOSSLESS".into(),
+            ecn: [true; 3],
+            colours: [colour(green_min), colour(1_048_576), colour(1_048_576)],
+            weight: 0,
+        }
+    }
+
+    fn dwrr(name: &str, weight: u8) -> SchedulerProfile {
+        SchedulerProfile {
+            name: name.into(),
+            kind: SchedulerKind::Dwrr,
+            weight,
+            priority: None,
+            meter_type: MeterType::Bytes,
+            cir: None,
+            cbs: None,
+            pir: None,
+            pbs: None,
+            policer: false,
+        }
+    }
+
+    /// The QUEUE, SCHEDULER, WRED and PFC_WD parts both platform profiles share (qos_config.j2).
+    fn assert_t0_scheduling(config: &SwitchConfig, green_min: u64) {
+        assert_eq!(config.wred_profiles, vec![azure_lossless(green_min)]);
+        assert_eq!(config.schedulers, vec![dwrr("scheduler.0", 14), dwrr("scheduler.1", 15)]);
+        for buffers in &config.port_buffers {
+            let s = |i| Some(i);
+            assert_eq!(buffers.queue_scheduler, [s(0), s(0), s(0), s(1), s(1), s(0), s(0), None]);
+            assert_eq!(buffers.queue_wred, [None, None, None, s(0), s(0), None, None, None]);
+            assert_eq!(buffers.port_scheduler, None);
+        }
+        let watchdog = PfcWdPort {
+            action: PfcWdAction::Drop,
+            detection_time_ms: 400,
+            restoration_time_ms: Some(400),
+            pfc_stat_history: false,
+        };
+        assert_eq!(config.pfc_wd, vec![Some(watchdog); 5]);
+        assert_eq!(config.pfc_wd_global, PfcWdGlobal { poll_interval_ms: 100, ..PfcWdGlobal::default() });
+        assert!(config.qos.iter().all(|q| q.pfc_enable == 0b0001_1000 && q.pfcwd_sw_enable == 0b0001_1000));
+    }
+
+    #[test]
+    fn th_balanced_profile_compiles_with_its_numbers() {
+        let Compiled { config, warnings } = compile(&yaml(TH_BALANCED)).unwrap();
+        assert_eq!(warnings, vec![]);
+        assert_eq!(config.asic, AsicSettings { cell_bytes: 208, ..AsicSettings::default() });
+        assert_eq!(config.ports.len(), 5);
+        assert_eq!(config.routes.len(), 2);
+        use PoolDirection::{Egress, Ingress};
+        use ThresholdMode::{Dynamic, Static};
+        assert_eq!(
+            config.pools,
+            vec![
+                pool("egress_lossless_pool", Egress, Static, 15_982_720, 0),
+                pool("egress_lossy_pool", Egress, Dynamic, 9_243_812, 0),
+                pool("ingress_lossless_pool", Ingress, Dynamic, 10_875_072, 4_194_112),
+            ]
+        );
+        assert_eq!(config.profiles.len(), 5);
+        let lossy_in = plain_profile(
+            &config,
+            "ingress_lossy_profile",
+            "ingress_lossless_pool",
+            0,
+            Threshold::Dynamic(3),
+        );
+        assert_eq!(*profile(&config, "ingress_lossy_profile"), lossy_in);
+        let lossless_out = plain_profile(
+            &config,
+            "egress_lossless_profile",
+            "egress_lossless_pool",
+            1518,
+            Threshold::Static(15_982_720),
+        );
+        assert_eq!(*profile(&config, "egress_lossless_profile"), lossless_out);
+        let lossy_out =
+            plain_profile(&config, "egress_lossy_profile", "egress_lossy_pool", 1518, Threshold::Dynamic(3));
+        assert_eq!(*profile(&config, "egress_lossy_profile"), lossy_out);
+        let pg_lossless = |name: &str, xoff| BufferProfile {
+            xon_bytes: 2288,
+            xoff_bytes: xoff,
+            xon_offset_bytes: 2288,
+            ..plain_profile(&config, name, "ingress_lossless_pool", 1248, Threshold::Dynamic(0))
+        };
+        let pg_100g = pg_lossless("pg_lossless_100000_40m_profile", 177_632);
+        assert_eq!(*profile(&config, "pg_lossless_100000_40m_profile"), pg_100g);
+        let pg_25g = pg_lossless("pg_lossless_25000_40m_profile", 53_248);
+        assert_eq!(*profile(&config, "pg_lossless_25000_40m_profile"), pg_25g);
+
+        let p = |name| Some(profile_index(&config, name));
+        let (lossy_out, lossless_out) = (p("egress_lossy_profile"), p("egress_lossless_profile"));
+        for (port, buffers) in config.ports.iter().zip(&config.port_buffers) {
+            let lossless_pg = p(if port.speed_mbps == 100_000 {
+                "pg_lossless_100000_40m_profile"
+            } else {
+                "pg_lossless_25000_40m_profile"
+            });
+            let lossy_pg = p("ingress_lossy_profile");
+            assert_eq!(
+                buffers.pg_profile,
+                [lossy_pg, None, None, lossless_pg, lossless_pg, None, None, None]
+            );
+            let queues =
+                [lossy_out, lossy_out, lossy_out, lossless_out, lossless_out, lossy_out, lossy_out, None];
+            assert_eq!(buffers.queue_profile, queues);
+            assert!(buffers.ingress_profile_list.is_empty() && buffers.egress_profile_list.is_empty());
+        }
+        assert_t0_scheduling(&config, 250_000);
+    }
+
+    #[test]
+    fn sn2700_profile_compiles_with_its_numbers() {
+        let Compiled { config, warnings } = compile(&yaml(SN2700)).unwrap();
+        assert_eq!(warnings, vec![]);
+        assert_eq!(config.asic, AsicSettings { cell_bytes: 96, ..AsicSettings::default() });
+        use PoolDirection::{Egress, Ingress};
+        use ThresholdMode::{Dynamic, Static};
+        assert_eq!(
+            config.pools,
+            vec![
+                pool("egress_lossless_pool", Egress, Dynamic, 13_945_824, 0),
+                pool("egress_lossy_pool", Egress, Dynamic, 3_302_912, 0),
+                pool("ingress_lossless_pool", Ingress, Dynamic, 3_302_912, 0),
+                pool("ingress_lossy_pool", Ingress, Dynamic, 3_302_912, 0),
+                pool("ingress_zero_pool", Ingress, Static, 0, 0),
+            ]
+        );
+        let expected = [
+            ("ingress_lossless_profile", "ingress_lossless_pool", 0, 7),
+            ("ingress_lossy_profile", "ingress_lossy_pool", 0, 3),
+            ("egress_lossless_profile", "egress_lossless_pool", 0, 7),
+            ("egress_lossy_profile", "egress_lossy_pool", 9216, 7),
+            ("q_lossy_profile", "egress_lossy_pool", 0, 3),
+        ];
+        for (name, pool_name, size, dynamic_th) in expected {
+            let wanted = plain_profile(&config, name, pool_name, size, Threshold::Dynamic(dynamic_th));
+            assert_eq!(*profile(&config, name), wanted);
+        }
+        for (name, size, xoff) in [
+            ("pg_lossless_100000_5m_profile", 50_176, 30_720),
+            ("pg_lossless_25000_5m_profile", 49_152, 29_696),
+        ] {
+            let wanted = BufferProfile {
+                xon_bytes: 19_456,
+                xoff_bytes: xoff,
+                ..plain_profile(&config, name, "ingress_lossless_pool", size, Threshold::Dynamic(0))
+            };
+            assert_eq!(*profile(&config, name), wanted);
+        }
+        let p = |name| Some(profile_index(&config, name));
+        let q_lossy = p("q_lossy_profile");
+        for (port, buffers) in config.ports.iter().zip(&config.port_buffers) {
+            let lossless_pg = p(if port.speed_mbps == 100_000 {
+                "pg_lossless_100000_5m_profile"
+            } else {
+                "pg_lossless_25000_5m_profile"
+            });
+            let lossy_pg = p("ingress_lossy_profile");
+            assert_eq!(
+                buffers.pg_profile,
+                [lossy_pg, None, None, lossless_pg, lossless_pg, None, None, None]
+            );
+            let lossless_q = p("egress_lossless_profile");
+            let queues = [q_lossy, q_lossy, q_lossy, lossless_q, lossless_q, q_lossy, q_lossy, None];
+            assert_eq!(buffers.queue_profile, queues);
+            let list = |names: [&str; 2]| names.map(|n| profile_index(&config, n)).to_vec();
+            assert_eq!(
+                buffers.ingress_profile_list,
+                list(["ingress_lossless_profile", "ingress_lossy_profile"])
+            );
+            assert_eq!(
+                buffers.egress_profile_list,
+                list(["egress_lossless_profile", "egress_lossy_profile"])
+            );
+        }
+        // PFC_PRIORITY_TO_PRIORITY_GROUP_MAP AZURE {3: 3, 4: 4}, unlisted priorities to themselves.
+        assert!(config.qos.iter().all(|q| q.pfc_to_pg == [0, 1, 2, 3, 4, 5, 6, 7]));
+        assert_t0_scheduling(&config, 1_048_576);
+    }
+
+    #[test]
+    fn shared_limit_is_the_single_consumer_steady_state() {
+        use super::buffers::shared_limit_bytes;
+        let pool = pool("p", PoolDirection::Ingress, ThresholdMode::Dynamic, 10_875_072, 0);
+        let with = |threshold| BufferProfile {
+            name: "x".into(),
+            pool: 0,
+            size_bytes: 0,
+            threshold,
+            xon_bytes: 0,
+            xoff_bytes: 0,
+            xon_offset_bytes: 0,
+        };
+        // alpha 1: half the pool; alpha 8: 8/9; alpha 1/2: 1/3; alpha 1/256: 1/257; static 0: no limit.
+        assert_eq!(shared_limit_bytes(&with(Threshold::Dynamic(0)), &pool), 5_437_536);
+        assert_eq!(shared_limit_bytes(&with(Threshold::Dynamic(3)), &pool), 9_666_730);
+        assert_eq!(shared_limit_bytes(&with(Threshold::Dynamic(-1)), &pool), 3_625_024);
+        assert_eq!(shared_limit_bytes(&with(Threshold::Dynamic(-8)), &pool), 42_315);
+        assert_eq!(shared_limit_bytes(&with(Threshold::Static(0)), &pool), 10_875_072);
+        assert_eq!(shared_limit_bytes(&with(Threshold::Static(1000)), &pool), 1000);
+    }
+
+    #[test]
+    fn parse_index_range_takes_a_number_or_a_range() {
+        assert_eq!(parse_index_range("3", "PG"), Ok(3..=3));
+        assert_eq!(parse_index_range("3-4", "PG"), Ok(3..=4));
+        assert_eq!(parse_index_range("0-7", "queue"), Ok(0..=7));
+        for bad in ["8", "3-8", "-1", "3-", "a-b", "3-4-5", ""] {
+            assert!(parse_index_range(bad, "PG").is_err(), "{bad}");
+        }
+        assert!(parse_index_range("4-3", "PG").unwrap_err().contains("empty range"));
+    }
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(15_982_720), "15,982,720");
+    }
+
+    /// A small TH-like buffer setup (no lossless priorities: BASE has no PORT_QOS_MAP).
+    const BUFFERS: &str = r#"
+BUFFER_POOL:
+  ingress_lossless_pool: {type: ingress, mode: dynamic, size: 10875072, xoff: 4194112}
+  egress_lossless_pool: {type: egress, mode: static, size: 15982720}
+  egress_lossy_pool: {type: egress, mode: dynamic, size: 9243812}
+BUFFER_PROFILE:
+  ingress_lossy_profile: {pool: ingress_lossless_pool, size: 0, dynamic_th: 3}
+  pg_lossless_100000_5m_profile:
+    {pool: ingress_lossless_pool, size: 1248, xon: 2288, xoff: 165568, dynamic_th: 0, xon_offset: 2288}
+  egress_lossless_profile: {pool: egress_lossless_pool, size: 1518, static_th: 15982720}
+  egress_lossy_profile: {pool: egress_lossy_pool, size: 1518, dynamic_th: 3}
+"#;
+
+    fn buffers() -> ConfigDb {
+        yaml(&format!("{BASE}{BUFFERS}"))
+    }
+
+    fn buffers_with(table: &str, key: &str, field: &str, value: &str) -> ConfigDb {
+        let mut db = buffers();
+        db.set(table, key, field, value);
+        db
+    }
+
+    fn warnings(db: &ConfigDb) -> Vec<ConfigIssue> {
+        compile(db).unwrap_or_else(|e| panic!("{e}")).warnings
+    }
+
+    /// Compiles without errors, with exactly one warning, at `location`, with `mentions` in its message.
+    fn assert_warning(db: &ConfigDb, location: &str, mentions: &str) {
+        let warnings = warnings(db);
+        assert_eq!(warnings.len(), 1, "{warnings:#?}");
+        assert_eq!(warnings[0].location(), location, "{}", warnings[0]);
+        assert!(warnings[0].message.contains(mentions), "{:?} does not mention {mentions:?}", warnings[0]);
+    }
+
+    #[test]
+    fn buffer_base_compiles() {
+        let Compiled { config, warnings } = compile(&buffers()).unwrap();
+        assert_eq!(warnings, vec![]);
+        assert_eq!(config.pools.len(), 3);
+        assert_eq!(config.profiles.len(), 4);
+        assert!(config.port_buffers.iter().all(|b| *b == PortBuffers::default()));
+        assert_eq!(config.pfc_wd, vec![None; 4]);
+    }
+
+    #[test]
+    fn buffer_asic_settings() {
+        let mut db = base();
+        for (field, value) in [
+            ("cell_size", "96"),
+            ("mmu_size", "16777216"),
+            ("ecn_mark_point", "dequeue"),
+            ("pfc_pause_quanta", "1000"),
+            ("pfc_refresh_percent", "80"),
+            ("random_seed", "18446744073709551615"),
+        ] {
+            db.set("BUFFER_ASIC", "global", field, value);
+        }
+        let asic = compile(&db).unwrap().config.asic;
+        let expected = AsicSettings {
+            cell_bytes: 96,
+            mmu_size_bytes: Some(16_777_216),
+            ecn_mark_point: EcnMarkPoint::Dequeue,
+            pfc_pause_quanta: 1000,
+            pfc_refresh_percent: 80,
+            random_seed: u64::MAX,
+        };
+        assert_eq!(asic, expected);
+    }
+
+    #[test]
+    fn buffer_asic_fields_are_checked() {
+        let cases = [
+            ("cell_size", "0"),
+            ("cell_size", "16385"),
+            ("mmu_size", "16M"),
+            ("ecn_mark_point", "egress"),
+            ("pfc_pause_quanta", "0"),
+            ("pfc_pause_quanta", "65536"),
+            ("pfc_refresh_percent", "0"),
+            ("pfc_refresh_percent", "101"),
+            ("random_seed", "-1"),
+        ];
+        for (field, bad) in cases {
+            let db = base_with("BUFFER_ASIC", "global", field, bad);
+            assert_error(&db, &format!("BUFFER_ASIC|global|{field}"), bad, bad);
+        }
+    }
+
+    #[test]
+    fn buffer_asic_key_is_global() {
+        let db = base_with("BUFFER_ASIC", "GLOBAL", "cell_size", "208");
+        assert_error(&db, "BUFFER_ASIC|GLOBAL", "GLOBAL", "global");
+    }
+
+    #[test]
+    fn pool_type_is_ingress_or_egress() {
+        let db = buffers_with("BUFFER_POOL", "egress_lossy_pool", "type", "both");
+        assert_error(&db, "BUFFER_POOL|egress_lossy_pool|type", "both", "not supported");
+        let db = buffers_with("BUFFER_POOL", "new_pool", "size", "1000");
+        assert_error(&db, "BUFFER_POOL|new_pool|type", "", "type is required");
+    }
+
+    #[test]
+    fn pool_size_is_required() {
+        let db = buffers_with("BUFFER_POOL", "new_pool", "type", "ingress");
+        assert_error(&db, "BUFFER_POOL|new_pool|size", "", "size is required");
+        let db = buffers_with("BUFFER_POOL", "egress_lossy_pool", "size", "9M");
+        assert_error(&db, "BUFFER_POOL|egress_lossy_pool|size", "9M", "9M");
+    }
+
+    #[test]
+    fn pool_mode_is_static_or_dynamic() {
+        let db = buffers_with("BUFFER_POOL", "egress_lossy_pool", "mode", "shared");
+        assert_error(&db, "BUFFER_POOL|egress_lossy_pool|mode", "shared", "static, dynamic");
+        // The default is dynamic.
+        let mut db = base();
+        db.set("BUFFER_POOL", "p", "type", "ingress").set("BUFFER_POOL", "p", "size", "1000");
+        assert_eq!(compile(&db).unwrap().config.pools[0].mode, ThresholdMode::Dynamic);
+    }
+
+    #[test]
+    fn pool_xoff_only_on_ingress() {
+        let db = buffers_with("BUFFER_POOL", "egress_lossy_pool", "xoff", "1000");
+        assert_error(&db, "BUFFER_POOL|egress_lossy_pool|xoff", "1000", "only allowed on ingress pools");
+        assert!(compile(&buffers_with("BUFFER_POOL", "egress_lossy_pool", "xoff", "0")).is_ok());
+    }
+
+    #[test]
+    fn pool_percentage_is_an_unknown_field() {
+        let db = buffers_with("BUFFER_POOL", "egress_lossy_pool", "percentage", "50");
+        assert_warning(&db, "BUFFER_POOL|egress_lossy_pool|percentage", "unknown field");
+    }
+
+    #[test]
+    fn profile_pool_is_required_and_exists() {
+        let mut db = buffers();
+        db.set("BUFFER_PROFILE", "new_profile", "dynamic_th", "0");
+        assert_error(&db, "BUFFER_PROFILE|new_profile|pool", "", "pool is required");
+        db.set("BUFFER_PROFILE", "new_profile", "pool", "[BUFFER_POOL|no_pool]");
+        assert_error(&db, "BUFFER_PROFILE|new_profile|pool", "[BUFFER_POOL|no_pool]", "names no BUFFER_POOL");
+        db.set("BUFFER_PROFILE", "new_profile", "pool", "[BUFFER_PROFILE|ingress_lossless_pool]");
+        assert_error(
+            &db,
+            "BUFFER_PROFILE|new_profile|pool",
+            "[BUFFER_PROFILE|ingress_lossless_pool]",
+            "not to BUFFER_POOL",
+        );
+        for good in ["ingress_lossless_pool", "[BUFFER_POOL|ingress_lossless_pool]"] {
+            db.set("BUFFER_PROFILE", "new_profile", "pool", good);
+            let config = compile(&db).unwrap().config;
+            assert_eq!(profile(&config, "new_profile").pool, pool_index(&config, "ingress_lossless_pool"));
+        }
+    }
+
+    #[test]
+    fn a_rejected_pool_raises_no_second_error() {
+        // The pool has no size: its profiles are left out without further errors.
+        let mut db = buffers();
+        db.tables.get_mut("BUFFER_POOL").unwrap().get_mut("egress_lossy_pool").unwrap().remove("size");
+        db.set("BUFFER_QUEUE", "Ethernet0|0", "profile", "egress_lossy_profile");
+        assert_error(&db, "BUFFER_POOL|egress_lossy_pool|size", "", "size is required");
+    }
+
+    #[test]
+    fn profile_has_exactly_one_threshold() {
+        let db = buffers_with("BUFFER_PROFILE", "ingress_lossy_profile", "static_th", "1000");
+        assert_error(&db, "BUFFER_PROFILE|ingress_lossy_profile", "ingress_lossy_profile", "both set");
+        let db = buffers_with("BUFFER_PROFILE", "new_profile", "pool", "ingress_lossless_pool");
+        assert_error(&db, "BUFFER_PROFILE|new_profile", "new_profile", "needs dynamic_th or static_th");
+    }
+
+    #[test]
+    fn dynamic_th_is_in_range() {
+        let db = buffers_with("BUFFER_PROFILE", "pg_lossless_100000_5m_profile", "dynamic_th", "9");
+        let errors = errors(&db);
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert_eq!(
+            errors[0].to_string(),
+            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|dynamic_th: 9 is outside -8..7"
+        );
+        for bad in ["-9", "+1", "1.5", "", "-"] {
+            let db = buffers_with("BUFFER_PROFILE", "ingress_lossy_profile", "dynamic_th", bad);
+            assert_error(&db, "BUFFER_PROFILE|ingress_lossy_profile|dynamic_th", bad, bad);
+        }
+        let db = buffers_with("BUFFER_PROFILE", "ingress_lossy_profile", "dynamic_th", "-8");
+        let config = compile(&db).unwrap().config;
+        assert_eq!(profile(&config, "ingress_lossy_profile").threshold, Threshold::Dynamic(-8));
+    }
+
+    #[test]
+    fn profile_threshold_matches_the_pool_mode() {
+        let mut db = buffers();
+        db.set("BUFFER_PROFILE", "q", "pool", "egress_lossless_pool").set(
+            "BUFFER_PROFILE",
+            "q",
+            "dynamic_th",
+            "0",
+        );
+        assert_error(&db, "BUFFER_PROFILE|q|dynamic_th", "0", "static pool egress_lossless_pool");
+        assert!(errors(&db)[0].message.contains("need static_th"));
+        let mut db = buffers();
+        db.set("BUFFER_PROFILE", "q", "pool", "egress_lossy_pool").set(
+            "BUFFER_PROFILE",
+            "q",
+            "static_th",
+            "1000",
+        );
+        assert_error(&db, "BUFFER_PROFILE|q|static_th", "1000", "need dynamic_th");
+    }
+
+    #[test]
+    fn profile_size_fits_in_its_pool() {
+        let db = buffers_with("BUFFER_PROFILE", "egress_lossy_profile", "size", "9243813");
+        assert_error(
+            &db,
+            "BUFFER_PROFILE|egress_lossy_profile|size",
+            "9243813",
+            "larger than pool egress_lossy_pool",
+        );
+        let db = buffers_with("BUFFER_PROFILE", "egress_lossless_profile", "static_th", "15982721");
+        assert_warning(&db, "BUFFER_PROFILE|egress_lossless_profile|static_th", "larger than pool");
+    }
+
+    #[test]
+    fn headroom_fields_are_ignored_on_egress_profiles() {
+        let db = buffers_with("BUFFER_PROFILE", "egress_lossy_profile", "xoff", "1000");
+        assert_warning(&db, "BUFFER_PROFILE|egress_lossy_profile|xoff", "ignored on egress profiles");
+        let config = compile(&db).unwrap().config;
+        assert_eq!(profile(&config, "egress_lossy_profile").xoff_bytes, 0);
+    }
+
+    #[test]
+    fn profile_sonic_fields_are_accepted() {
+        let mut db = buffers_with("BUFFER_PROFILE", "ingress_lossy_profile", "headroom_type", "static");
+        db.set("BUFFER_PROFILE", "ingress_lossy_profile", "packet_discard_action", "trim");
+        assert_eq!(warnings(&db), vec![]);
+        let db = buffers_with("BUFFER_PROFILE", "ingress_lossy_profile", "packet_discard_action", "mark");
+        assert_error(&db, "BUFFER_PROFILE|ingress_lossy_profile|packet_discard_action", "mark", "mark");
+    }
+
+    #[test]
+    fn buffer_pg_and_queue_keys_take_port_lists_and_ranges() {
+        let mut db =
+            buffers_with("BUFFER_PG", "Ethernet0,Ethernet4|3-4", "profile", "pg_lossless_100000_5m_profile");
+        db.set("BUFFER_PG", "Ethernet8|0", "profile", "[BUFFER_PROFILE|ingress_lossy_profile]");
+        db.set("BUFFER_QUEUE", "Ethernet0|0-7", "profile", "egress_lossy_profile");
+        let config = compile(&db).unwrap().config;
+        let lossless = Some(profile_index(&config, "pg_lossless_100000_5m_profile"));
+        for port in [0, 1] {
+            assert_eq!(
+                config.port_buffers[port].pg_profile,
+                [None, None, None, lossless, lossless, None, None, None]
+            );
+        }
+        assert_eq!(
+            config.port_buffers[2].pg_profile[0],
+            Some(profile_index(&config, "ingress_lossy_profile"))
+        );
+        assert_eq!(
+            config.port_buffers[0].queue_profile,
+            [Some(profile_index(&config, "egress_lossy_profile")); 8]
+        );
+        assert_eq!(config.port_buffers[3], PortBuffers::default());
+    }
+
+    #[test]
+    fn buffer_pg_key_is_checked() {
+        let cases = [
+            ("Ethernet0|8", "8"),
+            ("Ethernet0|4-3", "4-3"),
+            ("Ethernet0|x", "x"),
+            ("Ethernet99|3", "Ethernet99"),
+        ];
+        for (key, value) in cases {
+            let db = buffers_with("BUFFER_PG", key, "profile", "ingress_lossy_profile");
+            assert_error(&db, &format!("BUFFER_PG|{key}"), value, value);
+        }
+        let db = buffers_with("BUFFER_QUEUE", "Ethernet0", "profile", "egress_lossy_profile");
+        assert_error(&db, "BUFFER_QUEUE|Ethernet0", "Ethernet0", "<port>|<queue>");
+    }
+
+    #[test]
+    fn buffer_pg_profile_is_required_and_not_null() {
+        let db = buffers_with("BUFFER_PG", "Ethernet0|3-4", "profile", "NULL");
+        assert_error(
+            &db,
+            "BUFFER_PG|Ethernet0|3-4|profile",
+            "NULL",
+            "NULL (computed) profiles need the control plane's headroom calculator",
+        );
+        let db = buffers_with("BUFFER_PG", "Ethernet0|3-4", "size", "0");
+        let errors = errors(&db);
+        assert_eq!(errors[0].location(), "BUFFER_PG|Ethernet0|3-4|profile", "{errors:#?}");
+        let db = buffers_with("BUFFER_QUEUE", "Ethernet0|3-4", "profile", "no_profile");
+        assert_error(&db, "BUFFER_QUEUE|Ethernet0|3-4|profile", "no_profile", "names no BUFFER_PROFILE");
+    }
+
+    #[test]
+    fn buffer_pg_needs_ingress_and_buffer_queue_egress_profiles() {
+        let db = buffers_with("BUFFER_PG", "Ethernet0|0", "profile", "egress_lossy_profile");
+        assert_error(
+            &db,
+            "BUFFER_PG|Ethernet0|0|profile",
+            "egress_lossy_profile",
+            "needs a profile of an ingress pool",
+        );
+        let db = buffers_with("BUFFER_QUEUE", "Ethernet0|0", "profile", "ingress_lossy_profile");
+        assert_error(
+            &db,
+            "BUFFER_QUEUE|Ethernet0|0|profile",
+            "ingress_lossy_profile",
+            "needs a profile of an egress pool",
+        );
+    }
+
+    #[test]
+    fn buffer_pg_slot_is_configured_once() {
+        // Keys are read in order: `Ethernet0,Ethernet4|4` comes first (',' sorts before '|').
+        let mut db = buffers_with("BUFFER_PG", "Ethernet0|3-4", "profile", "pg_lossless_100000_5m_profile");
+        db.set("BUFFER_PG", "Ethernet0,Ethernet4|4", "profile", "ingress_lossy_profile");
+        assert_error(
+            &db,
+            "BUFFER_PG|Ethernet0|3-4",
+            "Ethernet0",
+            "Ethernet0 PG 4 is already configured by BUFFER_PG|Ethernet0,Ethernet4|4",
+        );
+        let mut db = buffers_with("BUFFER_QUEUE", "Ethernet0|0-2", "profile", "egress_lossy_profile");
+        db.set("BUFFER_QUEUE", "Ethernet0|2", "profile", "egress_lossy_profile");
+        assert_error(&db, "BUFFER_QUEUE|Ethernet0|2", "Ethernet0", "queue 2");
+    }
+
+    #[test]
+    fn profile_lists_name_one_profile_per_pool_of_their_direction() {
+        let list = "ingress_lossy_profile,[BUFFER_PROFILE|pg_lossless_100000_5m_profile]";
+        let db = buffers_with("BUFFER_PORT_INGRESS_PROFILE_LIST", "Ethernet0", "profile_list", list);
+        assert_error(
+            &db,
+            "BUFFER_PORT_INGRESS_PROFILE_LIST|Ethernet0|profile_list",
+            list,
+            "both use pool ingress_lossless_pool",
+        );
+        let list = "egress_lossless_profile";
+        let db = buffers_with("BUFFER_PORT_INGRESS_PROFILE_LIST", "Ethernet0", "profile_list", list);
+        assert_error(&db, "BUFFER_PORT_INGRESS_PROFILE_LIST|Ethernet0|profile_list", list, "ingress pool");
+        let list = "ingress_lossy_profile";
+        let db = buffers_with("BUFFER_PORT_EGRESS_PROFILE_LIST", "Ethernet0", "profile_list", list);
+        assert_error(&db, "BUFFER_PORT_EGRESS_PROFILE_LIST|Ethernet0|profile_list", list, "egress pool");
+        let list = "egress_lossless_profile,[BUFFER_PROFILE|egress_lossy_profile]";
+        let db = buffers_with("BUFFER_PORT_EGRESS_PROFILE_LIST", "Ethernet0,Ethernet4", "profile_list", list);
+        let config = compile(&db).unwrap().config;
+        let wanted = vec![
+            profile_index(&config, "egress_lossless_profile"),
+            profile_index(&config, "egress_lossy_profile"),
+        ];
+        assert_eq!(config.port_buffers[0].egress_profile_list, wanted);
+        assert_eq!(config.port_buffers[1].egress_profile_list, wanted);
+        let mut db = db.clone();
+        db.set("BUFFER_PORT_EGRESS_PROFILE_LIST", "Ethernet4", "profile_list", "egress_lossy_profile");
+        assert_error(&db, "BUFFER_PORT_EGRESS_PROFILE_LIST|Ethernet4", "Ethernet4", "already configured");
+    }
+
+    const WRED: &str = r#"
+WRED_PROFILE:
+  AZURE_LOSSLESS:
+    ecn: ecn_all
+    wred_green_enable: "true"
+    wred_yellow_enable: "true"
+    wred_red_enable: "true"
+    green_min_threshold: 250000
+    green_max_threshold: 2097152
+    yellow_min_threshold: 1048576
+    yellow_max_threshold: 2097152
+    red_min_threshold: 1048576
+    red_max_threshold: 2097152
+    green_drop_probability: 5
+    yellow_drop_probability: 5
+    red_drop_probability: 5
+"#;
+
+    fn wred_with(field: &str, value: &str) -> ConfigDb {
+        let mut db = yaml(&format!("{BASE}{WRED}"));
+        db.set("WRED_PROFILE", "AZURE_LOSSLESS", field, value);
+        db
+    }
+
+    fn wred_without(field: &str) -> ConfigDb {
+        let mut db = yaml(&format!("{BASE}{WRED}"));
+        db.tables.get_mut("WRED_PROFILE").unwrap().get_mut("AZURE_LOSSLESS").unwrap().remove(field);
+        db
+    }
+
+    #[test]
+    fn wred_profile_defaults_and_weight() {
+        let mut db = base_with("WRED_PROFILE", "ECN_ONLY", "ecn", "ecn_green");
+        db.set("WRED_PROFILE", "ECN_ONLY", "green_min_threshold", "150000")
+            .set("WRED_PROFILE", "ECN_ONLY", "green_max_threshold", "1500000")
+            .set("WRED_PROFILE", "ECN_ONLY", "weight", "4");
+        let wred = &compile(&db).unwrap().config.wred_profiles[0];
+        let green = WredColour {
+            enabled: false,
+            min_bytes: 150_000,
+            max_bytes: 1_500_000,
+            drop_probability_percent: 100,
+        };
+        let unset = WredColour { drop_probability_percent: 100, ..WredColour::default() };
+        let expected = WredProfile {
+            name: "ECN_ONLY".into(),
+            ecn: [true, false, false],
+            colours: [green, unset, unset],
+            weight: 4,
+        };
+        assert_eq!(*wred, expected);
+    }
+
+    #[test]
+    fn wred_fields_are_checked() {
+        let cases = [
+            ("ecn", "ecn_blue"),
+            ("weight", "16"),
+            ("green_drop_probability", "101"),
+            ("wred_red_enable", "yes"),
+            ("yellow_max_threshold", "2M"),
+        ];
+        for (field, bad) in cases {
+            assert_error(&wred_with(field, bad), &format!("WRED_PROFILE|AZURE_LOSSLESS|{field}"), bad, bad);
+        }
+    }
+
+    #[test]
+    fn wred_enabled_colour_needs_its_thresholds() {
+        let mut db = wred_without("yellow_max_threshold");
+        db.set("WRED_PROFILE", "AZURE_LOSSLESS", "ecn", "ecn_green");
+        assert_error(
+            &db,
+            "WRED_PROFILE|AZURE_LOSSLESS|yellow_max_threshold",
+            "",
+            "wred_yellow_enable is true",
+        );
+    }
+
+    #[test]
+    fn wred_ecn_colour_needs_its_thresholds() {
+        let mut db = wred_without("red_min_threshold");
+        db.set("WRED_PROFILE", "AZURE_LOSSLESS", "wred_red_enable", "false");
+        assert_error(&db, "WRED_PROFILE|AZURE_LOSSLESS|red_min_threshold", "", "ecn ecn_all marks red");
+        // Neither marked nor enabled: no thresholds needed.
+        db.set("WRED_PROFILE", "AZURE_LOSSLESS", "ecn", "ecn_green_yellow");
+        assert!(compile(&db).is_ok());
+    }
+
+    #[test]
+    fn wred_min_threshold_is_at_most_max() {
+        let db = wred_with("green_min_threshold", "2097153");
+        assert_error(
+            &db,
+            "WRED_PROFILE|AZURE_LOSSLESS|green_min_threshold",
+            "2097153",
+            "above green_max_threshold 2097152",
+        );
+        assert!(compile(&wred_with("green_min_threshold", "2097152")).is_ok());
+    }
+
+    #[test]
+    fn scheduler_fields() {
+        let mut db = base_with("SCHEDULER", "strict", "type", "strict");
+        for (field, value) in [
+            ("priority", "7"),
+            ("meter_type", "packets"),
+            ("cir", "1000"),
+            ("cbs", "10"),
+            ("pir", "2000"),
+            ("pbs", "20"),
+            ("policer", "true"),
+        ] {
+            db.set("SCHEDULER", "strict", field, value);
+        }
+        db.touch("SCHEDULER", "wrr");
+        let Compiled { config, warnings } = compile(&db).unwrap();
+        assert_eq!(warnings, vec![]);
+        let strict = SchedulerProfile {
+            name: "strict".into(),
+            kind: SchedulerKind::Strict,
+            weight: 1,
+            priority: Some(7),
+            meter_type: MeterType::Packets,
+            cir: Some(1000),
+            cbs: Some(10),
+            pir: Some(2000),
+            pbs: Some(20),
+            policer: true,
+        };
+        let wrr = SchedulerProfile { kind: SchedulerKind::Wrr, ..dwrr("wrr", 1) };
+        assert_eq!(config.schedulers, vec![strict, wrr]);
+    }
+
+    #[test]
+    fn scheduler_fields_are_checked() {
+        let cases = [
+            ("type", "FIFO"),
+            ("weight", "0"),
+            ("weight", "101"),
+            ("priority", "10"),
+            ("meter_type", "bits"),
+            ("pir", "1G"),
+        ];
+        for (field, bad) in cases {
+            assert_error(&base_with("SCHEDULER", "s", field, bad), &format!("SCHEDULER|s|{field}"), bad, bad);
+        }
+    }
+
+    #[test]
+    fn scheduler_cir_is_at_most_pir() {
+        let mut db = base_with("SCHEDULER", "s", "cir", "2000");
+        db.set("SCHEDULER", "s", "pir", "1000");
+        assert_error(&db, "SCHEDULER|s|cir", "2000", "cir 2000 is above pir 1000");
+    }
+
+    #[test]
+    fn scheduler_policer_needs_strict_and_pir() {
+        let mut db = base_with("SCHEDULER", "s", "type", "DWRR");
+        db.set("SCHEDULER", "s", "policer", "true").set("SCHEDULER", "s", "pir", "1000");
+        assert_warning(&db, "SCHEDULER|s|policer", "STRICT");
+        assert!(!compile(&db).unwrap().config.schedulers[0].policer);
+        let db = base_with("SCHEDULER", "s", "type", "STRICT");
+        let mut db = db.clone();
+        db.set("SCHEDULER", "s", "policer", "true");
+        assert_warning(&db, "SCHEDULER|s|policer", "pir");
+    }
+
+    #[test]
+    fn queue_binds_scheduler_and_wred() {
+        let mut db = yaml(&format!("{BASE}{WRED}"));
+        db.set("SCHEDULER", "scheduler.1", "type", "DWRR").set("SCHEDULER", "scheduler.1", "weight", "15");
+        db.set("QUEUE", "Ethernet0,Ethernet4|3-4", "scheduler", "[SCHEDULER|scheduler.1]");
+        db.set("QUEUE", "Ethernet0,Ethernet4|3-4", "wred_profile", "AZURE_LOSSLESS");
+        db.set("QUEUE", "Ethernet8|3", "wred_profile", "[WRED_PROFILE|AZURE_LOSSLESS]");
+        let config = compile(&db).unwrap().config;
+        for port in [0, 1] {
+            let b = &config.port_buffers[port];
+            assert_eq!(b.queue_scheduler, [None, None, None, Some(0), Some(0), None, None, None]);
+            assert_eq!(b.queue_wred, [None, None, None, Some(0), Some(0), None, None, None]);
+        }
+        assert_eq!(config.port_buffers[2].queue_wred[3], Some(0));
+        assert_eq!(config.port_buffers[2].queue_scheduler[3], None);
+    }
+
+    #[test]
+    fn queue_references_exist() {
+        let db = base_with("QUEUE", "Ethernet0|3", "scheduler", "scheduler.1");
+        assert_error(&db, "QUEUE|Ethernet0|3|scheduler", "scheduler.1", "names no SCHEDULER entry");
+        let db = base_with("QUEUE", "Ethernet0|3", "wred_profile", "[SCHEDULER|AZURE_LOSSLESS]");
+        assert_error(
+            &db,
+            "QUEUE|Ethernet0|3|wred_profile",
+            "[SCHEDULER|AZURE_LOSSLESS]",
+            "not to WRED_PROFILE",
+        );
+        let db = base_with("QUEUE", "Ethernet0|3-9", "scheduler", "scheduler.1");
+        assert_error(&db, "QUEUE|Ethernet0|3-9", "3-9", "3-9");
+    }
+
+    #[test]
+    fn port_qos_scheduler_is_the_port_shaper() {
+        let mut db = base_with("SCHEDULER", "scheduler.port", "pir", "1250000000");
+        db.set("PORT_QOS_MAP", "Ethernet4,Ethernet8", "scheduler", "[SCHEDULER|scheduler.port]");
+        let config = compile(&db).unwrap().config;
+        let shapers: Vec<Option<usize>> = config.port_buffers.iter().map(|b| b.port_scheduler).collect();
+        assert_eq!(shapers, [None, Some(0), Some(0), None]);
+        let db = base_with("PORT_QOS_MAP", "Ethernet4", "scheduler", "scheduler.port");
+        assert_error(&db, "PORT_QOS_MAP|Ethernet4|scheduler", "scheduler.port", "names no SCHEDULER entry");
+    }
+
+    #[test]
+    fn pfc_watchdog_examples() {
+        let text = format!(
+            "{BASE}{}",
+            r#"
+PFC_WD:
+  GLOBAL: {POLL_INTERVAL: 200, BIG_RED_SWITCH: enable, detection_rule: broadcom, drop_ingress: "true"}
+  Ethernet0,Ethernet4: {action: forward, detection_time: 200, restoration_time: 2000, pfc_stat_history: enable}
+  Ethernet8: {detection_time: 400}
+"#
+        );
+        let config = compile(&yaml(&text)).unwrap().config;
+        let global = PfcWdGlobal {
+            poll_interval_ms: 200,
+            big_red_switch: true,
+            detection_rule: PfcWdDetectionRule::Broadcom,
+            drop_ingress: true,
+        };
+        assert_eq!(config.pfc_wd_global, global);
+        let uplink = PfcWdPort {
+            action: PfcWdAction::Forward,
+            detection_time_ms: 200,
+            restoration_time_ms: Some(2000),
+            pfc_stat_history: true,
+        };
+        let server = PfcWdPort {
+            action: PfcWdAction::Drop,
+            detection_time_ms: 400,
+            restoration_time_ms: None,
+            pfc_stat_history: false,
+        };
+        assert_eq!(config.pfc_wd, vec![Some(uplink), Some(uplink), Some(server), None]);
+        // Without PFC_WD|GLOBAL: the defaults.
+        let config = compile(&base_with("PFC_WD", "Ethernet0", "detection_time", "100")).unwrap().config;
+        assert_eq!(config.pfc_wd_global, PfcWdGlobal::default());
+        assert_eq!(config.pfc_wd[0].map(|w| w.action), Some(PfcWdAction::Drop));
+    }
+
+    #[test]
+    fn pfc_watchdog_action_is_drop_forward_or_alert() {
+        let mut db = base_with("PFC_WD", "Ethernet0", "detection_time", "400");
+        db.set("PFC_WD", "Ethernet0", "action", "reset");
+        assert_error(&db, "PFC_WD|Ethernet0|action", "reset", "Invalid PFC Watchdog action reset");
+        db.set("PFC_WD", "Ethernet0", "action", "alert");
+        assert_eq!(compile(&db).unwrap().config.pfc_wd[0].unwrap().action, PfcWdAction::Alert);
+    }
+
+    #[test]
+    fn pfc_watchdog_detection_time_is_required() {
+        let db = base_with("PFC_WD", "Ethernet0", "action", "drop");
+        assert_error(&db, "PFC_WD|Ethernet0|detection_time", "", "detection_time missing");
+    }
+
+    #[test]
+    fn pfc_watchdog_times_are_in_range() {
+        let cases = [
+            ("detection_time", "99"),
+            ("detection_time", "5001"),
+            ("restoration_time", "60001"),
+            ("restoration_time", "1s"),
+            ("pfc_stat_history", "on"),
+        ];
+        for (field, bad) in cases {
+            let mut db = base_with("PFC_WD", "Ethernet0", "detection_time", "400");
+            db.set("PFC_WD", "Ethernet0", field, bad);
+            assert_error(&db, &format!("PFC_WD|Ethernet0|{field}"), bad, bad);
+        }
+    }
+
+    #[test]
+    fn pfc_watchdog_global_fields_are_checked() {
+        let cases = [
+            ("POLL_INTERVAL", "99"),
+            ("POLL_INTERVAL", "1001"),
+            ("BIG_RED_SWITCH", "on"),
+            ("detection_rule", "mellanox"),
+            ("drop_ingress", "1"),
+        ];
+        for (field, bad) in cases {
+            assert_error(
+                &base_with("PFC_WD", "GLOBAL", field, bad),
+                &format!("PFC_WD|GLOBAL|{field}"),
+                bad,
+                bad,
+            );
+        }
+    }
+
+    #[test]
+    fn pfc_watchdog_times_are_at_least_the_poll_interval() {
+        let mut db = base_with("PFC_WD", "GLOBAL", "POLL_INTERVAL", "500");
+        db.set("PFC_WD", "Ethernet0", "detection_time", "600").set(
+            "PFC_WD",
+            "Ethernet0",
+            "restoration_time",
+            "400",
+        );
+        assert_error(
+            &db,
+            "PFC_WD|Ethernet0|restoration_time",
+            "400",
+            "shorter than PFC_WD|GLOBAL POLL_INTERVAL 500 ms",
+        );
+        db.set("PFC_WD", "Ethernet0", "restoration_time", "500").set(
+            "PFC_WD",
+            "Ethernet0",
+            "detection_time",
+            "499",
+        );
+        assert_error(&db, "PFC_WD|Ethernet0|detection_time", "499", "POLL_INTERVAL 500 ms");
+    }
+
+    #[test]
+    fn pfc_watchdog_ports_exist_and_have_one_entry() {
+        let db = base_with("PFC_WD", "Ethernet0,Ethernet99", "detection_time", "400");
+        assert_error(&db, "PFC_WD|Ethernet0,Ethernet99", "Ethernet99", "Ethernet99");
+        let mut db = base_with("PFC_WD", "Ethernet0,Ethernet4", "detection_time", "400");
+        db.set("PFC_WD", "Ethernet4", "detection_time", "200");
+        assert_error(
+            &db,
+            "PFC_WD|Ethernet4",
+            "Ethernet4",
+            "already configured by PFC_WD|Ethernet0,Ethernet4",
+        );
+    }
+
+    /// Four ports, priority 3 lossless everywhere, static pools so that the numbers are plain: each ingress
+    /// PG holds 3,000 + 100,000 + 80,000 = 183,000 bytes; each lossless queue takes 50,000 + `QUEUE_TH`.
+    const UCLOUD: &str = r#"
+PORT_QOS_MAP:
+  Ethernet0,Ethernet4,Ethernet8,Ethernet12: {pfc_enable: "3"}
+BUFFER_POOL:
+  ingress_pool: {type: ingress, mode: static, size: 10000000}
+  egress_pool: {type: egress, mode: static, size: 10000000}
+BUFFER_PROFILE:
+  pg_profile: {pool: ingress_pool, size: 3000, static_th: 100000, xon: 0, xoff: 80000}
+  queue_profile: {pool: egress_pool, size: 50000, static_th: QUEUE_TH}
+BUFFER_PG:
+  Ethernet0,Ethernet4,Ethernet8,Ethernet12|3: {profile: pg_profile}
+BUFFER_QUEUE:
+  Ethernet0,Ethernet4,Ethernet8,Ethernet12|3: {profile: queue_profile}
+"#;
+
+    fn ucloud(queue_th: u64) -> ConfigDb {
+        yaml(&format!("{BASE}{}", UCLOUD.replace("QUEUE_TH", &queue_th.to_string())))
+    }
+
+    #[test]
+    fn ucloud_inequality_holds_for_a_sane_config() {
+        // 3 other ingress ports × 183,000 = 549,000 <= 550,000.
+        assert_eq!(warnings(&ucloud(500_000)), vec![]);
+    }
+
+    #[test]
+    fn ucloud_inequality_warns_for_an_oversubscribed_queue() {
+        let warnings = warnings(&ucloud(400_000));
+        let locations: Vec<String> = warnings.iter().map(ConfigIssue::location).collect();
+        let expected: Vec<String> = ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12"]
+            .map(|p| format!("BUFFER_QUEUE|{p}|3|profile"))
+            .to_vec();
+        assert_eq!(locations, expected);
+        assert_eq!(
+            warnings[0].message,
+            "UCloud check: ingress can hold 3 × 183,000 = 549,000 bytes for this queue but it can take only 450,000"
+        );
+        assert_eq!(warnings[0].value, "queue_profile");
+    }
+
+    #[test]
+    fn ucloud_inequality_caps_the_pgs_by_their_shared_pool() {
+        // The three PGs share 250,000 bytes of pool, not 3 × 100,000: 9,000 + 250,000 + 240,000 = 499,000.
+        let mut db = ucloud(400_000);
+        db.set("BUFFER_POOL", "ingress_pool", "size", "250000");
+        let found = warnings(&db);
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert_eq!(
+            found[0].message,
+            "UCloud check: ingress can hold 499,000 bytes (3 × 183,000 = 549,000, capped by pool ingress_pool) \
+             for this queue but it can take only 450,000"
+        );
+        db.set("BUFFER_POOL", "ingress_pool", "size", "200000");
+        assert_eq!(warnings(&db), vec![]);
+    }
+
+    #[test]
+    fn lossless_pg_without_profile_is_a_warning() {
+        let mut db = buffers_with("PORT_QOS_MAP", "Ethernet0,Ethernet4", "pfc_enable", "3,4");
+        db.set("BUFFER_PG", "Ethernet0|3", "profile", "pg_lossless_100000_5m_profile");
+        // Ethernet4 has no buffer tables at all: it is not buffer-managed, no warning.
+        assert_warning(
+            &db,
+            "BUFFER_PG|Ethernet0|4",
+            "lossless PG has no buffer profile: admitted without limit, never sends PFC",
+        );
+    }
+
+    #[test]
+    fn mmu_size_holds_pools_and_reservations() {
+        // Pools 36,101,604; reserved: 6 lossy queues × 1,518 + lossless PG 3 of Ethernet0 1,248; its xoff
+        // 165,568 is private headroom as the pool has no shared headroom pool here.
+        let mut db = buffers_with("BUFFER_POOL", "ingress_lossless_pool", "xoff", "0");
+        db.set("PORT_QOS_MAP", "Ethernet0", "pfc_enable", "3")
+            .set("BUFFER_PG", "Ethernet0|0", "profile", "ingress_lossy_profile")
+            .set("BUFFER_PG", "Ethernet0|3", "profile", "pg_lossless_100000_5m_profile")
+            .set("BUFFER_QUEUE", "Ethernet0,Ethernet4|0-2", "profile", "egress_lossy_profile")
+            .set("BUFFER_ASIC", "global", "mmu_size", "36000000");
+        assert_error(
+            &db,
+            "BUFFER_ASIC|global|mmu_size",
+            "36000000",
+            "pools 36,101,604 + shared headroom 0 + reserved 10,356 + private headroom 165,568 = 36,277,528 bytes \
+             exceed mmu_size 36,000,000",
+        );
+        db.set("BUFFER_ASIC", "global", "mmu_size", "36277528");
+        assert!(compile(&db).is_ok());
+        // With a shared headroom pool, the PG's xoff comes from it instead.
+        db.set("BUFFER_POOL", "ingress_lossless_pool", "xoff", "4194112");
+        assert_error(
+            &db,
+            "BUFFER_ASIC|global|mmu_size",
+            "36277528",
+            "shared headroom 4,194,112 + reserved 10,356 + private headroom 0",
+        );
+    }
+
+    #[test]
+    fn platform_profiles_compile_without_issues() {
+        for text in [TH_BALANCED, SN2700] {
+            let compiled = compile(&yaml(text)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(compiled.warnings, vec![]);
+        }
     }
 }

@@ -1,0 +1,601 @@
+//! The shared-buffer MMU: cell accounting of ingress priority groups and egress queues against buffer
+//! pools, with SAI's thresholds, headroom and PFC trigger points (`../shared/reference/sonic.md` §1.1–1.3,
+//! §2.1–2.3).
+//!
+//! Everything is counted in cells: a frame of `len` bytes occupies `ceil(len / cell_size)` cells, on the
+//! ingress side (port, PG) and on the egress side (port, queue). Profile and pool sizes given in bytes are
+//! rounded up to whole cells.
+//!
+//! **Ingress admission** of `c` cells on a PG whose profile lives in pool `P`:
+//! 1. the PG's reserved `size` first (what is left of it);
+//! 2. the rest goes to `P`'s shared space if it fits under the PG's shared limit and in the pool (and under
+//!    the port's cap from `BUFFER_PORT_INGRESS_PROFILE_LIST`, if any). The limit is `static_th`, or for
+//!    `dynamic_th` n: `2^n × (P.size − P.shared_used)` — alpha times the pool's free shared space;
+//! 3. otherwise, for a lossless PG, headroom: private (`xoff` cells per PG) when the pool has no `xoff`, or
+//!    the pool's shared headroom pool (`P.xoff`) with the profile's `xoff` as the per-PG cap;
+//! 4. otherwise the frame is dropped (ingress drop, PG drop counter). Lossy PGs have no headroom.
+//!
+//! A lossless PG asserts XOFF when a frame goes to headroom or its shared usage reaches the limit (the
+//! limit evaluated after the admission), and releases it (XON) when it has no headroom in use and its total
+//! usage is at most `max(xon, size + limit − xon_offset)` (SAI's `XON_TH` / `XON_OFFSET_TH`).
+//!
+//! **Egress admission** on a queue: reserved `size`, then the egress pool's shared space under the queue's
+//! limit (and the port's cap). Past that a lossy queue tail-drops; a lossless queue is still admitted while
+//! the pool has room (lossless egress profiles are meant never to drop), else dropped.
+//!
+//! Every admission returns an [`Allocation`] recording exactly where its cells went; the release of that
+//! allocation gives back exactly those cells, so accounting returns to zero after a drain whatever the
+//! configuration did in between. PGs and queues without a profile are not managed: their frames are
+//! admitted without limits and not counted in any pool.
+
+use super::config::{PoolDirection, SwitchConfig, Threshold};
+use std::collections::HashMap;
+
+/// A pool's identity that survives reconfiguration (pools are matched by name).
+pub type PoolId = usize;
+
+/// Where the cells of one admitted frame went, on both sides; released exactly on dequeue or drop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allocation {
+    pub cells: u32,
+    pub ingress: Option<IngressAlloc>,
+    pub egress: Option<EgressAlloc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngressAlloc {
+    pub port: usize,
+    pub pg: u8,
+    pub pool: PoolId,
+    pub reserved: u32,
+    pub shared: u32,
+    pub headroom: u32,
+    /// The headroom came from the pool's shared headroom pool (not the PG's private headroom).
+    pub shared_headroom: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EgressAlloc {
+    pub port: usize,
+    pub queue: u8,
+    pub pool: PoolId,
+    pub reserved: u32,
+    pub shared: u32,
+}
+
+/// Why admission refused a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// No room left in the PG's reserved, shared or headroom space (ingress drop).
+    Ingress,
+    /// No room in the queue's reserved or shared space (egress tail drop).
+    Egress,
+}
+
+/// A profile resolved to cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CellProfile {
+    pool: PoolId,
+    reserved: u64,
+    threshold: CellThreshold,
+    xon: u64,
+    xoff: u64,
+    xon_offset: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CellThreshold {
+    Dynamic(i8),
+    /// `None`: static_th 0, no limit.
+    Static(Option<u64>),
+}
+
+#[derive(Debug, Clone, Default)]
+struct Pool {
+    name: String,
+    /// Still in the running configuration (a removed pool keeps counting until its frames drain).
+    active: bool,
+    size: u64,
+    headroom_size: u64,
+    shared_used: u64,
+    headroom_used: u64,
+    wm_shared: [u64; 2],
+    wm_headroom: [u64; 2],
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct PgState {
+    profile: Option<CellProfile>,
+    lossless: bool,
+    reserved_used: u64,
+    shared_used: u64,
+    headroom_used: u64,
+    xoff: bool,
+    wm_shared: [u64; 2],
+    wm_headroom: [u64; 2],
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct QueueState {
+    profile: Option<CellProfile>,
+    lossless: bool,
+    reserved_used: u64,
+    shared_used: u64,
+    wm_shared: [u64; 2],
+}
+
+#[derive(Debug, Clone, Default)]
+struct PortState {
+    pgs: [PgState; 8],
+    queues: [QueueState; 8],
+    /// Port-level caps per pool (profile lists) and the port's shared usage of each pool.
+    caps: HashMap<PoolId, CellThreshold>,
+    shared_by_pool: HashMap<PoolId, u64>,
+}
+
+/// Which copy of the watermarks: SONiC keeps a "user" copy (cleared by `sonic-clear ... watermark`) and a
+/// "persistent" one (cleared only by its own clear).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatermarkKind {
+    User = 0,
+    Persistent = 1,
+}
+
+/// Occupancy of one PG, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PgOccupancy {
+    pub reserved_bytes: u64,
+    pub shared_bytes: u64,
+    pub headroom_bytes: u64,
+    /// XOFF asserted (PFC being sent for the PG's priorities).
+    pub xoff: bool,
+}
+
+/// Watermarks of one port, bytes, SAI names: PG `SHARED_WATERMARK_BYTES` and `XOFF_ROOM_WATERMARK_BYTES`,
+/// queue `SHARED_WATERMARK_BYTES`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PortWatermarks {
+    pub pg_shared_bytes: [u64; 8],
+    pub pg_headroom_bytes: [u64; 8],
+    pub queue_shared_bytes: [u64; 8],
+}
+
+/// Watermarks of one pool, bytes: `SAI_BUFFER_POOL_STAT_WATERMARK_BYTES` and `..._XOFF_ROOM_WATERMARK_BYTES`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PoolWatermarks {
+    pub shared_bytes: u64,
+    pub headroom_bytes: u64,
+}
+
+/// The buffer state of the whole switch.
+#[derive(Debug, Clone, Default)]
+pub struct Mmu {
+    cell_bytes: u64,
+    pools: Vec<Pool>,
+    ports: Vec<PortState>,
+}
+
+fn cells(bytes: u64, cell: u64) -> u64 {
+    bytes.div_ceil(cell)
+}
+
+impl Mmu {
+    /// Builds or updates the buffer configuration. With `keep_occupancy` (the port set is unchanged) every
+    /// PG, queue and pool keeps what it holds, so frames queued under the old configuration release exactly
+    /// what they took; otherwise all occupancy is reset (the caller has flushed the queues).
+    pub fn configure(&mut self, config: &SwitchConfig, keep_occupancy: bool) {
+        let cell = u64::from(config.asic.cell_bytes.max(1));
+        if !keep_occupancy {
+            self.ports.clear();
+            for p in &mut self.pools {
+                p.shared_used = 0;
+                p.headroom_used = 0;
+            }
+        }
+        self.cell_bytes = cell;
+        for p in &mut self.pools {
+            p.active = false;
+        }
+        let pool_ids: Vec<PoolId> = config
+            .pools
+            .iter()
+            .map(|cfg| {
+                let id = match self.pools.iter().position(|p| p.name == cfg.name) {
+                    Some(id) => id,
+                    None => {
+                        self.pools.push(Pool { name: cfg.name.clone(), ..Pool::default() });
+                        self.pools.len() - 1
+                    }
+                };
+                let pool = &mut self.pools[id];
+                pool.active = true;
+                pool.size = cells(cfg.size_bytes, cell);
+                pool.headroom_size =
+                    if cfg.direction == PoolDirection::Ingress { cells(cfg.xoff_bytes, cell) } else { 0 };
+                id
+            })
+            .collect();
+        let profile = |i: usize| {
+            let p = &config.profiles[i];
+            CellProfile {
+                pool: pool_ids[p.pool],
+                reserved: cells(p.size_bytes, cell),
+                threshold: match p.threshold {
+                    Threshold::Dynamic(n) => CellThreshold::Dynamic(n),
+                    Threshold::Static(0) => CellThreshold::Static(None),
+                    Threshold::Static(b) => CellThreshold::Static(Some(cells(b, cell))),
+                },
+                xon: cells(p.xon_bytes, cell),
+                xoff: cells(p.xoff_bytes, cell),
+                xon_offset: cells(p.xon_offset_bytes, cell),
+            }
+        };
+        self.ports.resize_with(config.ports.len(), PortState::default);
+        for (i, state) in self.ports.iter_mut().enumerate() {
+            let buffers = config.port_buffers.get(i).cloned().unwrap_or_default();
+            let qos = &config.qos[i];
+            let (mut lossless_pgs, mut lossless_queues) = (0u8, 0u8);
+            for p in 0..8 {
+                if qos.pfc_enable & (1 << p) != 0 {
+                    lossless_pgs |= 1 << qos.pfc_to_pg[p];
+                    lossless_queues |= 1 << qos.pfc_to_queue[p];
+                }
+            }
+            for g in 0..8 {
+                state.pgs[g].profile = buffers.pg_profile[g].map(profile);
+                state.pgs[g].lossless = lossless_pgs & (1 << g) != 0;
+                if !state.pgs[g].lossless {
+                    state.pgs[g].xoff = false;
+                }
+                state.queues[g].profile = buffers.queue_profile[g].map(profile);
+                state.queues[g].lossless = lossless_queues & (1 << g) != 0;
+            }
+            state.caps = buffers
+                .ingress_profile_list
+                .iter()
+                .chain(&buffers.egress_profile_list)
+                .map(|&i| {
+                    let p = profile(i);
+                    (p.pool, p.threshold)
+                })
+                .collect();
+        }
+    }
+
+    pub fn cell_bytes(&self) -> u64 {
+        self.cell_bytes
+    }
+
+    /// Cells a frame of `len` bytes occupies.
+    pub fn cells_for(&self, len: usize) -> u32 {
+        cells(len as u64, self.cell_bytes.max(1)).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Is this PG lossless (one of the port's `pfc_enable` priorities maps to it)?
+    pub fn pg_is_lossless(&self, port: usize, pg: u8) -> bool {
+        self.ports.get(port).is_some_and(|p| p.pgs[usize::from(pg & 7)].lossless)
+    }
+
+    /// The current shared limit of a threshold in a pool, in cells.
+    fn limit(&self, threshold: CellThreshold, pool: PoolId) -> u64 {
+        let p = &self.pools[pool];
+        match threshold {
+            CellThreshold::Static(Some(c)) => c,
+            CellThreshold::Static(None) => p.size,
+            CellThreshold::Dynamic(n) => {
+                let free = p.size.saturating_sub(p.shared_used);
+                if n >= 0 { free << n } else { free >> (-n) }
+            }
+        }
+    }
+
+    fn port_cap_allows(&self, port: usize, pool: PoolId, extra: u64) -> bool {
+        let state = &self.ports[port];
+        match state.caps.get(&pool) {
+            None => true,
+            Some(&t) => state.shared_by_pool.get(&pool).copied().unwrap_or(0) + extra <= self.limit(t, pool),
+        }
+    }
+
+    /// Admits a frame of `cells` on (ingress port, PG) and (egress port, queue), or refuses it, changing
+    /// nothing. Returns the allocation and whether the PG newly asserted XOFF.
+    pub fn admit(
+        &mut self,
+        cells: u32,
+        ingress: Option<(usize, u8)>,
+        egress: (usize, u8),
+    ) -> Result<(Allocation, bool), Refusal> {
+        let c = u64::from(cells);
+        let ingress_alloc = match ingress {
+            Some((port, pg)) if port < self.ports.len() => self.plan_ingress(c, port, pg)?,
+            _ => None,
+        };
+        let egress_alloc =
+            if egress.0 < self.ports.len() { self.plan_egress(c, egress.0, egress.1)? } else { None };
+        let alloc = Allocation { cells, ingress: ingress_alloc, egress: egress_alloc };
+        let mut xoff = false;
+        if let Some(a) = ingress_alloc {
+            self.take_ingress(a);
+            xoff = self.update_xoff(a.port, a.pg);
+        }
+        if let Some(a) = egress_alloc {
+            self.take_egress(a);
+        }
+        Ok((alloc, xoff))
+    }
+
+    fn plan_ingress(&self, c: u64, port: usize, pg: u8) -> Result<Option<IngressAlloc>, Refusal> {
+        let state = &self.ports[port].pgs[usize::from(pg & 7)];
+        let Some(prof) = state.profile else { return Ok(None) };
+        let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
+        let rest = c - reserved;
+        let mut alloc = IngressAlloc {
+            port,
+            pg: pg & 7,
+            pool: prof.pool,
+            reserved: reserved as u32,
+            shared: 0,
+            headroom: 0,
+            shared_headroom: false,
+        };
+        if rest == 0 {
+            return Ok(Some(alloc));
+        }
+        let pool = &self.pools[prof.pool];
+        if state.shared_used + rest <= self.limit(prof.threshold, prof.pool)
+            && pool.shared_used + rest <= pool.size
+            && self.port_cap_allows(port, prof.pool, rest)
+        {
+            alloc.shared = rest as u32;
+            return Ok(Some(alloc));
+        }
+        if state.lossless && state.headroom_used + rest <= prof.xoff {
+            let shp = pool.headroom_size > 0;
+            if !shp || pool.headroom_used + rest <= pool.headroom_size {
+                alloc.headroom = rest as u32;
+                alloc.shared_headroom = shp;
+                return Ok(Some(alloc));
+            }
+        }
+        Err(Refusal::Ingress)
+    }
+
+    fn plan_egress(&self, c: u64, port: usize, queue: u8) -> Result<Option<EgressAlloc>, Refusal> {
+        let state = &self.ports[port].queues[usize::from(queue & 7)];
+        let Some(prof) = state.profile else { return Ok(None) };
+        let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
+        let rest = c - reserved;
+        let alloc = |shared: u64| EgressAlloc {
+            port,
+            queue: queue & 7,
+            pool: prof.pool,
+            reserved: reserved as u32,
+            shared: shared as u32,
+        };
+        if rest == 0 {
+            return Ok(Some(alloc(0)));
+        }
+        let pool = &self.pools[prof.pool];
+        let fits_pool = pool.shared_used + rest <= pool.size;
+        let under_limit = state.shared_used + rest <= self.limit(prof.threshold, prof.pool)
+            && self.port_cap_allows(port, prof.pool, rest);
+        if fits_pool && (under_limit || state.lossless) {
+            Ok(Some(alloc(rest)))
+        } else {
+            Err(Refusal::Egress)
+        }
+    }
+
+    fn take_ingress(&mut self, a: IngressAlloc) {
+        let (reserved, shared, headroom) =
+            (u64::from(a.reserved), u64::from(a.shared), u64::from(a.headroom));
+        let port = &mut self.ports[a.port];
+        *port.shared_by_pool.entry(a.pool).or_default() += shared;
+        let pg = &mut port.pgs[usize::from(a.pg)];
+        pg.reserved_used += reserved;
+        pg.shared_used += shared;
+        pg.headroom_used += headroom;
+        for k in 0..2 {
+            pg.wm_shared[k] = pg.wm_shared[k].max(pg.shared_used);
+            pg.wm_headroom[k] = pg.wm_headroom[k].max(pg.headroom_used);
+        }
+        let pool = &mut self.pools[a.pool];
+        pool.shared_used += shared;
+        if a.shared_headroom {
+            pool.headroom_used += headroom;
+        }
+        for k in 0..2 {
+            pool.wm_shared[k] = pool.wm_shared[k].max(pool.shared_used);
+            pool.wm_headroom[k] = pool.wm_headroom[k].max(pool.headroom_used);
+        }
+    }
+
+    fn take_egress(&mut self, a: EgressAlloc) {
+        let (reserved, shared) = (u64::from(a.reserved), u64::from(a.shared));
+        let port = &mut self.ports[a.port];
+        *port.shared_by_pool.entry(a.pool).or_default() += shared;
+        let q = &mut port.queues[usize::from(a.queue)];
+        q.reserved_used += reserved;
+        q.shared_used += shared;
+        for k in 0..2 {
+            q.wm_shared[k] = q.wm_shared[k].max(q.shared_used);
+        }
+        let pool = &mut self.pools[a.pool];
+        pool.shared_used += shared;
+        for k in 0..2 {
+            pool.wm_shared[k] = pool.wm_shared[k].max(pool.shared_used);
+        }
+    }
+
+    /// Releases an allocation (frame transmitted or dropped after admission). Returns the (port, PG) whose
+    /// XOFF was released by it, if any.
+    pub fn release(&mut self, alloc: &Allocation) -> Option<(usize, u8)> {
+        if let Some(a) = alloc.egress
+            && a.port < self.ports.len()
+        {
+            let shared = u64::from(a.shared);
+            let port = &mut self.ports[a.port];
+            sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
+            let q = &mut port.queues[usize::from(a.queue)];
+            sub(&mut q.reserved_used, u64::from(a.reserved));
+            sub(&mut q.shared_used, shared);
+            sub(&mut self.pools[a.pool].shared_used, shared);
+        }
+        let a = alloc.ingress.filter(|a| a.port < self.ports.len())?;
+        let shared = u64::from(a.shared);
+        let port = &mut self.ports[a.port];
+        sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
+        let pg = &mut port.pgs[usize::from(a.pg)];
+        sub(&mut pg.reserved_used, u64::from(a.reserved));
+        sub(&mut pg.shared_used, shared);
+        sub(&mut pg.headroom_used, u64::from(a.headroom));
+        let pool = &mut self.pools[a.pool];
+        sub(&mut pool.shared_used, shared);
+        if a.shared_headroom {
+            sub(&mut pool.headroom_used, u64::from(a.headroom));
+        }
+        self.update_xon(a.port, a.pg).then_some((a.port, a.pg))
+    }
+
+    /// Asserts XOFF on a lossless PG whose usage went to headroom or reached its shared limit. Returns
+    /// whether it newly asserted.
+    fn update_xoff(&mut self, port: usize, pg: u8) -> bool {
+        let state = self.ports[port].pgs[usize::from(pg)];
+        let Some(prof) = state.profile else { return false };
+        if !state.lossless || state.xoff {
+            return false;
+        }
+        let limit = self.limit(prof.threshold, prof.pool);
+        if state.headroom_used > 0 || state.shared_used >= limit {
+            self.ports[port].pgs[usize::from(pg)].xoff = true;
+            return true;
+        }
+        false
+    }
+
+    /// Releases XOFF when no headroom is used and the total usage is at most
+    /// `max(xon, size + limit − xon_offset)`. Returns whether it released.
+    fn update_xon(&mut self, port: usize, pg: u8) -> bool {
+        let state = self.ports[port].pgs[usize::from(pg)];
+        let Some(prof) = state.profile else { return false };
+        if !state.xoff || state.headroom_used > 0 {
+            return false;
+        }
+        let limit = self.limit(prof.threshold, prof.pool);
+        let xon_point = prof.xon.max((prof.reserved + limit).saturating_sub(prof.xon_offset));
+        if state.reserved_used + state.shared_used <= xon_point {
+            self.ports[port].pgs[usize::from(pg)].xoff = false;
+            return true;
+        }
+        false
+    }
+
+    /// Re-evaluates XON on every PG holding XOFF (a dynamic limit grows when other PGs drain). Returns
+    /// those released.
+    pub fn recheck_xon(&mut self) -> Vec<(usize, u8)> {
+        let mut released = Vec::new();
+        for port in 0..self.ports.len() {
+            for pg in 0..8u8 {
+                if self.ports[port].pgs[usize::from(pg)].xoff && self.update_xon(port, pg) {
+                    released.push((port, pg));
+                }
+            }
+        }
+        released
+    }
+
+    /// PGs of a port currently asserting XOFF, as a bit mask.
+    pub fn xoff_pgs(&self, port: usize) -> u8 {
+        self.ports.get(port).map_or(0, |p| (0..8).filter(|&g| p.pgs[g].xoff).fold(0, |m, g| m | 1 << g))
+    }
+
+    pub fn pg_occupancy(&self, port: usize, pg: u8) -> PgOccupancy {
+        let cell = self.cell_bytes;
+        self.ports.get(port).map_or_else(PgOccupancy::default, |p| {
+            let s = &p.pgs[usize::from(pg & 7)];
+            PgOccupancy {
+                reserved_bytes: s.reserved_used * cell,
+                shared_bytes: s.shared_used * cell,
+                headroom_bytes: s.headroom_used * cell,
+                xoff: s.xoff,
+            }
+        })
+    }
+
+    /// Cells a queue holds (reserved + shared).
+    pub fn queue_cells(&self, port: usize, queue: u8) -> u64 {
+        self.ports.get(port).map_or(0, |p| {
+            let q = &p.queues[usize::from(queue & 7)];
+            q.reserved_used + q.shared_used
+        })
+    }
+
+    /// (shared used, headroom used) of a pool, in cells.
+    pub fn pool_cells(&self, name: &str) -> Option<(u64, u64)> {
+        self.pools.iter().find(|p| p.name == name).map(|p| (p.shared_used, p.headroom_used))
+    }
+
+    /// Total cells held anywhere (zero after a full drain).
+    pub fn total_cells(&self) -> u64 {
+        let ports: u64 = self
+            .ports
+            .iter()
+            .map(|p| {
+                p.pgs.iter().map(|g| g.reserved_used + g.shared_used + g.headroom_used).sum::<u64>()
+                    + p.queues.iter().map(|q| q.reserved_used + q.shared_used).sum::<u64>()
+            })
+            .sum();
+        ports + self.pools.iter().map(|p| p.shared_used + p.headroom_used).sum::<u64>()
+    }
+
+    pub fn port_watermarks(&self, port: usize, kind: WatermarkKind) -> PortWatermarks {
+        let (cell, k) = (self.cell_bytes, kind as usize);
+        self.ports.get(port).map_or_else(PortWatermarks::default, |p| PortWatermarks {
+            pg_shared_bytes: std::array::from_fn(|g| p.pgs[g].wm_shared[k] * cell),
+            pg_headroom_bytes: std::array::from_fn(|g| p.pgs[g].wm_headroom[k] * cell),
+            queue_shared_bytes: std::array::from_fn(|q| p.queues[q].wm_shared[k] * cell),
+        })
+    }
+
+    /// Watermarks of the pools of the running configuration, by name.
+    pub fn pool_watermarks(&self, kind: WatermarkKind) -> Vec<(String, PoolWatermarks)> {
+        let (cell, k) = (self.cell_bytes, kind as usize);
+        self.pools
+            .iter()
+            .filter(|p| p.active)
+            .map(|p| {
+                (
+                    p.name.clone(),
+                    PoolWatermarks {
+                        shared_bytes: p.wm_shared[k] * cell,
+                        headroom_bytes: p.wm_headroom[k] * cell,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Resets watermarks of one kind to the current occupancy (SAI's read-and-clear).
+    pub fn clear_watermarks(&mut self, kind: WatermarkKind) {
+        let k = kind as usize;
+        for p in &mut self.ports {
+            for g in &mut p.pgs {
+                g.wm_shared[k] = g.shared_used;
+                g.wm_headroom[k] = g.headroom_used;
+            }
+            for q in &mut p.queues {
+                q.wm_shared[k] = q.shared_used;
+            }
+        }
+        for p in &mut self.pools {
+            p.wm_shared[k] = p.shared_used;
+            p.wm_headroom[k] = p.headroom_used;
+        }
+    }
+}
+
+/// Subtracts, never below zero (a release can only give back what was taken; debug builds check it).
+fn sub(value: &mut u64, amount: u64) {
+    debug_assert!(*value >= amount, "buffer accounting would go negative: {value} - {amount}");
+    *value = value.saturating_sub(amount);
+}

@@ -1,0 +1,241 @@
+//! Priority flow control on one port (IEEE 802.1Qbb; `../shared/reference/models.md` §2).
+//!
+//! **Generation** (this port's ingress PGs are filling): a priority whose PG asserts XOFF gets an XOFF
+//! frame (`pfc_pause_quanta`, default 0xFFFF) at once, re-sent every `pfc_refresh_percent` of that pause
+//! time while the PG stays above its limit, and a single XON (quanta 0) when it drains to its XON point.
+//! Priorities changing state together share one frame. PFC frames leave ahead of data and are not subject
+//! to pauses or holds.
+//!
+//! **Honouring** (frames received on this port pause its egress queues): each enabled class with a
+//! priority in the port's `pfc_enable` pauses the queue `pfc_to_queue[priority]` for quanta × 512 bit
+//! times at the port's speed, overwriting a running timer; quanta 0 resumes at once. Priorities not in
+//! `pfc_enable` are counted but ignored. The frame on the line is always finished first (the scheduler only
+//! picks frames between transmissions). Pause time is accumulated per priority, as SONiC's PFC history.
+
+use crate::wire::mac_control::{self, PfcRepr};
+
+/// PFC counters of one priority, as `show pfc counters` and `--history` show them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PfcCounters {
+    /// PFC frames received with this class enabled (`SAI_PORT_STAT_PFC_n_RX_PKTS`).
+    pub rx: u64,
+    /// Of those, frames with quanta 0 (XON; `SAI_PORT_STAT_PFC_n_ON2OFF_RX_PKTS` is the Broadcom name).
+    pub rx_xon: u64,
+    /// PFC frames sent with this class enabled (`SAI_PORT_STAT_PFC_n_TX_PKTS`).
+    pub tx: u64,
+    /// Transitions from running to paused.
+    pub rx_pause_transitions: u64,
+    /// Total time the priority was paused, in nanoseconds (completed pauses; see [`PfcPort::paused_ns`]).
+    pub rx_pause_ns: u64,
+}
+
+/// PFC state of one port.
+#[derive(Debug, Clone, Default)]
+pub struct PfcPort {
+    /// Priorities this port is sending XOFF for.
+    asserted: u8,
+    /// Priorities whose state must go out in the next PFC frame.
+    pending: u8,
+    next_refresh_ns: Option<u64>,
+    /// Per priority: paused until (exclusive), and since when (for the pause time).
+    paused_until_ns: [u64; 8],
+    pause_started_ns: [Option<u64>; 8],
+    /// 802.3x PAUSE: all queues paused until.
+    link_paused_until_ns: u64,
+    pub counters: [PfcCounters; 8],
+}
+
+impl PfcPort {
+    /// A PG's priorities asserted XOFF (`priorities` bit mask).
+    pub fn assert_xoff(&mut self, priorities: u8) {
+        let new = priorities & !self.asserted;
+        self.asserted |= priorities;
+        self.pending |= new;
+    }
+
+    /// A PG's priorities were released (XON).
+    pub fn release_xoff(&mut self, priorities: u8) {
+        let released = priorities & self.asserted;
+        self.asserted &= !priorities;
+        self.pending |= released;
+        if self.asserted == 0 {
+            self.next_refresh_ns = None;
+        }
+    }
+
+    /// Stops generating PFC for these priorities without sending XON (the watchdog took them over, or
+    /// they left `pfc_enable`).
+    pub fn forget(&mut self, priorities: u8) {
+        self.asserted &= !priorities;
+        self.pending &= !priorities;
+        if self.asserted == 0 {
+            self.next_refresh_ns = None;
+        }
+    }
+
+    pub fn asserted(&self) -> u8 {
+        self.asserted
+    }
+
+    /// When a PFC frame is due: now if some state changed, else at the next refresh.
+    pub fn next_frame_at(&self, now_ns: u64) -> Option<u64> {
+        if self.pending != 0 { Some(now_ns) } else { self.next_refresh_ns }
+    }
+
+    /// The PFC frame to send now, if one is due; counts it and schedules the refresh.
+    pub fn poll_frame(&mut self, now_ns: u64, quanta: u16, refresh_ns: u64) -> Option<PfcRepr> {
+        if self.next_refresh_ns.is_some_and(|t| t <= now_ns) {
+            self.pending |= self.asserted;
+        }
+        if self.pending == 0 {
+            return None;
+        }
+        let class_enable = self.pending;
+        let mut time = [0u16; 8];
+        for (p, t) in time.iter_mut().enumerate() {
+            if class_enable & (1 << p) != 0 {
+                self.counters[p].tx += 1;
+                if self.asserted & (1 << p) != 0 {
+                    *t = quanta;
+                }
+            }
+        }
+        self.pending = 0;
+        self.next_refresh_ns = (self.asserted != 0).then(|| now_ns + refresh_ns.max(1));
+        Some(PfcRepr { class_enable, time })
+    }
+
+    /// A PFC frame arrived. `enabled` is the port's effective `pfc_enable`; `speed_mbps` converts quanta.
+    pub fn receive(&mut self, frame: &PfcRepr, enabled: u8, speed_mbps: u32, now_ns: u64) {
+        self.settle(now_ns);
+        for (p, quanta) in frame.priorities() {
+            let p = usize::from(p);
+            let c = &mut self.counters[p];
+            c.rx += 1;
+            if quanta == 0 {
+                c.rx_xon += 1;
+            }
+            if enabled & (1 << p) == 0 {
+                continue;
+            }
+            if quanta == 0 {
+                self.end_pause(p, now_ns);
+                self.paused_until_ns[p] = now_ns;
+            } else {
+                if self.pause_started_ns[p].is_none() {
+                    self.pause_started_ns[p] = Some(now_ns);
+                    self.counters[p].rx_pause_transitions += 1;
+                }
+                self.paused_until_ns[p] = now_ns + mac_control::quanta_to_ns(quanta, speed_mbps);
+            }
+        }
+    }
+
+    /// An 802.3x PAUSE frame arrived (honoured only on ports without PFC).
+    pub fn receive_pause(&mut self, quanta: u16, speed_mbps: u32, now_ns: u64) {
+        self.link_paused_until_ns = now_ns + mac_control::quanta_to_ns(quanta, speed_mbps);
+    }
+
+    fn end_pause(&mut self, p: usize, end_ns: u64) {
+        if let Some(start) = self.pause_started_ns[p].take() {
+            self.counters[p].rx_pause_ns += end_ns.saturating_sub(start);
+        }
+    }
+
+    /// Closes pauses whose timers expired by `now_ns`.
+    pub fn settle(&mut self, now_ns: u64) {
+        for p in 0..8 {
+            if self.pause_started_ns[p].is_some() && self.paused_until_ns[p] <= now_ns {
+                self.end_pause(p, self.paused_until_ns[p]);
+            }
+        }
+    }
+
+    /// Lifts every pause on these priorities (the watchdog stops honouring them).
+    pub fn unpause(&mut self, priorities: u8, now_ns: u64) {
+        for p in 0..8 {
+            if priorities & (1 << p) != 0 && self.paused_until_ns[p] > now_ns {
+                self.end_pause(p, now_ns);
+                self.paused_until_ns[p] = now_ns;
+            }
+        }
+    }
+
+    /// Priorities paused at `now_ns`.
+    pub fn paused_priorities(&self, now_ns: u64) -> u8 {
+        (0..8).filter(|&p| self.paused_until_ns[p] > now_ns).fold(0, |m, p| m | 1 << p)
+    }
+
+    /// Egress queues paused at `now_ns`, given the port's priority → queue map.
+    pub fn paused_queues(&self, now_ns: u64, pfc_to_queue: &[u8; 8]) -> u8 {
+        if self.link_paused_until_ns > now_ns {
+            return 0xff;
+        }
+        let prios = self.paused_priorities(now_ns);
+        (0..8).filter(|&p| prios & (1 << p) != 0).fold(0, |m, p| m | 1 << (pfc_to_queue[p] & 7))
+    }
+
+    /// The earliest pause expiry after `now_ns`, if any queue is paused.
+    pub fn next_unpause_at(&self, now_ns: u64) -> Option<u64> {
+        self.paused_until_ns
+            .iter()
+            .chain(std::iter::once(&self.link_paused_until_ns))
+            .copied()
+            .filter(|&t| t > now_ns)
+            .min()
+    }
+
+    /// Time priority `p` has spent paused up to `now_ns` (including a pause in progress).
+    pub fn paused_ns(&self, p: usize, now_ns: u64) -> u64 {
+        let running =
+            self.pause_started_ns[p].map_or(0, |s| now_ns.min(self.paused_until_ns[p]).saturating_sub(s));
+        self.counters[p].rx_pause_ns + running
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xoff_refresh_and_xon() {
+        let mut pfc = PfcPort::default();
+        pfc.assert_xoff(0b1000);
+        let f = pfc.poll_frame(100, 0xffff, 1000).unwrap();
+        assert_eq!((f.class_enable, f.time[3]), (0b1000, 0xffff));
+        assert!(pfc.poll_frame(500, 0xffff, 1000).is_none());
+        assert_eq!(pfc.next_frame_at(500), Some(1100));
+        let f = pfc.poll_frame(1100, 0xffff, 1000).unwrap();
+        assert_eq!(f.time[3], 0xffff, "refresh");
+        pfc.assert_xoff(0b10000);
+        pfc.release_xoff(0b1000);
+        let f = pfc.poll_frame(1200, 0xffff, 1000).unwrap();
+        assert_eq!(f.class_enable, 0b11000, "XON for 3 and XOFF for 4 share a frame");
+        assert_eq!((f.time[3], f.time[4]), (0, 0xffff));
+        assert_eq!(pfc.counters[3].tx, 3);
+    }
+
+    #[test]
+    fn received_pause_overwrites_timer_and_xon_resumes() {
+        let mut pfc = PfcPort::default();
+        let map = [0, 1, 2, 3, 4, 5, 6, 7];
+        // 100 quanta at 100G = 512 ns.
+        pfc.receive(&PfcRepr::xoff(0b1000, 100), 0b11000, 100_000, 0);
+        assert_eq!(pfc.paused_queues(511, &map), 0b1000);
+        assert_eq!(pfc.paused_queues(512, &map), 0);
+        pfc.receive(&PfcRepr::xoff(0b1000, 100), 0b11000, 100_000, 1000);
+        pfc.receive(&PfcRepr::xoff(0b1000, 10), 0b11000, 100_000, 1100);
+        assert_eq!(pfc.paused_queues(1151, &map), 0b1000);
+        assert_eq!(pfc.paused_queues(1152, &map), 0, "the last frame's quanta (10 = 51.2 ns) wins");
+        pfc.settle(2000);
+        assert_eq!(pfc.counters[3].rx_pause_ns, 512 + 152);
+        assert_eq!(pfc.counters[3].rx_pause_transitions, 2);
+        pfc.receive(&PfcRepr::xoff(0b1000, 0xffff), 0b11000, 100_000, 3000);
+        pfc.receive(&PfcRepr::xon(0b1000), 0b11000, 100_000, 3100);
+        assert_eq!(pfc.paused_queues(3100, &map), 0);
+        assert_eq!(pfc.counters[3].rx_xon, 1);
+        // Priority 5 is not enabled: counted, not honoured.
+        pfc.receive(&PfcRepr::xoff(0b10_0000, 0xffff), 0b11000, 100_000, 4000);
+        assert_eq!((pfc.counters[5].rx, pfc.paused_queues(4001, &map)), (1, 0));
+    }
+}

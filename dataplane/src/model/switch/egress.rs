@@ -1,0 +1,446 @@
+//! The egress side: buffer admission (MMU), WRED/ECN, the scheduler, PFC generation and honouring, egress
+//! holds and the PFC watchdog's actions.
+
+use super::*;
+use crate::model::mmu::{Allocation, Refusal, WatermarkKind};
+use crate::model::scheduler::Queued;
+use crate::model::watchdog::{QueueObservation, Transition};
+use crate::model::wred::{self, Colour, WredAction};
+use crate::wire::ip::Ecn;
+use crate::wire::{MacControlRepr, mac_control};
+
+/// A frame waiting in an egress queue, with the buffer cells it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedFrame {
+    pub frame: Vec<u8>,
+    /// The port it came in on (`None` for frames the switch originates).
+    pub ingress_port: Option<PortId>,
+    pub tc: u8,
+    pub pg: u8,
+    pub enqueued_ns: u64,
+    pub alloc: Allocation,
+}
+
+impl Queued for QueuedFrame {
+    fn wire_len(&self) -> usize {
+        self.frame.len()
+    }
+}
+
+/// The IP header of a frame that may carry an 802.1Q tag: (is IPv4, offset).
+fn ip_header(frame: &[u8]) -> Option<(bool, usize)> {
+    let ethertype = |at: usize| frame.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
+    let (ty, off) = match ethertype(12)? {
+        0x8100 => (ethertype(16)?, 18),
+        t => (t, 14),
+    };
+    match ty {
+        0x0800 => Some((true, off)),
+        0x86dd => Some((false, off)),
+        _ => None,
+    }
+}
+
+fn frame_ecn(frame: &[u8]) -> Option<Ecn> {
+    let (v4, off) = ip_header(frame)?;
+    let ds = if v4 {
+        *frame.get(off + 1)?
+    } else {
+        (frame.get(off..off + 2)?.iter().fold(0u16, |a, b| a << 8 | u16::from(*b)) >> 4) as u8
+    };
+    Some(Ecn::from(ds))
+}
+
+fn mark_ce(frame: &mut [u8]) -> bool {
+    match ip_header(frame) {
+        Some((true, off)) => Ipv4Packet::new_checked(&mut frame[off..]).is_ok_and(|mut p| p.set_ecn_ce()),
+        Some((false, off)) => Ipv6Packet::new_checked(&mut frame[off..]).is_ok_and(|mut p| p.set_ecn_ce()),
+        None => false,
+    }
+}
+
+impl Switch {
+    /// Hands the egress copies of one frame to their queues; the frame counts as forwarded if any copy was
+    /// admitted, else as dropped.
+    pub(super) fn deliver(&mut self, copies: Vec<(PortId, Option<u16>, Vec<u8>)>, meta: Meta, now_ns: u64) {
+        let mut admitted = 0;
+        for (out, vid, frame) in copies {
+            admitted += usize::from(self.enqueue(out, vid, frame, meta, now_ns));
+        }
+        if admitted > 0 {
+            self.ledger.forwarded += 1;
+        } else {
+            self.ledger.dropped += 1;
+        }
+    }
+
+    /// Puts one egress copy on its queue, through buffer admission, WRED/ECN and the queue's policer; tags
+    /// it when it leaves through a tagged VLAN member. Returns whether it was admitted.
+    pub(super) fn enqueue(
+        &mut self,
+        out: PortId,
+        vid: Option<u16>,
+        mut frame: Vec<u8>,
+        meta: Meta,
+        now_ns: u64,
+    ) -> bool {
+        let class = meta.class;
+        if let Some(v) = vid
+            && self.derived.membership.get(&(v, out)) == Some(&true)
+        {
+            let pcp = meta.pcp.unwrap_or(class.tc);
+            let tci = (u16::from(pcp & 7) << 13) | (v & 0x0fff);
+            let mut tag = [0u8; 4];
+            tag[..2].copy_from_slice(&u16::from(EtherType::Vlan).to_be_bytes());
+            tag[2..].copy_from_slice(&tci.to_be_bytes());
+            frame.splice(12..12, tag);
+        }
+        let queue =
+            class.queue_override.unwrap_or(self.config.qos[out].tc_to_queue[usize::from(class.tc)]) & 7;
+        if meta.ingress.is_some() {
+            self.ledger.copies += 1;
+        } else {
+            self.ledger.originated += 1;
+        }
+        let len = frame.len() as u64;
+        if self.watchdog.dropping_queues(out) & (1 << queue) != 0 {
+            self.count_egress_drop(out, queue, len);
+            return false;
+        }
+        let cells = self.mmu.cells_for(frame.len());
+        let ingress = meta.ingress.map(|p| (p, class.pg));
+        let (alloc, xoff) = match self.mmu.admit(cells, ingress, (out, queue)) {
+            Ok(admitted) => admitted,
+            Err(Refusal::Ingress) => {
+                let port = meta.ingress.expect("only an ingress PG refuses at ingress");
+                self.ledger.copies_dropped += 1;
+                self.ports[port].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
+                self.count_ingress_drop(port, DropReason::IngressBuffer);
+                return false;
+            }
+            Err(Refusal::Egress) => {
+                self.count_egress_drop(out, queue, len);
+                return false;
+            }
+        };
+        if let Some(w) = self.config.port_buffers.get(out).and_then(|b| b.queue_wred[usize::from(queue)]) {
+            let profile = &self.config.wred_profiles[w];
+            let state = &mut self.ports[out];
+            let queue_bytes =
+                state.wred[usize::from(queue)].observe(state.egress.bytes(queue), profile.weight);
+            let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
+            match wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) {
+                WredAction::Drop => {
+                    self.release(&alloc);
+                    let q = &mut self.ports[out].counters.queues[usize::from(queue)];
+                    q.wred_dropped_packets += 1;
+                    q.wred_dropped_bytes += len;
+                    self.count_egress_drop(out, queue, len);
+                    return false;
+                }
+                WredAction::MarkCe if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue => {
+                    if mark_ce(&mut frame) {
+                        let q = &mut self.ports[out].counters.queues[usize::from(queue)];
+                        q.ecn_marked_packets += 1;
+                        q.ecn_marked_bytes += len;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let item = QueuedFrame {
+            frame,
+            ingress_port: meta.ingress,
+            tc: class.tc,
+            pg: class.pg,
+            enqueued_ns: now_ns,
+            alloc,
+        };
+        if let Err(item) = self.ports[out].egress.enqueue(queue, item, now_ns) {
+            // The strict queue's policer refused it.
+            self.release(&item.alloc);
+            self.count_egress_drop(out, queue, len);
+            return false;
+        }
+        if xoff && let Some(port) = meta.ingress {
+            self.assert_pfc(port, class.pg);
+        }
+        true
+    }
+
+    fn count_ingress_drop(&mut self, port: PortId, reason: DropReason) {
+        let c = &mut self.ports[port].counters;
+        c.rx_drp += 1;
+        *c.drop_reasons.entry(reason).or_default() += 1;
+    }
+
+    fn count_egress_drop(&mut self, port: PortId, queue: u8, len: u64) {
+        self.ledger.copies_dropped += 1;
+        let c = &mut self.ports[port].counters;
+        c.tx_drp += 1;
+        c.queues[usize::from(queue)].dropped_packets += 1;
+        c.queues[usize::from(queue)].dropped_bytes += len;
+    }
+
+    /// Gives back an allocation's cells and sends XON for PGs that drained to their XON point.
+    fn release(&mut self, alloc: &Allocation) {
+        if let Some((port, pg)) = self.mmu.release(alloc) {
+            self.release_pfc(port, pg);
+        }
+        if self.pfc_asserting > 0 {
+            for (port, pg) in self.mmu.recheck_xon() {
+                self.release_pfc(port, pg);
+            }
+        }
+    }
+
+    /// The PFC priorities of a port that map to a PG.
+    fn pg_priorities(&self, port: PortId, pg: u8) -> u8 {
+        let qos = &self.config.qos[port];
+        (0..8).filter(|&p| qos.pfc_to_pg[p] == pg).fold(0, |m, p| m | 1 << p)
+    }
+
+    /// The port's `pfc_enable`, less the priorities the watchdog switched off.
+    pub(super) fn effective_pfc_enable(&self, port: PortId) -> u8 {
+        self.config.qos[port].pfc_enable & !self.watchdog.pfc_disabled_priorities(port)
+    }
+
+    fn assert_pfc(&mut self, port: PortId, pg: u8) {
+        let prios = self.pg_priorities(port, pg) & self.effective_pfc_enable(port);
+        if prios == 0 {
+            return;
+        }
+        let before = self.ports[port].pfc.asserted();
+        self.ports[port].pfc.assert_xoff(prios);
+        if before & prios != prios {
+            self.pfc_asserting += 1;
+            self.push_event(Event::PfcXoff { port, pg });
+        }
+    }
+
+    fn release_pfc(&mut self, port: PortId, pg: u8) {
+        let prios = self.pg_priorities(port, pg);
+        if self.ports[port].pfc.asserted() & prios != 0 {
+            self.ports[port].pfc.release_xoff(prios);
+            self.pfc_asserting = self.pfc_asserting.saturating_sub(1);
+            self.push_event(Event::PfcXon { port, pg });
+        }
+    }
+
+    /// A MAC Control frame arrived: PFC pauses the port's egress queues, PAUSE pauses them all on a port
+    /// without PFC.
+    pub(super) fn receive_mac_control(&mut self, port: PortId, repr: &MacControlRepr, now_ns: u64) {
+        self.note_time(now_ns);
+        let speed = self.config.ports[port].speed_mbps;
+        let enabled = self.effective_pfc_enable(port);
+        let has_pfc = self.config.qos[port].pfc_enable != 0;
+        let pfc = &mut self.ports[port].pfc;
+        match repr {
+            MacControlRepr::Pfc(frame) => pfc.receive(frame, enabled, speed, now_ns),
+            MacControlRepr::Pause(p) if !has_pfc => pfc.receive_pause(p.pause_time, speed, now_ns),
+            MacControlRepr::Pause(_) => {}
+        }
+    }
+
+    /// Queues of a port that may not send now: paused by PFC, or held.
+    fn blocked_queues(&self, port: PortId, now_ns: u64) -> u8 {
+        let state = &self.ports[port];
+        let hold = if state.port_hold { 0xff } else { state.queue_hold };
+        state.pfc.paused_queues(now_ns, &self.config.qos[port].pfc_to_queue) | hold
+    }
+
+    /// The port's line is free: the next frame to send on it, if any. A PFC frame that is due goes first;
+    /// then the scheduler's pick among queues that are neither paused nor held. Returns `None` while the
+    /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
+    pub fn poll_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
+        self.note_time(now_ns);
+        let speed = self.config.ports.get(port)?.speed_mbps;
+        let mac = self.config.ports[port].mac;
+        let quanta = self.config.asic.pfc_pause_quanta;
+        let refresh_ns =
+            mac_control::quanta_to_ns(quanta, speed) * u64::from(self.config.asic.pfc_refresh_percent) / 100;
+        let state = &mut self.ports[port];
+        if state.egress.line_free_at_ns() > now_ns {
+            return None;
+        }
+        if let Some(repr) = state.pfc.poll_frame(now_ns, quanta, refresh_ns) {
+            let mut frame = vec![0u8; mac_control::FRAME_LEN];
+            MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
+            state.egress.occupy_line(now_ns, frame.len());
+            return Some(Transmit { frame, queue: None });
+        }
+        let blocked = self.blocked_queues(port, now_ns);
+        let (queue, mut item) = self.ports[port].egress.dequeue(now_ns, blocked)?;
+        self.release(&item.alloc);
+        let len = item.frame.len() as u64;
+        if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue
+            && let Some(w) = self.config.port_buffers[port].queue_wred[usize::from(queue)]
+        {
+            let profile = &self.config.wred_profiles[w];
+            let state = &mut self.ports[port];
+            let queue_bytes =
+                state.wred[usize::from(queue)].observe(state.egress.bytes(queue), profile.weight);
+            let ect = frame_ecn(&item.frame).is_some_and(|e| e != Ecn::NotEct);
+            if ect
+                && wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) == WredAction::MarkCe
+                && mark_ce(&mut item.frame)
+            {
+                let q = &mut self.ports[port].counters.queues[usize::from(queue)];
+                q.ecn_marked_packets += 1;
+                q.ecn_marked_bytes += len;
+            }
+        }
+        let c = &mut self.ports[port].counters;
+        c.tx_ok += 1;
+        c.tx_bytes += len;
+        c.queues[usize::from(queue)].packets += 1;
+        c.queues[usize::from(queue)].bytes += len;
+        Some(Transmit { frame: item.frame, queue: Some(queue) })
+    }
+
+    /// The earliest instant at which something is due on a port: a PFC frame, or a queue that becomes
+    /// sendable (line free, shaper tokens, pause expiry).
+    pub(super) fn port_ready_at(&self, port: PortId, now_ns: u64) -> Option<u64> {
+        let state = &self.ports[port];
+        let line = state.egress.line_free_at_ns();
+        let pfc = state.pfc.next_frame_at(now_ns).map(|t| t.max(line));
+        let blocked = self.blocked_queues(port, now_ns);
+        let data = state.egress.next_ready_at(now_ns, blocked);
+        let paused_with_packets = (0..8u8).any(|q| blocked & (1 << q) != 0 && state.egress.len(q) > 0);
+        let unpause = if paused_with_packets { state.pfc.next_unpause_at(now_ns) } else { None };
+        [pfc, data, unpause].into_iter().flatten().min()
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Holds (sai_thrift_port_tx_disable) and the debug storm
+
+    /// Stops (or restarts) all data transmission of a port, with no leak-out. PFC frames still leave.
+    pub fn set_port_hold(&mut self, port: PortId, hold: bool) {
+        if let Some(s) = self.ports.get_mut(port) {
+            s.port_hold = hold;
+        }
+    }
+
+    /// Stops (or restarts) transmission of one egress queue.
+    pub fn set_queue_hold(&mut self, port: PortId, queue: u8, hold: bool) {
+        if let Some(s) = self.ports.get_mut(port) {
+            let bit = 1 << (queue & 7);
+            s.queue_hold = if hold { s.queue_hold | bit } else { s.queue_hold & !bit };
+        }
+    }
+
+    /// Forces the watchdog's storm condition on a queue (SONiC's `DEBUG_STORM`).
+    pub fn set_debug_storm(&mut self, port: PortId, queue: u8, on: bool) {
+        self.watchdog.set_debug_storm(port, queue, on);
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // The watchdog
+
+    fn observe_queue(&self, port: PortId, queue: u8, priority: u8, now_ns: u64) -> QueueObservation {
+        let s = &self.ports[port];
+        let (q, p, g) = (usize::from(queue), usize::from(priority), usize::from(queue));
+        QueueObservation {
+            occupancy: s.egress.len(queue),
+            tx_packets: s.counters.queues[q].packets,
+            tx_dropped: s.counters.queues[q].dropped_packets,
+            pfc_rx: s.pfc.counters[p].rx,
+            pfc_rx_xon: s.pfc.counters[p].rx_xon,
+            paused: s.pfc.paused_priorities(now_ns) & (1 << p) != 0,
+            paused_ns: s.pfc.paused_ns(p, now_ns),
+            pg_packets: s.counters.pgs[g].packets,
+            pg_dropped: s.counters.pgs[g].dropped_packets,
+        }
+    }
+
+    pub(super) fn poll_watchdog(&mut self, now_ns: u64) {
+        let mut wd = std::mem::take(&mut self.watchdog);
+        let transitions = wd.poll(now_ns, |port, queue, prio| self.observe_queue(port, queue, prio, now_ns));
+        self.watchdog = wd;
+        self.apply_watchdog(transitions, now_ns);
+    }
+
+    /// Carries out storms and restorations, and (re)applies the drop and forward actions in force.
+    pub(super) fn apply_watchdog(&mut self, transitions: Vec<Transition>, now_ns: u64) {
+        for t in &transitions {
+            let name = self.config.ports[t.port].name.clone();
+            self.push_event(if t.stormed {
+                Event::PfcStormDetected { port: name, queue: t.queue, action: t.action }
+            } else {
+                Event::PfcStormRestored { port: name, queue: t.queue }
+            });
+        }
+        for port in 0..self.ports.len() {
+            let disabled = self.watchdog.pfc_disabled_priorities(port);
+            if disabled != 0 {
+                let pfc = &mut self.ports[port].pfc;
+                pfc.unpause(disabled, now_ns);
+                if pfc.asserted() & disabled != 0 {
+                    pfc.forget(disabled);
+                    self.pfc_asserting = self.pfc_asserting.saturating_sub(1);
+                }
+            }
+            for q in 0..8u8 {
+                if self.watchdog.dropping_queues(port) & (1 << q) != 0 {
+                    for item in self.ports[port].egress.flush(q) {
+                        self.ledger.flushed += 1;
+                        self.release(&item.alloc);
+                        let c = &mut self.ports[port].counters;
+                        c.tx_drp += 1;
+                        c.queues[usize::from(q)].dropped_packets += 1;
+                        c.queues[usize::from(q)].dropped_bytes += item.frame.len() as u64;
+                    }
+                }
+            }
+        }
+        // A restored priority whose PG is still above its limit pauses its peer again.
+        for t in transitions.iter().filter(|t| !t.stormed) {
+            let xoff = self.mmu.xoff_pgs(t.port);
+            for pg in 0..8u8 {
+                if xoff & (1 << pg) != 0 {
+                    self.assert_pfc(t.port, pg);
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Buffer observation
+
+    /// Watermarks of every port and pool, bytes.
+    pub fn watermarks(&self, kind: WatermarkKind) -> WatermarksDump {
+        WatermarksDump {
+            ports: self
+                .config
+                .ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.name.clone(), self.mmu.port_watermarks(i, kind)))
+                .collect(),
+            pools: self.mmu.pool_watermarks(kind).into_iter().collect(),
+        }
+    }
+
+    /// Clears one kind of watermarks (they restart from the current occupancy).
+    pub fn clear_watermarks(&mut self, kind: WatermarkKind) {
+        self.mmu.clear_watermarks(kind);
+    }
+
+    /// The buffer model (occupancy per PG, queue and pool).
+    pub fn mmu(&self) -> &crate::model::mmu::Mmu {
+        &self.mmu
+    }
+
+    /// PFC state of a port: priorities it is sending XOFF for, and priorities paused by its peer.
+    pub fn pfc_state(&self, port: PortId) -> Option<(u8, u8)> {
+        let s = self.ports.get(port)?;
+        Some((s.pfc.asserted(), s.pfc.paused_priorities(self.now_ns)))
+    }
+}
+
+/// Watermarks of every port and pool, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WatermarksDump {
+    pub ports: BTreeMap<String, crate::model::mmu::PortWatermarks>,
+    pub pools: BTreeMap<String, crate::model::mmu::PoolWatermarks>,
+}

@@ -1,0 +1,377 @@
+//! The ingress pipeline: parse, L2 domain and learning, classification, ARP, routing and bridging, down to
+//! the egress copies handed to [`Switch::enqueue`](super::Switch).
+
+use super::*;
+
+impl Switch {
+    /// A frame (without FCS) arrived on `port`. Frames for a port the configuration does not have are
+    /// ignored (the driver only delivers frames of configured ports).
+    pub fn handle_frame(&mut self, port: PortId, mut frame: Vec<u8>, now_ns: u64) {
+        let Some(port_cfg) = self.config.ports.get(port) else { return };
+        self.ledger.received += 1;
+        let len = frame.len() as u64;
+        let decoded = match wire::decode(&frame) {
+            Ok(d) => d,
+            Err(e) => return self.drop_ingress(port, DropReason::Malformed(e.layer())),
+        };
+        if frame.len() > port_cfg.mtu as usize + ethernet::HEADER_LEN + vlan::HEADER_LEN {
+            return self.drop_ingress(port, DropReason::ExceedsL2Mtu);
+        }
+        let counters = &mut self.ports[port].counters;
+        counters.rx_ok += 1;
+        counters.rx_bytes += len;
+        if !port_cfg.admin_up {
+            return self.drop_ingress(port, DropReason::PortAdminDown);
+        }
+        let src_mac = decoded.ethernet.src_addr;
+        let dst_mac = decoded.ethernet.dst_addr;
+        if src_mac.is_multicast() {
+            return self.drop_ingress(port, DropReason::SmacMulticast);
+        }
+        if let L3::MacControl(repr) = &decoded.l3 {
+            // PFC/PAUSE are consumed by the MAC, never forwarded.
+            self.receive_mac_control(port, repr, now_ns);
+            return self.trap(port);
+        }
+        if dst_mac.is_link_local_reserved() {
+            return self.trap(port);
+        }
+
+        // Which L2 domain (VLAN) and router interface the frame belongs to.
+        let tag = decoded.vlan.filter(|t| t.vid != 0);
+        let vid = match tag {
+            Some(t) if self.derived.membership.get(&(t.vid, port)) == Some(&true) => Some(t.vid),
+            Some(_) => return self.drop_ingress(port, DropReason::IngressVlanFilter),
+            None => self.derived.untagged_vlan[port],
+        };
+        let rif_in = match vid {
+            Some(v) => self.derived.rif_by_vlan.get(&v).copied(),
+            None => self.derived.rif_by_port[port],
+        };
+        if vid.is_none() && rif_in.is_none() {
+            return self.drop_ingress(port, DropReason::IngressVlanFilter);
+        }
+        if decoded.vlan.is_some() {
+            // Frames travel untagged inside the switch; egress tags them as the port's membership says.
+            frame.drain(ethernet::HEADER_LEN - 2..ethernet::HEADER_LEN + vlan::HEADER_LEN - 2);
+        }
+        if let Some(v) = vid
+            && self.fdb.learn(v, src_mac, port, now_ns)
+        {
+            self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port });
+        }
+
+        let udp_dport = decoded.udp().map(|u| u.dst_port);
+        let pcp = decoded.vlan.map(|t| t.pcp);
+        let class = classify(&self.config.qos[port], pcp, decoded.dscp(), udp_dport);
+        let pg = &mut self.ports[port].counters.pgs[usize::from(class.pg)];
+        pg.packets += 1;
+        pg.bytes += len;
+        if class.drop {
+            return self.drop_ingress(port, DropReason::BorderRule);
+        }
+        if self.watchdog.dropping_ingress_priorities(port) & (1 << class.tc) != 0 {
+            self.ports[port].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
+            return self.drop_ingress(port, DropReason::PfcWatchdog);
+        }
+        if let Some(dscp) = class.set_dscp {
+            rewrite_dscp(&mut frame, &decoded.l3, dscp);
+        }
+        let meta = Meta { ingress: Some(port), class, pcp };
+
+        if let L3::Arp(arp) = &decoded.l3 {
+            let for_us = self.handle_arp(port, vid, rif_in, arp, now_ns);
+            if vid.is_none() || (for_us && dst_mac.is_unicast()) {
+                return self.trap(port);
+            }
+            // A broadcast ARP in a VLAN is also flooded to the other members, as a bridge does.
+        }
+        if let Some(rif) = rif_in
+            && dst_mac == self.config.interfaces[rif].mac
+        {
+            return self.route(port, frame, &decoded.l3, meta, now_ns);
+        }
+        match vid {
+            Some(v) => self.bridge(port, v, frame, dst_mac, meta, now_ns),
+            None => self.drop_ingress(port, DropReason::L2NoForwarding),
+        }
+    }
+
+    fn drop_ingress(&mut self, port: PortId, reason: DropReason) {
+        self.ledger.dropped += 1;
+        let c = &mut self.ports[port].counters;
+        if reason.is_rx_error() {
+            c.rx_err += 1;
+        } else {
+            c.rx_drp += 1;
+        }
+        *c.drop_reasons.entry(reason).or_default() += 1;
+    }
+
+    fn trap(&mut self, port: PortId) {
+        self.ledger.trapped += 1;
+        self.ports[port].counters.trapped += 1;
+    }
+
+    /// Learns from an ARP packet and answers requests for the switch's addresses. Returns whether the
+    /// packet was addressed to the switch.
+    fn handle_arp(
+        &mut self,
+        port: PortId,
+        vid: Option<u16>,
+        rif_in: Option<RifIndex>,
+        arp: &ArpRepr,
+        now_ns: u64,
+    ) -> bool {
+        let Some(rif) = rif_in else { return false };
+        let iface = &self.config.interfaces[rif];
+        let iface_mac = iface.mac;
+        let sender = IpAddr::V4(arp.source_protocol_addr);
+        let target = IpAddr::V4(arp.target_protocol_addr);
+        let sender_is_ours = iface.addrs.iter().any(|a| a.addr() == sender);
+        let sender_on_subnet = iface.addrs.iter().any(|a| a.contains(&sender));
+        let target_is_ours = iface.addrs.iter().any(|a| a.addr() == target);
+        if sender_on_subnet
+            && !sender_is_ours
+            && arp.source_hardware_addr.is_unicast()
+            && self.neighbors.learn(sender, arp.source_hardware_addr, rif, now_ns)
+        {
+            self.arp_pending.remove(&sender);
+            self.push_event(Event::NeighborLearned { ip: sender, mac: arp.source_hardware_addr });
+        }
+        match arp.operation {
+            ArpOperation::Request if target_is_ours => {
+                let reply = ArpRepr {
+                    operation: ArpOperation::Reply,
+                    source_hardware_addr: iface_mac,
+                    source_protocol_addr: arp.target_protocol_addr,
+                    target_hardware_addr: arp.source_hardware_addr,
+                    target_protocol_addr: arp.source_protocol_addr,
+                };
+                let frame = build::ethernet(
+                    iface_mac,
+                    arp.source_hardware_addr,
+                    None,
+                    EtherType::Arp,
+                    &build::arp(&reply),
+                );
+                self.originate(port, vid, frame, now_ns);
+                true
+            }
+            ArpOperation::Reply => arp.target_hardware_addr == iface_mac,
+            _ => false,
+        }
+    }
+
+    /// Sends an ARP request for an unresolved IPv4 next hop, at most once per [`ARP_RETRY_NS`]. IPv6
+    /// neighbours are not discovered (no NDP): they come from the `NEIGH` table.
+    fn resolve(&mut self, next_hop: IpAddr, rif: RifIndex, now_ns: u64) {
+        let IpAddr::V4(target) = next_hop else { return };
+        if self.arp_pending.get(&next_hop).is_some_and(|&t| now_ns.saturating_sub(t) < ARP_RETRY_NS) {
+            return;
+        }
+        self.arp_pending.insert(next_hop, now_ns);
+        let iface = &self.config.interfaces[rif];
+        let Some(IpAddr::V4(sender)) = iface.addrs.iter().find(|a| a.contains(&next_hop)).map(|a| a.addr())
+        else {
+            return;
+        };
+        let request = ArpRepr {
+            operation: ArpOperation::Request,
+            source_hardware_addr: iface.mac,
+            source_protocol_addr: sender,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: target,
+        };
+        let frame = build::ethernet(
+            iface.mac,
+            EthernetAddress::BROADCAST,
+            None,
+            EtherType::Arp,
+            &build::arp(&request),
+        );
+        match iface.kind {
+            RifKind::Port(p) => self.originate(p, None, frame, now_ns),
+            RifKind::Vlan(v) => {
+                let members: Vec<PortIndex> = self.config.vlans[&v].members.iter().map(|m| m.port).collect();
+                for p in members {
+                    self.originate(p, Some(v), frame.clone(), now_ns);
+                }
+            }
+        }
+    }
+
+    /// Queues a frame the switch itself sends (ARP), on the control queue.
+    fn originate(&mut self, port: PortId, vid: Option<u16>, frame: Vec<u8>, now_ns: u64) {
+        let class = Classification {
+            tc: CONTROL_QUEUE,
+            pg: 0,
+            queue_override: Some(CONTROL_QUEUE),
+            set_dscp: None,
+            drop: false,
+        };
+        self.enqueue(port, vid, frame, Meta { ingress: None, class, pcp: None }, now_ns);
+    }
+
+    fn route(&mut self, port: PortId, mut frame: Vec<u8>, l3: &L3, meta: Meta, now_ns: u64) {
+        let (dst, ttl, flow) = match l3 {
+            L3::Ipv4 { header, l4 } => (
+                IpAddr::V4(header.dst_addr),
+                header.ttl,
+                flow_key(header.src_addr.into(), header.dst_addr.into(), header.protocol.into(), l4),
+            ),
+            L3::Ipv6 { header, l4 } => (
+                IpAddr::V6(header.dst_addr),
+                header.hop_limit,
+                flow_key(header.src_addr.into(), header.dst_addr.into(), header.next_header.into(), l4),
+            ),
+            _ => return self.drop_ingress(port, DropReason::NoL3Header),
+        };
+        let (next_hop, rif) = match self.derived.routes.lookup(dst) {
+            None if dst.is_ipv4() => return self.drop_ingress(port, DropReason::Lpm4Miss),
+            None => return self.drop_ingress(port, DropReason::Lpm6Miss),
+            Some(RouteAction::Local) => return self.trap(port),
+            Some(RouteAction::Blackhole) => return self.drop_ingress(port, DropReason::BlackholeRoute),
+            Some(RouteAction::Connected(rif)) => (dst, *rif),
+            Some(RouteAction::NextHops(hops)) => {
+                hops[(flow.hash(self.config.switch.ecmp_hash_seed) % hops.len() as u64) as usize]
+            }
+        };
+        if ttl <= 1 {
+            return self.drop_ingress(port, DropReason::Ttl);
+        }
+        let Some(neighbor) = self.neighbors.lookup(next_hop).copied() else {
+            self.resolve(next_hop, rif, now_ns);
+            return self.drop_ingress(port, DropReason::UnresolvedNextHop);
+        };
+        let iface = &self.config.interfaces[rif];
+        let (out_mac, out_kind) = (iface.mac, iface.kind);
+        decrement_ttl(&mut frame, l3);
+        let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+        eth.set_src_addr(out_mac);
+        eth.set_dst_addr(neighbor.mac);
+        let ip_len = frame.len() - ethernet::HEADER_LEN;
+        match out_kind {
+            RifKind::Port(out) => self.forward_routed(port, out, None, frame, ip_len, meta, now_ns),
+            RifKind::Vlan(v) => match self.fdb.lookup(v, neighbor.mac).map(|e| e.port) {
+                Some(out) => self.forward_routed(port, out, Some(v), frame, ip_len, meta, now_ns),
+                None if self.is_lossless_in_vlan(v, meta.class.tc) => {
+                    self.drop_ingress(port, DropReason::FdbMissLossless)
+                }
+                None => match self.config.switch.lossy_fdb_miss_action {
+                    FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossy),
+                    FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now_ns),
+                },
+            },
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn forward_routed(
+        &mut self,
+        in_port: PortId,
+        out: PortId,
+        vid: Option<u16>,
+        frame: Vec<u8>,
+        ip_len: usize,
+        meta: Meta,
+        now_ns: u64,
+    ) {
+        let out_cfg = &self.config.ports[out];
+        if !out_cfg.admin_up {
+            return self.drop_ingress(in_port, DropReason::EgressPortDown);
+        }
+        if ip_len > out_cfg.mtu as usize {
+            return self.drop_ingress(in_port, DropReason::ExceedsL3Mtu);
+        }
+        self.deliver(vec![(out, vid, frame)], meta, now_ns);
+    }
+
+    fn bridge(
+        &mut self,
+        port: PortId,
+        vid: u16,
+        frame: Vec<u8>,
+        dst: EthernetAddress,
+        meta: Meta,
+        now_ns: u64,
+    ) {
+        if dst.is_multicast() {
+            return self.flood(port, vid, Some(port), frame, meta, now_ns);
+        }
+        match self.fdb.lookup(vid, dst).map(|e| e.port) {
+            Some(out) if out == port => self.drop_ingress(port, DropReason::L2LoopbackFilter),
+            Some(out) if !self.config.ports[out].admin_up => {
+                self.drop_ingress(port, DropReason::EgressPortDown)
+            }
+            Some(out) => self.deliver(vec![(out, Some(vid), frame)], meta, now_ns),
+            None if self.is_lossless_in_vlan(vid, meta.class.tc) => {
+                self.drop_ingress(port, DropReason::UnknownUnicastLossless)
+            }
+            None => self.flood(port, vid, Some(port), frame, meta, now_ns),
+        }
+    }
+
+    /// Copies a frame to every admin-up member of a VLAN except `exclude`.
+    fn flood(
+        &mut self,
+        in_port: PortId,
+        vid: u16,
+        exclude: Option<PortId>,
+        frame: Vec<u8>,
+        meta: Meta,
+        now_ns: u64,
+    ) {
+        let targets: Vec<PortIndex> = self.config.vlans[&vid]
+            .members
+            .iter()
+            .map(|m| m.port)
+            .filter(|&p| Some(p) != exclude && self.config.ports[p].admin_up)
+            .collect();
+        if targets.is_empty() {
+            return self.drop_ingress(in_port, DropReason::FloodNoMembers);
+        }
+        let mut copies: Vec<_> = targets.iter().map(|&p| (p, Some(vid), frame.clone())).collect();
+        if let Some(last) = copies.last_mut() {
+            last.2 = frame;
+        }
+        self.deliver(copies, meta, now_ns);
+    }
+
+    /// A TC is lossless in a VLAN when any member port has it in `pfc_enable`: such traffic is never
+    /// flooded, since a flooded lossless packet can pause links it had no business on.
+    fn is_lossless_in_vlan(&self, vid: u16, tc: u8) -> bool {
+        self.derived.vlan_lossless.get(&vid).is_some_and(|mask| mask & (1 << tc) != 0)
+    }
+}
+
+fn flow_key(src: IpAddr, dst: IpAddr, protocol: u8, l4: &L4) -> FlowKey {
+    let (src_port, dst_port) = match l4 {
+        L4::Udp { header, .. } => (header.src_port, header.dst_port),
+        _ => (0, 0),
+    };
+    FlowKey { src, dst, protocol, src_port, dst_port }
+}
+
+/// The frame is untagged here (tags are stripped at ingress), so the IP header starts at 14.
+fn decrement_ttl(frame: &mut [u8], l3: &L3) {
+    let ip = &mut frame[ethernet::HEADER_LEN..];
+    match l3 {
+        L3::Ipv4 { .. } => {
+            Ipv4Packet::new_unchecked(ip).decrement_ttl();
+        }
+        L3::Ipv6 { .. } => {
+            Ipv6Packet::new_unchecked(ip).decrement_hop_limit();
+        }
+        _ => {}
+    }
+}
+
+fn rewrite_dscp(frame: &mut [u8], l3: &L3, dscp: u8) {
+    let ip = &mut frame[ethernet::HEADER_LEN..];
+    match l3 {
+        L3::Ipv4 { .. } => Ipv4Packet::new_unchecked(ip).rewrite_dscp(dscp),
+        L3::Ipv6 { .. } => Ipv6Packet::new_unchecked(ip).rewrite_dscp(dscp),
+        _ => {}
+    }
+}

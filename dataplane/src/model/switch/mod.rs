@@ -1,0 +1,543 @@
+//! The switch facade: one state machine that owns forwarding state, queues and counters, and is driven
+//! entirely by method calls that carry the current time. See the module docs of [`crate::model`].
+
+use super::classify::{Classification, classify};
+use super::config::{
+    Compiled, ConfigDb, ConfigErrors, ConfigIssue, EcnMarkPoint, FdbMissAction, PfcWdAction, PortIndex,
+    RifIndex, RifKind, SwitchConfig, compile,
+};
+use super::counters::{CountersDump, DropReason, FrameLedger, PortCounters};
+use super::forwarding::{Fdb, FlowKey, Neighbors, RouteAction, RouteTable};
+use super::mmu::Mmu;
+use super::pfc::PfcPort;
+use super::scheduler::{PortSettings, QueueSettings, Scheduler};
+use super::watchdog::Watchdog;
+use super::wred::{Rng, WredQueue};
+use crate::wire::{
+    self, ArpOperation, ArpRepr, EtherType, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv6Packet, L3, L4,
+    build, ethernet, vlan,
+};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::IpAddr;
+
+mod egress;
+mod ingress;
+
+pub use egress::{QueuedFrame, WatermarksDump};
+
+/// A port of the switch, by position in the configuration (ports are ordered by name).
+pub type PortId = usize;
+
+/// The queue switch-originated control frames (ARP) use, as SONiC's CPU port traffic does.
+pub const CONTROL_QUEUE: u8 = 7;
+/// How often an unresolved next hop is ARPed for.
+pub const ARP_RETRY_NS: u64 = 1_000_000_000;
+/// Events kept for [`Switch::poll_event`] before the oldest are discarded.
+pub const EVENT_QUEUE_LIMIT: usize = 4096;
+
+/// What a successful [`Switch::apply`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub generation: u64,
+    pub warnings: Vec<ConfigIssue>,
+}
+
+/// A frame leaving a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    pub frame: Vec<u8>,
+    /// The egress queue it was served from; `None` for a PFC frame the port generated.
+    pub queue: Option<u8>,
+}
+
+/// Something that happened inside the switch that an operator may want to see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    ConfigApplied {
+        generation: u64,
+    },
+    FdbLearned {
+        vid: u16,
+        mac: EthernetAddress,
+        port: PortId,
+    },
+    FdbAged {
+        vid: u16,
+        mac: EthernetAddress,
+    },
+    NeighborLearned {
+        ip: IpAddr,
+        mac: EthernetAddress,
+    },
+    NeighborAged {
+        ip: IpAddr,
+    },
+    /// A lossless PG crossed its limit: the port started sending XOFF.
+    PfcXoff {
+        port: PortId,
+        pg: u8,
+    },
+    /// The PG drained to its XON point.
+    PfcXon {
+        port: PortId,
+        pg: u8,
+    },
+    PfcStormDetected {
+        port: String,
+        queue: u8,
+        action: PfcWdAction,
+    },
+    PfcStormRestored {
+        port: String,
+        queue: u8,
+    },
+}
+
+impl std::fmt::Display for Event {
+    /// Storm events use SONiC's syslog wording.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Event::ConfigApplied { generation } => {
+                write!(f, "configuration applied, generation {generation}")
+            }
+            Event::FdbLearned { vid, mac, port } => write!(f, "FDB learned Vlan{vid} {mac} on port {port}"),
+            Event::FdbAged { vid, mac } => write!(f, "FDB aged Vlan{vid} {mac}"),
+            Event::NeighborLearned { ip, mac } => write!(f, "neighbour learned {ip} is-at {mac}"),
+            Event::NeighborAged { ip } => write!(f, "neighbour aged {ip}"),
+            Event::PfcXoff { port, pg } => write!(f, "XOFF on port {port} PG {pg}"),
+            Event::PfcXon { port, pg } => write!(f, "XON on port {port} PG {pg}"),
+            Event::PfcStormDetected { port, queue, action } => write!(
+                f,
+                "PFC Watchdog detected PFC storm on port {port}, queue index {queue}, action {}",
+                match action {
+                    PfcWdAction::Drop => "drop",
+                    PfcWdAction::Forward => "forward",
+                    PfcWdAction::Alert => "alert",
+                }
+            ),
+            Event::PfcStormRestored { port, queue } => {
+                write!(f, "PFC Watchdog storm restored on port {port}, queue index {queue}")
+            }
+        }
+    }
+}
+
+/// Per-packet metadata decided at ingress.
+#[derive(Debug, Clone, Copy)]
+struct Meta {
+    ingress: Option<PortId>,
+    class: Classification,
+    /// PCP of the frame as received, kept when it leaves tagged.
+    pcp: Option<u8>,
+}
+
+/// Lookup structures derived from the configuration.
+#[derive(Debug, Default)]
+struct Derived {
+    rif_by_port: Vec<Option<RifIndex>>,
+    rif_by_vlan: HashMap<u16, RifIndex>,
+    untagged_vlan: Vec<Option<u16>>,
+    /// (vid, port) → tagged?
+    membership: HashMap<(u16, PortIndex), bool>,
+    /// Per VLAN: the union of the members' `pfc_enable` (a TC lossless on any member is never flooded).
+    vlan_lossless: HashMap<u16, u8>,
+    routes: RouteTable,
+}
+
+impl Derived {
+    fn build(config: &SwitchConfig) -> Derived {
+        let mut d = Derived {
+            rif_by_port: vec![None; config.ports.len()],
+            untagged_vlan: vec![None; config.ports.len()],
+            ..Derived::default()
+        };
+        for (vid, vlan) in &config.vlans {
+            let mut lossless = 0u8;
+            for m in &vlan.members {
+                d.membership.insert((*vid, m.port), m.tagged);
+                if !m.tagged {
+                    d.untagged_vlan[m.port] = Some(*vid);
+                }
+                lossless |= config.qos[m.port].pfc_enable;
+            }
+            d.vlan_lossless.insert(*vid, lossless);
+        }
+        for route in &config.routes {
+            let action = if route.blackhole {
+                RouteAction::Blackhole
+            } else {
+                RouteAction::NextHops(route.nexthops.iter().map(|n| (n.ip, n.rif)).collect())
+            };
+            d.routes.insert(route.prefix, action);
+        }
+        // Connected and local routes after static ones: on the same prefix, connected wins (distance 0).
+        for (i, rif) in config.interfaces.iter().enumerate() {
+            match rif.kind {
+                RifKind::Port(p) => d.rif_by_port[p] = Some(i),
+                RifKind::Vlan(v) => {
+                    d.rif_by_vlan.insert(v, i);
+                }
+            }
+            for addr in &rif.addrs {
+                d.routes.insert(addr.trunc(), RouteAction::Connected(i));
+                let host =
+                    ipnet::IpNet::new(addr.addr(), addr.max_prefix_len()).expect("max prefix is valid");
+                d.routes.insert(host, RouteAction::Local);
+            }
+        }
+        d
+    }
+}
+
+#[derive(Debug)]
+struct PortState {
+    counters: PortCounters,
+    egress: Scheduler<QueuedFrame>,
+    pfc: PfcPort,
+    wred: [WredQueue; 8],
+    /// Egress hold (`sai_thrift_port_tx_disable`): the whole port, or these queues.
+    port_hold: bool,
+    queue_hold: u8,
+}
+
+impl PortState {
+    fn new(settings: PortSettings) -> PortState {
+        PortState {
+            counters: PortCounters::default(),
+            egress: Scheduler::new(settings),
+            pfc: PfcPort::default(),
+            wred: [WredQueue::default(); 8],
+            port_hold: false,
+            queue_hold: 0,
+        }
+    }
+}
+
+/// The scheduler settings of a port from its speed, `QUEUE|..|scheduler` and port shaper.
+fn port_settings(config: &SwitchConfig, port: PortIndex) -> PortSettings {
+    let buffers = config.port_buffers.get(port).cloned().unwrap_or_default();
+    let profile = |i: Option<usize>| i.map(|i| &config.schedulers[i]);
+    PortSettings {
+        speed_mbps: config.ports[port].speed_mbps,
+        queues: std::array::from_fn(|q| QueueSettings::from_profile(profile(buffers.queue_scheduler[q]))),
+        shaper: profile(buffers.port_scheduler)
+            .and_then(|s| s.pir.map(|pir| (s.meter_type, pir, s.pbs.unwrap_or(0)))),
+    }
+}
+
+/// The switch.
+#[derive(Debug)]
+pub struct Switch {
+    generation: u64,
+    config: SwitchConfig,
+    derived: Derived,
+    ports: Vec<PortState>,
+    fdb: Fdb,
+    neighbors: Neighbors,
+    /// Next hops ARPed for, with the time of the last request.
+    arp_pending: HashMap<IpAddr, u64>,
+    next_fdb_sweep_ns: Option<u64>,
+    next_neigh_sweep_ns: Option<u64>,
+    ledger: FrameLedger,
+    events: VecDeque<Event>,
+    events_lost: u64,
+    mmu: Mmu,
+    watchdog: Watchdog,
+    rng: Rng,
+    /// The latest time any call carried (the model's notion of "now" for `poll_at`).
+    now_ns: u64,
+    /// PGs currently sending XOFF (XON is re-checked on every release while any is).
+    pfc_asserting: usize,
+}
+
+impl Default for Switch {
+    fn default() -> Self {
+        Switch::new()
+    }
+}
+
+impl Switch {
+    /// A switch with no ports and generation 0; [`apply`](Self::apply) a configuration to bring it up.
+    pub fn new() -> Switch {
+        Switch {
+            generation: 0,
+            config: SwitchConfig {
+                device_mac: EthernetAddress([0x02, 0x4c, 0x53, 0, 0, 1]),
+                ..SwitchConfig::default()
+            },
+            derived: Derived::default(),
+            ports: Vec::new(),
+            fdb: Fdb::default(),
+            neighbors: Neighbors::default(),
+            arp_pending: HashMap::new(),
+            next_fdb_sweep_ns: None,
+            next_neigh_sweep_ns: None,
+            ledger: FrameLedger::default(),
+            events: VecDeque::new(),
+            events_lost: 0,
+            mmu: Mmu::default(),
+            watchdog: Watchdog::default(),
+            rng: Rng::new(1),
+            now_ns: 0,
+            pfc_asserting: 0,
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Configuration
+
+    /// Validates a whole configuration without applying it.
+    pub fn validate(&self, db: &ConfigDb) -> Result<Vec<ConfigIssue>, ConfigErrors> {
+        compile(db).map(|c| c.warnings)
+    }
+
+    /// Validates and installs a whole configuration, atomically: on any error nothing changes. Dynamic
+    /// FDB and neighbour entries, queued frames and counters of ports that still exist are kept.
+    pub fn apply(&mut self, db: &ConfigDb, now_ns: u64) -> Result<Applied, ConfigErrors> {
+        let Compiled { config, warnings } = compile(db)?;
+        self.install(config, now_ns);
+        self.generation += 1;
+        self.push_event(Event::ConfigApplied { generation: self.generation });
+        Ok(Applied { generation: self.generation, warnings })
+    }
+
+    fn install(&mut self, config: SwitchConfig, now_ns: u64) {
+        self.note_time(now_ns);
+        let old_port_names: Vec<String> = self.config.ports.iter().map(|p| p.name.clone()).collect();
+        let old_rif_names: Vec<String> = self.config.interfaces.iter().map(|r| r.name.clone()).collect();
+        let same_ports = old_port_names.iter().eq(config.ports.iter().map(|p| &p.name));
+        let mut old_ports: HashMap<String, PortState> =
+            old_port_names.iter().cloned().zip(std::mem::take(&mut self.ports)).collect();
+        self.ports = (0..config.ports.len())
+            .map(|i| match old_ports.remove(&config.ports[i].name) {
+                Some(mut state) => {
+                    state.egress.reconfigure(port_settings(&config, i), now_ns);
+                    state
+                }
+                None => PortState::new(port_settings(&config, i)),
+            })
+            .collect();
+        if !same_ports {
+            // Queued frames hold buffer cells of the old port layout: they are discarded with it.
+            for state in &mut self.ports {
+                for q in 0..8 {
+                    self.ledger.flushed += state.egress.flush(q).len() as u64;
+                }
+                state.pfc.forget(0xff);
+            }
+            self.ledger.flushed += old_ports
+                .values_mut()
+                .map(|s| (0..8).map(|q| s.egress.flush(q).len() as u64).sum::<u64>())
+                .sum::<u64>();
+            self.pfc_asserting = 0;
+        }
+        for (state, qos) in self.ports.iter_mut().zip(&config.qos) {
+            if state.pfc.asserted() & !qos.pfc_enable != 0 {
+                state.pfc.forget(!qos.pfc_enable);
+            }
+        }
+        self.pfc_asserting = self.ports.iter().map(|s| s.pfc.asserted().count_ones() as usize).sum();
+        self.mmu.configure(&config, same_ports);
+        if self.generation == 0 || config.asic.random_seed != self.config.asic.random_seed {
+            self.rng = Rng::new(config.asic.random_seed);
+        }
+
+        let derived = Derived::build(&config);
+        let new_port = |old: PortIndex| config.ports.iter().position(|p| p.name == old_port_names[old]);
+        self.fdb.retain(|vid, _, e| {
+            if e.is_static {
+                return false;
+            }
+            match new_port(e.port) {
+                Some(p) if derived.membership.contains_key(&(vid, p)) => {
+                    e.port = p;
+                    true
+                }
+                _ => false,
+            }
+        });
+        for f in &config.fdb {
+            self.fdb.insert_static(f.vid, f.mac, f.port);
+        }
+        self.neighbors.retain(|ip, n| {
+            if n.is_static {
+                return false;
+            }
+            let Some(rif) = config.interfaces.iter().position(|r| r.name == old_rif_names[n.rif]) else {
+                return false;
+            };
+            n.rif = rif;
+            config.interfaces[rif].addrs.iter().any(|a| a.contains(&ip))
+        });
+        for n in &config.neighbors {
+            self.neighbors.insert_static(n.ip, n.mac, n.rif);
+        }
+        self.arp_pending.clear();
+        self.next_fdb_sweep_ns = sweep_interval(config.switch.fdb_aging_ns).map(|i| now_ns + i);
+        self.next_neigh_sweep_ns = sweep_interval(config.switch.neigh_aging_ns).map(|i| now_ns + i);
+        let restored = self.watchdog.configure(&config, same_ports, now_ns);
+        self.config = config;
+        self.derived = derived;
+        self.apply_watchdog(restored, now_ns);
+    }
+
+    /// Time only moves forward for the model, whatever order calls arrive in.
+    fn note_time(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// The running configuration's generation (0 before the first apply).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The running configuration.
+    pub fn config(&self) -> &SwitchConfig {
+        &self.config
+    }
+
+    /// The port with this SONiC name (`Ethernet0`).
+    pub fn port_id(&self, name: &str) -> Option<PortId> {
+        self.config.ports.iter().position(|p| p.name == name)
+    }
+
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Time
+
+    /// The next instant the switch needs attention: [`handle_timeout`](Self::handle_timeout) for aging
+    /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
+    /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
+    pub fn poll_at(&self) -> Option<u64> {
+        let now = self.now_ns;
+        let ports = (0..self.ports.len()).filter_map(|p| self.port_ready_at(p, now));
+        [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns, self.watchdog.next_poll_at()]
+            .into_iter()
+            .flatten()
+            .chain(ports)
+            .min()
+    }
+
+    /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame
+    /// or an eligible queue with the line free): at or after the latest time the switch was given.
+    pub fn next_transmit_at(&self, port: PortId) -> Option<u64> {
+        (port < self.ports.len()).then(|| self.port_ready_at(port, self.now_ns)).flatten()
+    }
+
+    /// Ports with something to send at `now_ns` (a PFC frame or an eligible queue, line free).
+    pub fn ports_ready(&self, now_ns: u64) -> Vec<PortId> {
+        (0..self.ports.len())
+            .filter(|&p| self.port_ready_at(p, now_ns).is_some_and(|t| t <= now_ns))
+            .collect()
+    }
+
+    /// Runs whatever is due at `now_ns`.
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        self.note_time(now_ns);
+        for state in &mut self.ports {
+            state.pfc.settle(now_ns);
+        }
+        if self.watchdog.next_poll_at().is_some_and(|t| t <= now_ns) {
+            self.poll_watchdog(now_ns);
+        }
+        if self.next_fdb_sweep_ns.is_some_and(|t| t <= now_ns) {
+            for (vid, mac) in self.fdb.age(now_ns, self.config.switch.fdb_aging_ns) {
+                self.push_event(Event::FdbAged { vid, mac });
+            }
+            self.next_fdb_sweep_ns = sweep_interval(self.config.switch.fdb_aging_ns).map(|i| now_ns + i);
+        }
+        if self.next_neigh_sweep_ns.is_some_and(|t| t <= now_ns) {
+            for ip in self.neighbors.age(now_ns, self.config.switch.neigh_aging_ns) {
+                self.push_event(Event::NeighborAged { ip });
+            }
+            self.arp_pending.retain(|_, sent| now_ns.saturating_sub(*sent) < ARP_RETRY_NS);
+            self.next_neigh_sweep_ns = sweep_interval(self.config.switch.neigh_aging_ns).map(|i| now_ns + i);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Egress
+
+    /// Frames waiting on one egress queue of a port.
+    pub fn queue_depth(&self, port: PortId, queue: u8) -> usize {
+        self.ports.get(port).map_or(0, |p| p.egress.len(queue))
+    }
+
+    /// Frames waiting on all queues of a port.
+    pub fn port_backlog(&self, port: PortId) -> usize {
+        self.ports.get(port).map_or(0, |p| p.egress.total_len())
+    }
+
+    // ---------------------------------------------------------------------------------------------
+    // Observation
+
+    /// The counters of a port, PFC and watchdog counters included (pause time up to the latest time).
+    pub fn port_counters(&self, port: PortId) -> Option<PortCounters> {
+        let state = self.ports.get(port)?;
+        let mut c = state.counters.clone();
+        c.pfc = state.pfc.counters;
+        for (p, pfc) in c.pfc.iter_mut().enumerate() {
+            pfc.rx_pause_ns = state.pfc.paused_ns(p, self.now_ns);
+        }
+        c.pfc_wd = std::array::from_fn(|q| self.watchdog.counters(port, q as u8));
+        Some(c)
+    }
+
+    pub fn ledger(&self) -> FrameLedger {
+        self.ledger
+    }
+
+    /// A copy of every counter, ports by name.
+    pub fn counters(&self) -> CountersDump {
+        CountersDump {
+            ledger: self.ledger,
+            ports: (0..self.ports.len())
+                .filter_map(|i| Some((self.config.ports[i].name.clone(), self.port_counters(i)?)))
+                .collect(),
+        }
+    }
+
+    pub fn fdb(&self) -> &Fdb {
+        &self.fdb
+    }
+
+    pub fn neighbors(&self) -> &Neighbors {
+        &self.neighbors
+    }
+
+    /// Removes dynamic FDB entries (all, or of one VLAN / port); returns how many.
+    pub fn flush_fdb(&mut self, vid: Option<u16>, port: Option<PortId>) -> usize {
+        self.fdb.flush(vid, port)
+    }
+
+    /// Removes dynamic neighbour entries; returns how many.
+    pub fn flush_neighbors(&mut self) -> usize {
+        self.neighbors.flush()
+    }
+
+    /// The next event, oldest first.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Events discarded because nobody polled them in time.
+    pub fn events_lost(&self) -> u64 {
+        self.events_lost
+    }
+
+    fn push_event(&mut self, event: Event) {
+        if self.events.len() >= EVENT_QUEUE_LIMIT {
+            self.events.pop_front();
+            self.events_lost += 1;
+        }
+        self.events.push_back(event);
+    }
+}
+
+/// How often an aging sweep runs: an eighth of the aging time, at least a second; `None` when disabled.
+fn sweep_interval(aging_ns: u64) -> Option<u64> {
+    (aging_ns > 0).then(|| (aging_ns / 8).max(1_000_000_000).min(aging_ns))
+}
