@@ -23,10 +23,13 @@
 //! limit (and the port's cap). Past that a lossy queue tail-drops; a lossless queue is still admitted while
 //! the pool has room (lossless egress profiles are meant never to drop), else dropped.
 //!
-//! Every admission returns an [`Allocation`] recording exactly where its cells went; the release of that
-//! allocation gives back exactly those cells, so accounting returns to zero after a drain whatever the
-//! configuration did in between. PGs and queues without a profile are not managed: their frames are
-//! admitted without limits and not counted in any pool.
+//! A PG's or queue's occupancy is one level: reserved fills first, shared above it, headroom on top. A
+//! release gives back cells from the top (headroom first, then shared, then reserved), as a real MMU's single
+//! counter per PG does, so XON follows the PG's level whatever order its frames leave in. Every admission
+//! returns an [`Allocation`] of exactly the cells taken on each side, and its release gives back exactly
+//! those, so accounting returns to zero after a drain whatever the configuration did in between. PGs and
+//! queues without a profile are not managed: their frames are admitted without limits and not counted in
+//! any pool.
 
 use super::config::{PoolDirection, SwitchConfig, Threshold};
 use std::collections::HashMap;
@@ -47,11 +50,9 @@ pub struct IngressAlloc {
     pub port: usize,
     pub pg: u8,
     pub pool: PoolId,
-    pub reserved: u32,
-    pub shared: u32,
-    pub headroom: u32,
-    /// The headroom came from the pool's shared headroom pool (not the PG's private headroom).
-    pub shared_headroom: bool,
+    pub cells: u32,
+    /// Where the cells went at admission (reserved, shared, headroom): for XOFF and watermarks.
+    pub regions: (u32, u32, u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +60,9 @@ pub struct EgressAlloc {
     pub port: usize,
     pub queue: u8,
     pub pool: PoolId,
-    pub reserved: u32,
-    pub shared: u32,
+    pub cells: u32,
+    /// (reserved, shared) at admission.
+    pub regions: (u32, u32),
 }
 
 /// Why admission refused a frame.
@@ -333,10 +335,8 @@ impl Mmu {
             port,
             pg: pg & 7,
             pool: prof.pool,
-            reserved: reserved as u32,
-            shared: 0,
-            headroom: 0,
-            shared_headroom: false,
+            cells: c as u32,
+            regions: (reserved as u32, 0, 0),
         };
         if rest == 0 {
             return Ok(Some(alloc));
@@ -346,14 +346,13 @@ impl Mmu {
             && pool.shared_used + rest <= pool.size
             && self.port_cap_allows(port, prof.pool, rest)
         {
-            alloc.shared = rest as u32;
+            alloc.regions.1 = rest as u32;
             return Ok(Some(alloc));
         }
         if state.lossless && state.headroom_used + rest <= prof.xoff {
             let shp = pool.headroom_size > 0;
             if !shp || pool.headroom_used + rest <= pool.headroom_size {
-                alloc.headroom = rest as u32;
-                alloc.shared_headroom = shp;
+                alloc.regions.2 = rest as u32;
                 return Ok(Some(alloc));
             }
         }
@@ -369,8 +368,8 @@ impl Mmu {
             port,
             queue: queue & 7,
             pool: prof.pool,
-            reserved: reserved as u32,
-            shared: shared as u32,
+            cells: c as u32,
+            regions: (reserved as u32, shared as u32),
         };
         if rest == 0 {
             return Ok(Some(alloc(0)));
@@ -388,7 +387,8 @@ impl Mmu {
 
     fn take_ingress(&mut self, a: IngressAlloc) {
         let (reserved, shared, headroom) =
-            (u64::from(a.reserved), u64::from(a.shared), u64::from(a.headroom));
+            (u64::from(a.regions.0), u64::from(a.regions.1), u64::from(a.regions.2));
+        let shared_headroom = self.pools[a.pool].headroom_size > 0;
         let port = &mut self.ports[a.port];
         *port.shared_by_pool.entry(a.pool).or_default() += shared;
         let pg = &mut port.pgs[usize::from(a.pg)];
@@ -401,7 +401,7 @@ impl Mmu {
         }
         let pool = &mut self.pools[a.pool];
         pool.shared_used += shared;
-        if a.shared_headroom {
+        if shared_headroom {
             pool.headroom_used += headroom;
         }
         for k in 0..2 {
@@ -411,7 +411,7 @@ impl Mmu {
     }
 
     fn take_egress(&mut self, a: EgressAlloc) {
-        let (reserved, shared) = (u64::from(a.reserved), u64::from(a.shared));
+        let (reserved, shared) = (u64::from(a.regions.0), u64::from(a.regions.1));
         let port = &mut self.ports[a.port];
         *port.shared_by_pool.entry(a.pool).or_default() += shared;
         let q = &mut port.queues[usize::from(a.queue)];
@@ -427,32 +427,36 @@ impl Mmu {
         }
     }
 
-    /// Releases an allocation (frame transmitted or dropped after admission). Returns the (port, PG) whose
-    /// XOFF was released by it, if any.
+    /// Releases an allocation (frame transmitted or dropped after admission), from the top of each level.
+    /// Returns the (port, PG) whose XOFF was released by it, if any.
     pub fn release(&mut self, alloc: &Allocation) -> Option<(usize, u8)> {
         if let Some(a) = alloc.egress
             && a.port < self.ports.len()
         {
-            let shared = u64::from(a.shared);
             let port = &mut self.ports[a.port];
-            sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
             let q = &mut port.queues[usize::from(a.queue)];
-            sub(&mut q.reserved_used, u64::from(a.reserved));
+            let c = u64::from(a.cells);
+            let shared = c.min(q.shared_used);
             sub(&mut q.shared_used, shared);
+            sub(&mut q.reserved_used, c - shared);
+            sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
             sub(&mut self.pools[a.pool].shared_used, shared);
         }
         let a = alloc.ingress.filter(|a| a.port < self.ports.len())?;
-        let shared = u64::from(a.shared);
+        let shared_headroom = self.pools[a.pool].headroom_size > 0 || self.pools[a.pool].headroom_used > 0;
         let port = &mut self.ports[a.port];
-        sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
         let pg = &mut port.pgs[usize::from(a.pg)];
-        sub(&mut pg.reserved_used, u64::from(a.reserved));
+        let c = u64::from(a.cells);
+        let headroom = c.min(pg.headroom_used);
+        let shared = (c - headroom).min(pg.shared_used);
+        sub(&mut pg.headroom_used, headroom);
         sub(&mut pg.shared_used, shared);
-        sub(&mut pg.headroom_used, u64::from(a.headroom));
+        sub(&mut pg.reserved_used, c - headroom - shared);
+        sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
         let pool = &mut self.pools[a.pool];
         sub(&mut pool.shared_used, shared);
-        if a.shared_headroom {
-            sub(&mut pool.headroom_used, u64::from(a.headroom));
+        if shared_headroom {
+            sub(&mut pool.headroom_used, headroom);
         }
         self.update_xon(a.port, a.pg).then_some((a.port, a.pg))
     }
@@ -520,6 +524,11 @@ impl Mmu {
                 xoff: s.xoff,
             }
         })
+    }
+
+    /// Is the queue managed by a buffer profile?
+    pub fn queue_is_managed(&self, port: usize, queue: u8) -> bool {
+        self.ports.get(port).is_some_and(|p| p.queues[usize::from(queue & 7)].profile.is_some())
     }
 
     /// Cells a queue holds (reserved + shared).

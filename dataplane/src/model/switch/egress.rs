@@ -125,9 +125,10 @@ impl Switch {
         };
         if let Some(w) = self.config.port_buffers.get(out).and_then(|b| b.queue_wred[usize::from(queue)]) {
             let profile = &self.config.wred_profiles[w];
-            let state = &mut self.ports[out];
-            let queue_bytes =
-                state.wred[usize::from(queue)].observe(state.egress.bytes(queue), profile.weight);
+            let ahead = self
+                .queue_occupancy_bytes(out, queue)
+                .saturating_sub(alloc.egress.map_or(0, |a| u64::from(a.cells) * self.mmu.cell_bytes()));
+            let queue_bytes = self.ports[out].wred[usize::from(queue)].observe(ahead, profile.weight);
             let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
             match wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) {
                 WredAction::Drop => {
@@ -166,6 +167,16 @@ impl Switch {
             self.assert_pfc(port, class.pg);
         }
         true
+    }
+
+    /// The buffer a queue occupies, bytes: its cells × cell size when a profile manages it (what WRED on
+    /// an ASIC compares), else the bytes of its frames.
+    fn queue_occupancy_bytes(&self, port: PortId, queue: u8) -> u64 {
+        if self.mmu.queue_is_managed(port, queue) {
+            self.mmu.queue_cells(port, queue) * self.mmu.cell_bytes()
+        } else {
+            self.ports[port].egress.bytes(queue)
+        }
     }
 
     fn count_ingress_drop(&mut self, port: PortId, reason: DropReason) {
@@ -277,9 +288,8 @@ impl Switch {
             && let Some(w) = self.config.port_buffers[port].queue_wred[usize::from(queue)]
         {
             let profile = &self.config.wred_profiles[w];
-            let state = &mut self.ports[port];
-            let queue_bytes =
-                state.wred[usize::from(queue)].observe(state.egress.bytes(queue), profile.weight);
+            let behind = self.queue_occupancy_bytes(port, queue);
+            let queue_bytes = self.ports[port].wred[usize::from(queue)].observe(behind, profile.weight);
             let ect = frame_ecn(&item.frame).is_some_and(|e| e != Ecn::NotEct);
             if ect
                 && wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) == WredAction::MarkCe

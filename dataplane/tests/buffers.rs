@@ -1,0 +1,452 @@
+//! sonic-mgmt's buffer procedures (`../shared/reference/sonic.md` §5.0–5.1) reproduced on the model in
+//! virtual time, with margin 0: egress held on the destination, fill, read counters, release.
+//!
+//! Every expected number is computed here from the profile's bytes (cells, alpha, xoff, xon_offset) with
+//! the closed forms of SAI's dynamic threshold, never read back from the model.
+
+mod common;
+
+use common::*;
+use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::mmu::WatermarkKind;
+use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::wire::{self, L3, MacControlRepr};
+use std::net::Ipv4Addr;
+
+const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
+const SN2700: &str = include_str!("../../configs/profiles/sn2700.yaml");
+const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
+
+/// The switch under test with one profile applied, host 2 (Ethernet8) known.
+struct Rig {
+    sw: Switch,
+    db: ConfigDb,
+    now: u64,
+    src: PortId,
+    dst: PortId,
+}
+
+impl Rig {
+    fn new(yaml: &str) -> Rig {
+        let db = ConfigDb::from_yaml_str(yaml).unwrap();
+        Rig::with_db(db)
+    }
+
+    fn with_db(db: ConfigDb) -> Rig {
+        let mut sw = Switch::new();
+        let applied = sw.apply(&db, 0).unwrap_or_else(|e| panic!("{e}"));
+        assert!(applied.generation == 1);
+        let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
+        sw.handle_frame(dst, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+        drain_all(&mut sw, 0);
+        Rig { sw, db, now: 1_000, src, dst }
+    }
+
+    fn cell(&self) -> u64 {
+        u64::from(self.sw.config().asic.cell_bytes)
+    }
+
+    /// `n` routed 64-byte packets of this DSCP from `src` to host 2.
+    fn send(&mut self, src: PortId, dscp: u8, n: u64) {
+        for i in 0..n {
+            let f = routed_udp(
+                UPLINK0_MAC,
+                Ipv4Addr::new(172, 16, 0, 5),
+                HOST2_IP,
+                (i % 60000) as u16,
+                4791,
+                dscp,
+            );
+            assert_eq!(f.len(), 60);
+            self.sw.handle_frame(src, f, self.now);
+        }
+    }
+
+    /// PFC frames the port has sent since the last call, as (class-enable vector, quanta).
+    fn pfc_sent(&mut self, port: PortId) -> Vec<(u8, [u16; 8])> {
+        let mut out = Vec::new();
+        loop {
+            let tx = match self.sw.poll_transmit(port, self.now) {
+                Some(tx) => tx,
+                // Frames due back to back wait for the line (a 64-byte frame is a few ns); a refresh, due
+                // after half a pause time, is not "since the last call".
+                None => match self.sw.next_transmit_at(port) {
+                    Some(t) if t > self.now && t - self.now < 10_000 => {
+                        self.now = t;
+                        continue;
+                    }
+                    _ => break,
+                },
+            };
+            assert!(tx.queue.is_none(), "only PFC leaves {port} in these tests");
+            let Ok(L3::MacControl(MacControlRepr::Pfc(p))) = wire::decode(&tx.frame).map(|d| d.l3) else {
+                panic!("not a PFC frame")
+            };
+            out.push((p.class_enable, p.time));
+        }
+        out
+    }
+
+    fn pg_drops(&self, port: PortId, pg: usize) -> u64 {
+        self.sw.port_counters(port).unwrap().pgs[pg].dropped_packets
+    }
+
+    fn egress_drops(&self, port: PortId) -> u64 {
+        self.sw.port_counters(port).unwrap().tx_drp
+    }
+
+    fn profile(&self, name: &str) -> Cells {
+        let p = &self.db.tables["BUFFER_PROFILE"][name];
+        let pool_name = p["pool"].trim_start_matches("[BUFFER_POOL|").trim_end_matches(']');
+        let pool = &self.db.tables["BUFFER_POOL"][pool_name];
+        let cell = self.cell();
+        let cells = |field: &str, t: &std::collections::BTreeMap<String, String>| {
+            t.get(field).map_or(0, |v| v.parse::<u64>().unwrap().div_ceil(cell))
+        };
+        Cells {
+            reserved: cells("size", p),
+            alpha_exp: p.get("dynamic_th").map(|v| v.parse().unwrap()),
+            static_th: cells("static_th", p),
+            xoff: cells("xoff", p),
+            xon: cells("xon", p),
+            xon_offset: cells("xon_offset", p),
+            pool: cells("size", pool),
+            pool_xoff: cells("xoff", pool),
+        }
+    }
+}
+
+/// A profile in cells, read from the configuration's bytes.
+#[derive(Debug, Clone, Copy)]
+struct Cells {
+    reserved: u64,
+    alpha_exp: Option<i8>,
+    static_th: u64,
+    xoff: u64,
+    xon: u64,
+    xon_offset: u64,
+    pool: u64,
+    pool_xoff: u64,
+}
+
+impl Cells {
+    /// Shared cells one PG (alone in its pool) can hold before XOFF: with alpha = 2^n the limit is
+    /// alpha × (pool − used), so it settles at the first s with s >= alpha (S − s): ceil(alpha S / (1 + alpha)).
+    fn shared_to_xoff(&self) -> u64 {
+        match self.alpha_exp {
+            Some(n) if n >= 0 => {
+                let a = 1u64 << n;
+                (a * self.pool).div_ceil(1 + a)
+            }
+            Some(n) => {
+                // alpha = 1/2^-n: s >= (S − s) >> k  (floor), smallest such s.
+                let k = u32::from(n.unsigned_abs());
+                (0..=self.pool).find(|&s| s >= (self.pool - s) >> k).unwrap()
+            }
+            None => self.static_th,
+        }
+    }
+
+    /// The most shared cells a lossy consumer alone in its pool can be admitted (each cell admitted while
+    /// s + 1 <= alpha (S − s)).
+    fn max_shared(&self) -> u64 {
+        match self.alpha_exp {
+            Some(n) if n >= 0 => {
+                let a = 1u64 << n;
+                (a * self.pool - 1) / (1 + a) + 1
+            }
+            Some(_) => self.shared_to_xoff(),
+            None => self.static_th,
+        }
+    }
+}
+
+fn pfc_xoff_limit(yaml: &str, pg_profile: &str, dscp: u8) {
+    let mut rig = Rig::new(yaml);
+    let (src, dst) = (rig.src, rig.dst);
+    let p = rig.profile(pg_profile);
+    let pg = usize::from(dscp);
+    let trig_pfc = p.reserved + p.shared_to_xoff();
+    let trig_ingr_drp = trig_pfc + p.xoff.min(if p.pool_xoff > 0 { p.pool_xoff } else { u64::MAX }) + 1;
+    rig.sw.set_port_hold(dst, true);
+
+    // (1) One packet short of the XOFF point: no PFC, no drops.
+    rig.send(src, dscp, trig_pfc - 1);
+    assert!(rig.pfc_sent(src).is_empty(), "no PFC before {trig_pfc} packets");
+    assert_eq!((rig.pg_drops(src, pg), rig.egress_drops(dst)), (0, 0));
+    // (2) The next packet crosses it: XOFF for priority `pg` with 0xFFFF quanta.
+    rig.send(src, dscp, 1);
+    let frames = rig.pfc_sent(src);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].0, 1 << pg);
+    assert_eq!(frames[0].1[pg], 0xffff);
+    let pfc_tx = rig.sw.port_counters(src).unwrap().pfc[pg].tx;
+    assert_eq!(pfc_tx, 1);
+    // (3) Headroom absorbs up to one short of the drop point.
+    rig.send(src, dscp, trig_ingr_drp - trig_pfc - 1);
+    assert_eq!(rig.pg_drops(src, pg), 0, "no drop while headroom lasts");
+    let occ = rig.sw.mmu().pg_occupancy(src, pg as u8);
+    assert_eq!(occ.headroom_bytes, (trig_ingr_drp - trig_pfc - 1) * rig.cell());
+    assert!(occ.xoff);
+    // (4) One more is an ingress drop, counted on the PG and in RX_DRP; nothing dropped at egress.
+    rig.send(src, dscp, 1);
+    let c = rig.sw.port_counters(src).unwrap();
+    assert_eq!(c.pgs[pg].dropped_packets, 1);
+    assert_eq!(c.rx_drp, 1);
+    assert_eq!(rig.egress_drops(dst), 0);
+    assert_eq!(rig.sw.queue_depth(dst, pg as u8) as u64, trig_ingr_drp - 1, "zero leak-out while held");
+
+    // PFCXonTest: release the destination; XON leaves exactly when the PG drains to
+    // max(xon, size + limit − xon_offset) with no headroom in use. Headroom drains first.
+    let shared = p.shared_to_xoff();
+    let xon_shared = (0..=shared)
+        .rev()
+        .find(|&s| {
+            let limit = match p.alpha_exp {
+                Some(n) if n >= 0 => (p.pool - s) << n,
+                Some(n) => (p.pool - s) >> n.unsigned_abs(),
+                None => p.static_th,
+            };
+            p.reserved + s <= p.xon.max((p.reserved + limit).saturating_sub(p.xon_offset))
+        })
+        .unwrap();
+    let dequeues_to_xon = (trig_ingr_drp - 1 - trig_pfc) + (shared - xon_shared);
+    rig.sw.set_port_hold(dst, false);
+    let mut sent = 0u64;
+    let mut xon_at = None;
+    while sent < trig_ingr_drp - 1 {
+        let Some(tx) = rig.sw.poll_transmit(dst, rig.now) else {
+            rig.now = rig.sw.next_transmit_at(dst).expect("more to send");
+            continue;
+        };
+        assert_eq!(tx.queue, Some(pg as u8));
+        sent += 1;
+        // Ethernet0 carries only PFC; take what is due now (its line is idle).
+        for (enable, time) in rig.pfc_sent(src) {
+            if enable & (1 << pg) != 0 && time[pg] == 0 {
+                assert!(xon_at.is_none(), "one XON");
+                xon_at = Some(sent);
+            }
+        }
+    }
+    assert_eq!(xon_at, Some(dequeues_to_xon), "XON after exactly {dequeues_to_xon} dequeues");
+    assert_eq!(rig.sw.mmu().total_cells(), 0, "everything released after the drain");
+}
+
+#[test]
+fn pfc_xoff_limit_and_xon_th_balanced_pg3() {
+    pfc_xoff_limit(TH, "pg_lossless_100000_40m_profile", 3);
+}
+
+#[test]
+fn pfc_xoff_limit_and_xon_th_balanced_pg4() {
+    pfc_xoff_limit(TH, "pg_lossless_100000_40m_profile", 4);
+}
+
+#[test]
+fn pfc_xoff_limit_and_xon_sn2700() {
+    let rig = Rig::new(SN2700);
+    let name = rig.db.tables["BUFFER_PG"]
+        .iter()
+        .find(|(k, _)| k.starts_with("Ethernet0|3"))
+        .map(|(_, v)| v["profile"].trim_start_matches("[BUFFER_PROFILE|").trim_end_matches(']').to_owned())
+        .unwrap();
+    pfc_xoff_limit(SN2700, &name, 3);
+}
+
+#[test]
+fn xoff_is_refreshed_at_half_the_pause_time() {
+    let mut rig = Rig::new(TH);
+    let (src, dst) = (rig.src, rig.dst);
+    let p = rig.profile("pg_lossless_100000_40m_profile");
+    rig.sw.set_port_hold(dst, true);
+    rig.send(src, 3, p.reserved + p.shared_to_xoff());
+    assert_eq!(rig.pfc_sent(src).len(), 1);
+    let t0 = rig.now;
+    // 65535 quanta at 100G = 335,539.2 ns -> 335,540 ns; refresh at 50 % = 167,770 ns.
+    let refresh = wire::mac_control::quanta_to_ns(0xffff, 100_000) / 2;
+    assert_eq!(rig.sw.next_transmit_at(src), Some(t0 + refresh));
+    assert!(rig.sw.poll_transmit(src, t0 + refresh - 1).is_none(), "not a nanosecond early");
+    rig.now = t0 + refresh;
+    let f = rig.pfc_sent(src);
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].0, f[0].1[3]), (1 << 3, 0xffff));
+}
+
+#[test]
+fn lossy_queue_tail_drop_point_th_balanced() {
+    let mut rig = Rig::new(TH);
+    let (src, dst) = (rig.src, rig.dst);
+    let q = rig.profile("egress_lossy_profile");
+    let pg0 = rig.profile("ingress_lossy_profile");
+    let trig_egr_drp = q.reserved + q.max_shared() + 1;
+    assert!(pg0.reserved + pg0.max_shared() > trig_egr_drp, "the egress queue is the tighter limit here");
+    rig.sw.set_port_hold(dst, true);
+    rig.send(src, 8, trig_egr_drp - 1);
+    assert_eq!(rig.egress_drops(dst), 0);
+    assert!(rig.pfc_sent(src).is_empty(), "lossy traffic never triggers PFC");
+    rig.send(src, 8, 1);
+    let c = rig.sw.port_counters(dst).unwrap();
+    assert_eq!((c.tx_drp, c.queues[0].dropped_packets), (1, 1));
+    assert_eq!(rig.sw.port_counters(src).unwrap().rx_drp, 0, "no ingress drop");
+}
+
+/// HdrmPoolSizeTest: several source PGs in XOFF share the pool's headroom (SHP); drops start exactly when
+/// the shared headroom pool is full, before any PG reaches its private cap.
+#[test]
+fn headroom_pool_size() {
+    let mut db = ConfigDb::from_yaml_str(TH).unwrap();
+    // A headroom pool of 2.5 × the 100G PG's xoff, so that three 100G PGs exhaust it.
+    let cell = 208u64;
+    let xoff_cells = 177_632u64.div_ceil(cell);
+    let shp_cells = xoff_cells * 5 / 2;
+    db.set("BUFFER_POOL", "ingress_lossless_pool", "xoff", (shp_cells * cell).to_string());
+    let mut rig = Rig::with_db(db);
+    let dst = rig.dst;
+    let (e0, e4) = (port(&rig.sw, "Ethernet0"), port(&rig.sw, "Ethernet4"));
+    let p = rig.profile("pg_lossless_100000_40m_profile");
+    assert_eq!(p.pool_xoff, shp_cells);
+    rig.sw.set_port_hold(dst, true);
+
+    // Predict per step with the dynamic threshold shared by the PGs, in XOFF order: the next PG fills
+    // shared until s >= (S − used − s) for alpha 1, i.e. s = ceil((S − used) / 2).
+    let mut used = 0u64;
+    let sources = [(e0, 3u8), (e0, 4), (e4, 3)];
+    for &(src, dscp) in &sources {
+        let s = (p.pool - used).div_ceil(2);
+        used += s;
+        rig.send(src, dscp, p.reserved + s);
+        let pfc = rig.pfc_sent(src);
+        assert!(
+            pfc.iter().any(|(e, t)| e & (1 << dscp) != 0 && t[usize::from(dscp)] == 0xffff),
+            "PG {dscp} of {src} in XOFF"
+        );
+    }
+    // Headroom: the first two PGs take their full private cap, the third only what is left of the pool.
+    rig.send(sources[0].0, sources[0].1, p.xoff);
+    rig.send(sources[1].0, sources[1].1, p.xoff);
+    let left = shp_cells - 2 * p.xoff;
+    rig.send(sources[2].0, sources[2].1, left);
+    let drops: u64 = [e0, e4].iter().map(|&s| rig.sw.port_counters(s).unwrap().rx_drp).sum();
+    assert_eq!(drops, 0, "no drop until the headroom pool is full");
+    assert_eq!(rig.sw.mmu().pool_cells("ingress_lossless_pool").unwrap().1, shp_cells);
+    rig.send(sources[2].0, sources[2].1, 1);
+    assert_eq!(rig.pg_drops(e4, 3), 1, "the pool is full: the next headroom packet drops");
+    let wm = rig.sw.watermarks(WatermarkKind::User);
+    assert_eq!(wm.pools["ingress_lossless_pool"].headroom_bytes, shp_cells * cell);
+}
+
+/// PGSharedWatermarkTest / PGHeadroomWatermarkTest / QSharedWatermarkTest / BufferPoolWatermarkTest:
+/// watermarks equal the expected cells × cell size, read/clear semantics included.
+#[test]
+fn watermarks_track_shared_and_headroom_cells() {
+    let mut rig = Rig::new(TH);
+    let (src, dst) = (rig.src, rig.dst);
+    let p = rig.profile("pg_lossless_100000_40m_profile");
+    let q = rig.profile("egress_lossless_profile");
+    let cell = rig.cell();
+    rig.sw.set_port_hold(dst, true);
+    rig.send(src, 3, p.reserved);
+    let wm = rig.sw.watermarks(WatermarkKind::User);
+    assert_eq!(wm.ports["Ethernet0"].pg_shared_bytes[3], 0, "reserved cells are not shared");
+    for batch in [1u64, 10, 100, 1000] {
+        rig.send(src, 3, batch);
+    }
+    let shared_cells = 1 + 10 + 100 + 1000;
+    let wm = rig.sw.watermarks(WatermarkKind::User);
+    assert_eq!(wm.ports["Ethernet0"].pg_shared_bytes[3], shared_cells * cell);
+    assert_eq!(wm.ports["Ethernet0"].pg_headroom_bytes[3], 0);
+    let total = p.reserved + shared_cells;
+    assert_eq!(wm.ports["Ethernet8"].queue_shared_bytes[3], total.saturating_sub(q.reserved) * cell);
+    assert_eq!(wm.pools["ingress_lossless_pool"].shared_bytes, shared_cells * cell);
+    assert_eq!(wm.pools["egress_lossless_pool"].shared_bytes, total.saturating_sub(q.reserved) * cell);
+
+    // Into headroom: fill to XOFF, then 7 more.
+    rig.send(src, 3, p.shared_to_xoff() - shared_cells + 7);
+    let wm = rig.sw.watermarks(WatermarkKind::User);
+    assert_eq!(wm.ports["Ethernet0"].pg_headroom_bytes[3], 7 * cell);
+    assert_eq!(wm.ports["Ethernet0"].pg_shared_bytes[3], p.shared_to_xoff() * cell);
+
+    // Drain; the user watermark stays until cleared, then restarts from the (empty) occupancy. The
+    // persistent one is unaffected by the user clear.
+    rig.sw.set_port_hold(dst, false);
+    drain(&mut rig.sw, dst, rig.now);
+    assert_eq!(rig.sw.watermarks(WatermarkKind::User).ports["Ethernet0"].pg_headroom_bytes[3], 7 * cell);
+    rig.sw.clear_watermarks(WatermarkKind::User);
+    let user = rig.sw.watermarks(WatermarkKind::User);
+    assert_eq!(
+        (user.ports["Ethernet0"].pg_shared_bytes[3], user.ports["Ethernet0"].pg_headroom_bytes[3]),
+        (0, 0)
+    );
+    assert_eq!(
+        rig.sw.watermarks(WatermarkKind::Persistent).ports["Ethernet0"].pg_headroom_bytes[3],
+        7 * cell
+    );
+}
+
+/// DscpEcnSend: with the destination held, 20,000 ECT packets of 1,024 bytes fill queue 3 past the
+/// AZURE_LOSSLESS green thresholds (min 250,000, max 2,097,152 bytes, 5 %); the fraction of CE marks must lie
+/// within 5 standard deviations of the WRED curve's expectation, and nothing is dropped (ECT is marked).
+#[test]
+fn dscp_ecn_marking_follows_the_wred_curve() {
+    let mut rig = Rig::new(TH);
+    let (src, dst) = (rig.src, rig.dst);
+    let cell = rig.cell();
+    // Thresholds from the profile, in bytes.
+    let w = &rig.db.tables["WRED_PROFILE"]["AZURE_LOSSLESS"];
+    let (min, max, pct): (u64, u64, u64) = (
+        w["green_min_threshold"].parse().unwrap(),
+        w["green_max_threshold"].parse().unwrap(),
+        w["green_drop_probability"].parse().unwrap(),
+    );
+    // Large routed frames so the queue reaches max before the lossless PG's XOFF/headroom limits drop.
+    let frame = |i: u16| {
+        let flow = lossless_dataplane::wire::build::Ipv4Flow {
+            src_mac: UPLINK0_MAC,
+            dst_mac: ROUTER_MAC,
+            src_ip: Ipv4Addr::new(172, 16, 0, 5),
+            dst_ip: HOST2_IP,
+            src_port: i,
+            dscp: 3,
+            ecn: lossless_dataplane::wire::ip::Ecn::Ect0,
+            ttl: 64,
+        };
+        flow.udp(4791, &[0u8; 1024 - 42])
+    };
+    let len = frame(0).len() as u64;
+    let cells_per = len.div_ceil(cell);
+    rig.sw.set_port_hold(dst, true);
+    let n = 2_500u64;
+    let mut expected = 0f64;
+    let mut variance = 0f64;
+    for i in 0..n {
+        // Occupancy ahead of this packet, in bytes of cells.
+        let q = i * cells_per * cell;
+        let pr = if q < min {
+            0.0
+        } else if q >= max {
+            1.0
+        } else {
+            pct as f64 / 100.0 * (q - min) as f64 / (max - min) as f64
+        };
+        expected += pr;
+        variance += pr * (1.0 - pr);
+        rig.sw.handle_frame(src, frame(i as u16), rig.now);
+    }
+    let c = rig.sw.port_counters(dst).unwrap();
+    let marked = c.queues[3].ecn_marked_packets as f64;
+    assert!(
+        (marked - expected).abs() <= 5.0 * variance.sqrt() + 1.0,
+        "marked {marked}, expected {expected:.1} ± {:.1}",
+        variance.sqrt()
+    );
+    assert_eq!(c.queues[3].wred_dropped_packets, 0, "ECT packets are marked, not dropped");
+    rig.sw.set_port_hold(dst, false);
+    let out = drain(&mut rig.sw, dst, rig.now);
+    let ce = out
+        .iter()
+        .filter(|t| matches!(wire::decode(&t.frame).unwrap().l3, L3::Ipv4 { header, .. } if header.ecn == lossless_dataplane::wire::ip::Ecn::Ce))
+        .count() as f64;
+    assert_eq!(ce, marked, "every counted mark is a CE on the wire (checksums valid: decode verifies them)");
+    assert_eq!(out.len() as u64, n);
+}
