@@ -149,8 +149,19 @@ fn routed(dscp: u8) -> Vec<u8> {
     flow.udp(4791, &[0; 32])
 }
 
+/// Everything queued on a port, sent at the port's line rate from `now` on (virtual time).
 fn drain(sw: &mut Switch, port: PortId, now: u64) -> Vec<Vec<u8>> {
-    std::iter::from_fn(|| sw.poll_transmit(port, now)).map(|t| t.frame).collect()
+    let mut t = now;
+    let mut out = Vec::new();
+    loop {
+        match sw.poll_transmit(port, t) {
+            Some(tx) => out.push(tx.frame),
+            None => match sw.next_transmit_at(port) {
+                Some(next) if next > t => t = next,
+                _ => return out,
+            },
+        }
+    }
 }
 
 fn drain_all(sw: &mut Switch, now: u64) -> usize {

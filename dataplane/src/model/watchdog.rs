@@ -9,14 +9,17 @@
 //!   queue was paused at both polls;
 //! - `DEBUG_STORM` on the queue forces the condition.
 //!
-//! A countdown `time_left` starts at `detection_time`; a poll with the condition true declares a storm when
-//! `time_left <= poll` and otherwise subtracts the poll interval; a poll without it resets the countdown.
-//! So a storm is detected more than `detection_time` and at most `detection_time` + one poll after it began.
+//! A countdown `time_left` starts at `detection_time`; each poll with the condition true declares a storm
+//! if `time_left` has run out and otherwise subtracts the poll interval; a poll without it resets the
+//! countdown. The condition is first seen at the first poll after a storm begins, so the storm is declared
+//! `detection_time` later: more than `detection_time` and at most `detection_time` + one poll after it began.
+//! (SONiC's scripts declare one poll earlier, `time_left <= poll`, which can fire slightly before
+//! `detection_time`; sonic-mgmt's timer test expects the window used here.)
 //! Restoration: a stormed queue (action drop/forward) is restored after `restoration_time` of polls with no
-//! PFC frame received for its priority (any frame, XON included, resets the countdown — the behaviour
-//! sonic-swss#4581 asks for, so an XON storm does not keep a queue stormed); an `alert` queue is restored as
-//! soon as the condition stops holding. `BIG_RED_SWITCH` puts every monitored queue under the drop action
-//! at once and suspends detection.
+//! PFC XOFF frame received for its priority. XON frames (quanta 0) do not reset the countdown: an XON storm
+//! must not keep a queue stormed (the fix sonic-swss#4581 asks for; SONiC today resets on any frame). An
+//! `alert` queue is restored as soon as the condition stops holding. `BIG_RED_SWITCH` puts every monitored
+//! queue under the drop action at once and suspends detection.
 //!
 //! This module only decides; the switch carries out the actions (see `Switch`): drop and forward stop
 //! honouring and generating PFC on the priority; drop also flushes the queue and drops what is sent to it
@@ -248,11 +251,11 @@ impl Watchdog {
                     w.update_storm_counters(&now);
                     let restore = if cfg.action == PfcWdAction::Alert {
                         !condition
-                    } else if now.pfc_rx != last.pfc_rx || w.debug_storm {
+                    } else if now.pfc_rx - now.pfc_rx_xon != last.pfc_rx - last.pfc_rx_xon || w.debug_storm {
                         w.restoration_left_ns =
                             cfg.restoration_time_ms.map_or(u64::MAX, |r| u64::from(r) * MS);
                         false
-                    } else if w.restoration_left_ns <= poll {
+                    } else if w.restoration_left_ns == 0 {
                         true
                     } else {
                         w.restoration_left_ns = w.restoration_left_ns.saturating_sub(poll);
@@ -266,7 +269,7 @@ impl Watchdog {
                     }
                 } else if !condition {
                     w.detection_left_ns = detection_ns;
-                } else if w.detection_left_ns <= poll {
+                } else if w.detection_left_ns == 0 {
                     w.stormed = true;
                     w.counters.deadlock_detected += 1;
                     w.storm_start = now;
@@ -281,7 +284,7 @@ impl Watchdog {
                     w.restoration_left_ns = cfg.restoration_time_ms.map_or(u64::MAX, |r| u64::from(r) * MS);
                     out.push(Transition { port, queue: q, priority, stormed: true, action: cfg.action });
                 } else {
-                    w.detection_left_ns -= poll;
+                    w.detection_left_ns = w.detection_left_ns.saturating_sub(poll);
                 }
             }
         }

@@ -84,7 +84,8 @@ pub fn decide(
     } else {
         // p = percent/100 × (q − min)/(max − min), compared against a uniform 32-bit number.
         let span = u128::from(c.max_bytes - c.min_bytes).max(1);
-        let threshold = u128::from(c.drop_probability_percent) * u128::from(queue_bytes - c.min_bytes) << 32;
+        let threshold =
+            (u128::from(c.drop_probability_percent) * u128::from(queue_bytes - c.min_bytes)) << 32;
         u128::from(rng.next_u32()) * 100 * span < threshold
     };
     match (hit, mark) {

@@ -6,9 +6,12 @@
 //! cannot be resolved is left out so that it does not cause further errors elsewhere.
 //!
 //! Cross-table references are accepted in both of SONiC's syntaxes, `AZURE` and the pre-202111
-//! `[DSCP_TO_TC_MAP|AZURE]` (sonic.md §1); `PORT_QOS_MAP` keys may join several ports with commas.
-//! Tables that later versions of the model enforce ([`DEFERRED_TABLES`]) are accepted without comment;
-//! any other table the compiler does not know is a warning, as is an unknown field.
+//! `[DSCP_TO_TC_MAP|AZURE]` (sonic.md §1). Keys of per-port tables may join several ports with commas
+//! (`PORT_QOS_MAP|Ethernet0,Ethernet4`), and those of PG and queue tables name an index or a range
+//! (`BUFFER_PG|Ethernet0|3-4`). The MMU tables are in [`buffers`], with the checks that span tables (the
+//! UCloud inequality, `mmu_size`); `WRED_PROFILE`, `SCHEDULER`, `QUEUE` and `PFC_WD` in [`scheduling`].
+//! The dynamic buffer model's inputs ([`DEFERRED_TABLES`]) are accepted without comment; any other table
+//! the compiler does not know is a warning, as is an unknown field.
 
 mod buffers;
 mod scheduling;

@@ -139,12 +139,12 @@ impl Switch {
                     self.count_egress_drop(out, queue, len);
                     return false;
                 }
-                WredAction::MarkCe if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue => {
-                    if mark_ce(&mut frame) {
-                        let q = &mut self.ports[out].counters.queues[usize::from(queue)];
-                        q.ecn_marked_packets += 1;
-                        q.ecn_marked_bytes += len;
-                    }
+                WredAction::MarkCe
+                    if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(&mut frame) =>
+                {
+                    let q = &mut self.ports[out].counters.queues[usize::from(queue)];
+                    q.ecn_marked_packets += 1;
+                    q.ecn_marked_bytes += len;
                 }
                 _ => {}
             }

@@ -361,17 +361,19 @@ impl<'a> Compiler<'a> {
     /// UCloud's buffer inequality: a lossless egress queue must be able to take everything the lossless
     /// ingress PGs feeding it can hold, or it drops lossless packets before ingress ever pauses a sender.
     ///
-    /// For egress port E and its lossless queue q (q = E.pfc_to_queue[p] for p in E's pfc_enable) with a
-    /// profile Q, every other port P with p in its pfc_enable and a profile G on its PG g = P.pfc_to_pg[p]
-    /// can hold for q
-    ///     hold(P) = G.size + shared_limit(G) + G.xoff
-    /// and the queue can take
-    ///     take(E, q) = Q.size + shared_limit(Q)
-    /// where shared_limit is `static_th` (0: the pool size) or, for `dynamic_th` n, the single-consumer
-    /// steady state alpha/(1+alpha) × pool size, alpha = 2^n ([`shared_limit_bytes`]). Warning when
-    /// Σ hold(P) > take(E, q). Refinement: the PGs share their pool, so per ingress pool the sum of their
-    /// shared parts is capped at the pool size, and of their xoff at the pool's `xoff` when it has a shared
-    /// headroom pool (Broadcom's egress_lossless_pool is sized for exactly that bound).
+    /// ```text
+    /// For egress port E, its lossless queue q = E.pfc_to_queue[p] (p in E.pfc_enable) with profile Q, and
+    /// every other port P with p in P.pfc_enable and a profile G on its PG g = P.pfc_to_pg[p]:
+    ///     hold(P)   = G.size + shared_limit(G) + G.xoff
+    ///     take(E,q) = Q.size + shared_limit(Q)
+    ///     warning when  Σ_P hold(P) > take(E,q)
+    /// shared_limit = static_th (0: the pool size), or for dynamic_th n the single-consumer steady state
+    ///                alpha/(1+alpha) × pool size, alpha = 2^n
+    /// ```
+    ///
+    /// One refinement: the PGs share their pool, so per ingress pool the sum of their shared parts is capped
+    /// at the pool's size, and the sum of their xoff at the pool's `xoff` when it has a shared headroom pool
+    /// (Broadcom's egress_lossless_pool is sized for exactly that bound, not for the sum of the PGs').
     fn check_ucloud_inequality(&mut self, config: &SwitchConfig) {
         let (pools, profiles) = (&config.pools, &config.profiles);
         for (egress, (egress_qos, egress_buffers)) in config.qos.iter().zip(&config.port_buffers).enumerate()
@@ -487,7 +489,10 @@ impl<'a> Compiler<'a> {
                 thousands(total),
                 thousands(mmu_size)
             );
-            let value = self.db.tables["BUFFER_ASIC"]["global"]["mmu_size"].as_str();
+            let value = entries(self.db, "BUFFER_ASIC")
+                .find(|e| e.key == "global")
+                .and_then(|e| e.get("mmu_size"))
+                .unwrap_or_default();
             self.errors.push(ConfigIssue::new("BUFFER_ASIC", "global", "mmu_size", value, message));
         }
     }
