@@ -2,8 +2,10 @@
 //!
 //! - `switch/routed_64B`: `handle_frame` + `poll_transmit` of a routed 64-byte IPv4/UDP frame (LPM,
 //!   neighbour, TTL and MAC rewrite, classification, enqueue, dequeue).
+//! - `switch/routed_64B_th_buffers`: the same with the Broadcom TH BALANCED profile: buffer admission in
+//!   cells on both sides, dynamic thresholds, WRED/ECN on the lossless queue, DWRR, PFC checks, release.
 //! - `switch/decode_only_64B`: the baseline measured in the same run: only parsing the same frame. The ratio
-//!   of the two is the cost of the pipeline relative to parsing.
+//!   of the others to it is the cost of the pipeline relative to parsing.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lossless_dataplane::model::Switch;
@@ -15,12 +17,13 @@ use std::hint::black_box;
 use std::net::Ipv4Addr;
 
 const T0_YAML: &str = include_str!("../../configs/t0.yaml");
+const TH_YAML: &str = include_str!("../../configs/profiles/th_balanced.yaml");
 const ROUTER_MAC: EthernetAddress = EthernetAddress([0x02, 0x4c, 0x53, 0, 0, 1]);
 const HOST_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
 
-fn t0_with_host() -> Switch {
+fn switch_with_host(yaml: &str) -> Switch {
     let mut sw = Switch::new();
-    sw.apply(&ConfigDb::from_yaml_str(T0_YAML).unwrap(), 0).unwrap();
+    sw.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), 0).unwrap();
     let arp = ArpRepr {
         operation: ArpOperation::Request,
         source_hardware_addr: HOST_MAC,
@@ -35,7 +38,11 @@ fn t0_with_host() -> Switch {
         0,
     );
     for p in 0..sw.port_count() {
-        while sw.poll_transmit(p, 0).is_some() {}
+        let mut t = 0;
+        while sw.port_backlog(p) > 0 {
+            sw.poll_transmit(p, t);
+            t += 1_000;
+        }
     }
     sw
 }
@@ -62,20 +69,23 @@ fn bench_switch(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("decode_only_64B", |b| b.iter(|| wire::decode(black_box(&frame)).unwrap()));
 
-    let mut sw = t0_with_host();
-    let (e0, e8) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
-    let mut now = 1u64;
-    group.bench_function("routed_64B", |b| {
-        b.iter_batched(
-            || frame.clone(),
-            |f| {
-                now += 1;
-                sw.handle_frame(e0, f, now);
-                sw.poll_transmit(e8, now).expect("routed")
-            },
-            BatchSize::SmallInput,
-        )
-    });
+    for (name, yaml) in [("routed_64B", T0_YAML), ("routed_64B_th_buffers", TH_YAML)] {
+        let mut sw = switch_with_host(yaml);
+        let (e0, e8) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
+        // Virtual time advances one 25G frame time per packet, so the paced line is always free.
+        let mut now = 1_000_000u64;
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || frame.clone(),
+                |f| {
+                    now += 100;
+                    sw.handle_frame(e0, f, now);
+                    sw.poll_transmit(e8, now).expect("routed")
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
     group.finish();
 }
 

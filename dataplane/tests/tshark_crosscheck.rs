@@ -245,3 +245,94 @@ fn vlan_tagged_ipv6_udp() {
         )],
     );
 }
+
+/// The PFC frames the switch model itself generates (XOFF when PG 3 crosses its limit, XON when it
+/// drains) decode in tshark with the right class-enable vector and quanta.
+#[test]
+fn pfc_frames_generated_by_the_switch() {
+    use lossless_dataplane::model::Switch;
+    use lossless_dataplane::model::config::ConfigDb;
+    let db = ConfigDb::from_yaml_str(include_str!("../../configs/profiles/th_balanced.yaml")).unwrap();
+    let mut sw = Switch::new();
+    sw.apply(&db, 0).unwrap();
+    let (e0, e8) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
+    let host = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
+    let arp = ArpRepr {
+        operation: ArpOperation::Request,
+        source_hardware_addr: host,
+        source_protocol_addr: Ipv4Addr::new(192, 168, 0, 2),
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: Ipv4Addr::new(192, 168, 0, 1),
+    };
+    sw.handle_frame(
+        e8,
+        build::ethernet(host, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp)),
+        0,
+    );
+    sw.set_port_hold(e8, true);
+    let flow = Ipv4Flow {
+        src_mac: DST,
+        dst_mac: EthernetAddress([0x02, 0x4c, 0x53, 0, 0, 1]),
+        src_ip: Ipv4Addr::new(172, 16, 0, 1),
+        dst_ip: Ipv4Addr::new(192, 168, 0, 2),
+        src_port: 1,
+        dscp: 3,
+        ecn: Ecn::Ect0,
+        ttl: 64,
+    };
+    let mut frames = Vec::new();
+    let mut now = 1_000;
+    for _ in 0..30_000 {
+        sw.handle_frame(e0, flow.udp(4791, &[0; 18]), now);
+        if let Some(tx) = sw.poll_transmit(e0, now) {
+            frames.push(tx.frame);
+            break;
+        }
+    }
+    assert_eq!(frames.len(), 1, "XOFF generated");
+    sw.set_port_hold(e8, false);
+    let mut rounds = 0;
+    while frames.len() < 2 {
+        rounds += 1;
+        assert!(
+            rounds < 100_000,
+            "no XON after {rounds} rounds, now {now}, poll_at {:?}, backlog {}",
+            sw.poll_at(),
+            sw.port_backlog(e8)
+        );
+        now = sw.poll_at().expect("draining").max(now);
+        sw.handle_timeout(now);
+        // The host's ARP request was also flooded to the other VLAN members: drain every port but Ethernet0.
+        for p in (0..sw.port_count()).filter(|&p| p != e0) {
+            while sw.poll_transmit(p, now).is_some() {}
+        }
+        if let Some(tx) = sw.poll_transmit(e0, now) {
+            frames.push(tx.frame);
+        }
+    }
+    let port_mac = s(sw.config().ports[e0].mac);
+    check(
+        "switch-pfc",
+        vec![
+            (
+                frames[0].clone(),
+                vec![
+                    ("eth.dst", s("01:80:c2:00:00:01")),
+                    ("eth.src", port_mac.clone()),
+                    ("macc.opcode", s("0x0101")),
+                    ("macc.cbfc.enbv", s("0x0008")),
+                    ("macc.cbfc.pause_time.c3", s(0xffff)),
+                    ("macc.cbfc.pause_time.c4", s(0)),
+                ],
+            ),
+            (
+                frames[1].clone(),
+                vec![
+                    ("macc.cbfc.enbv", s("0x0008")),
+                    ("macc.cbfc.pause_time.c3", s(0)),
+                    ("eth.src", port_mac),
+                ],
+            ),
+        ],
+    );
+}
