@@ -282,3 +282,31 @@ fn debug_storm_forces_detection() {
     lab.advance(1300 * MS);
     assert!(lab.event_time("restored on port Ethernet8, queue index 4").is_some());
 }
+
+#[test]
+fn drop_action_with_drop_ingress_also_drops_the_priority_arriving_on_the_stormed_port() {
+    let mut lab = Lab::new(|db| {
+        db.set("PFC_WD", "GLOBAL", "drop_ingress", "true");
+    });
+    lab.advance(100 * MS);
+    lab.pfc_from_peer(lab.dst, 0xffff);
+    lab.send(3, 10);
+    lab.storm_until(700 * MS);
+    assert!(lab.event_time("detected PFC storm on port Ethernet8, queue index 3").is_some());
+    // Host 2 (behind the stormed port) sends 50 lossless packets to the uplink: all dropped at ingress.
+    let uplink = lab.src;
+    lab.sw.handle_frame(
+        uplink,
+        arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)),
+        lab.now,
+    );
+    let before = lab.wd(3);
+    for i in 0..50 {
+        let f = routed_udp(HOST2_MAC, HOST2_IP, Ipv4Addr::new(172, 16, 0, 9), i, 4791, 3);
+        lab.sw.handle_frame(lab.dst, f, lab.now);
+    }
+    lab.storm_until(lab.now + 200 * MS);
+    let after = lab.wd(3);
+    assert_eq!(after.rx_dropped_packets - before.rx_dropped_packets, 50);
+    assert_eq!(lab.data_sent(uplink, 3), 0);
+}
