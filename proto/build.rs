@@ -9,7 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe { std::env::set_var("PROTOC", protoc) };
 
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
-    let protos = ["proto/lossless/v1/common.proto"];
+    let protos = ["proto/lossless/v1/common.proto", "proto/lossless/v1/switch.proto"];
     for p in &protos {
         println!("cargo:rerun-if-changed={p}");
     }

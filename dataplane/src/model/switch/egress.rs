@@ -344,6 +344,11 @@ impl Switch {
         self.watchdog.set_debug_storm(port, queue, on);
     }
 
+    /// The watchdog's view of a queue: `None` when it is not monitored, else whether it is stormed.
+    pub fn pfc_wd_status(&self, port: PortId, queue: u8) -> Option<bool> {
+        self.watchdog.status(port, queue)
+    }
+
     // ---------------------------------------------------------------------------------------------
     // The watchdog
 

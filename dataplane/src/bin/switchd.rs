@@ -1,0 +1,157 @@
+//! switchd: one Lossless switch on real Linux interfaces, configured and observed over gRPC.
+//!
+//! ```text
+//! switchd --config switch.yaml --port Ethernet0=veth0 --port Ethernet4=tap:tap4 --grpc unix:/run/lossless/leaf0.sock
+//! ```
+//!
+//! Each configured port is bound to an interface: `--port NAME=SPEC` wins over the PORT table's `netdev`
+//! field; a port with neither runs without an interface (its frames go nowhere, counted). SPEC is an
+//! interface name (batched AF_PACKET), `pnet:IFNAME` or `tap:IFNAME` (a TAP device switchd creates).
+//! Interfaces are bound at start-up; a later configuration may change everything but the bindings.
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use lossless_dataplane::io::{self, PortBackend, PortSpec, runtime::Runtime};
+use lossless_dataplane::model::Switch;
+use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::server::{self, Listen};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "switchd", version, about = "A Lossless switch on real interfaces, with its gRPC API")]
+struct Args {
+    /// The switch's name (used in the default gRPC socket path and in logs).
+    #[arg(long, default_value = "switch")]
+    name: String,
+    /// Initial configuration: SONiC-like YAML or a config_db.json (CONFIG_DB tables).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Bind a port to an interface: NAME=IFNAME, NAME=pnet:IFNAME or NAME=tap:IFNAME (repeatable).
+    #[arg(long = "port", value_name = "NAME=SPEC")]
+    ports: Vec<String>,
+    /// Where to serve gRPC: unix:PATH (default unix:/run/lossless/<name>.sock) or tcp:127.0.0.1:PORT.
+    #[arg(long)]
+    grpc: Option<String>,
+    /// Largest gRPC request accepted, in bytes.
+    #[arg(long, default_value_t = 16 * 1024 * 1024)]
+    max_request_bytes: usize,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("switchd: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let db = match &args.config {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            ConfigDb::from_yaml_str(&text)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => ConfigDb::default(),
+    };
+    let mut switch = Switch::new();
+    match switch.apply(&db, 0) {
+        Ok(applied) => {
+            for w in &applied.warnings {
+                tracing::warn!("{w}");
+            }
+        }
+        Err(errors) => {
+            for e in &errors.errors {
+                eprintln!("error: {e}");
+            }
+            bail!("configuration rejected: {} error(s)", errors.errors.len());
+        }
+    }
+
+    let overrides = parse_port_overrides(&args.ports)?;
+    for name in overrides.keys() {
+        if switch.port_id(name).is_none() {
+            bail!("--port {name}=...: the configuration has no port {name}");
+        }
+    }
+    let mut backends: Vec<Option<Box<dyn PortBackend>>> = Vec::new();
+    for port in &switch.config().ports {
+        let spec = match (overrides.get(&port.name), &port.netdev) {
+            (Some(spec), _) => Some(spec.clone()),
+            (None, Some(netdev)) => Some(
+                PortSpec::parse(netdev)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("PORT|{}|netdev", port.name))?,
+            ),
+            (None, None) => None,
+        };
+        match spec {
+            Some(spec) => {
+                let backend =
+                    io::open(&spec).with_context(|| format!("port {} on {}", port.name, spec.interface()))?;
+                tracing::info!(port = %port.name, interface = %spec.interface(), "port bound");
+                backends.push(Some(backend));
+            }
+            None => {
+                tracing::warn!(port = %port.name, "no interface (no --port and no PORT netdev): frames to it go nowhere");
+                backends.push(None);
+            }
+        }
+    }
+
+    let listen =
+        Listen::parse(&args.grpc.clone().unwrap_or_else(|| format!("unix:/run/lossless/{}.sock", args.name)))
+            .map_err(anyhow::Error::msg)?;
+    let ports = switch.port_count();
+    let (runtime, handle) = Runtime::new(switch, db, backends).context("starting the runtime")?;
+    let model = std::thread::Builder::new().name("model".into()).spawn(move || runtime.run())?;
+
+    let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let served = tokio.block_on(async {
+        let shutdown = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("SIGTERM handler");
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM: stopping"),
+                _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
+            }
+        };
+        tracing::info!(name = %args.name, ports, grpc = %listen, "switchd ready");
+        server::serve(handle.clone(), listen, args.max_request_bytes, shutdown).await
+    });
+    handle.stop();
+    let stopped = model.join().map_err(|_| anyhow::anyhow!("the model thread panicked"))?;
+    served?;
+    stopped.context("the model thread failed")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// `--port Ethernet0=veth3` values, by port name.
+fn parse_port_overrides(values: &[String]) -> anyhow::Result<BTreeMap<String, PortSpec>> {
+    let mut out = BTreeMap::new();
+    for v in values {
+        let Some((name, spec)) = v.split_once('=') else {
+            bail!("--port {v}: expected NAME=SPEC, e.g. Ethernet0=veth3");
+        };
+        let spec =
+            PortSpec::parse(spec).map_err(anyhow::Error::msg).with_context(|| format!("--port {v}"))?;
+        if out.insert(name.to_owned(), spec).is_some() {
+            bail!("--port {name}: given twice");
+        }
+    }
+    Ok(out)
+}

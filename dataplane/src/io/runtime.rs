@@ -1,0 +1,275 @@
+//! The real-time runtime: one thread owns the switch model and drives it against the monotonic clock and
+//! the port backends, run to completion: receive a batch on every port → `handle_frame` each frame → run
+//! control commands → `handle_timeout` when due → `poll_transmit` everything whose line is free (the model
+//! paces each port at its configured speed) → publish events → sleep until a descriptor is ready or the
+//! model's next deadline (`poll_at`), with nanosecond precision.
+//!
+//! The gRPC side talks to the model thread through a [`Handle`]: a command is a closure run on the model
+//! thread between two frames, so a configuration applies atomically while traffic keeps flowing.
+
+use crate::io::PortBackend;
+use crate::model::config::ConfigDb;
+use crate::model::{Event, Switch};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Instant;
+
+/// What a command sees: the model, the CONFIG_DB content it runs, and the current time.
+pub struct ModelCtx<'a> {
+    pub switch: &'a mut Switch,
+    /// The last configuration applied successfully (what `Get` returns).
+    pub config: &'a mut ConfigDb,
+    pub now_ns: u64,
+}
+
+type Command = Box<dyn FnOnce(&mut ModelCtx<'_>) + Send>;
+
+/// An event with the model time it was observed at.
+#[derive(Debug, Clone)]
+pub struct TimedEvent {
+    pub at_ns: u64,
+    pub event: Event,
+}
+
+/// The runtime has stopped; no more commands are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the switch runtime has stopped")]
+pub struct RuntimeGone;
+
+/// A cloneable handle to the model thread.
+#[derive(Clone)]
+pub struct Handle {
+    commands: mpsc::Sender<Command>,
+    waker: Arc<Mutex<UnixStream>>,
+    events: tokio::sync::broadcast::Sender<TimedEvent>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Handle {
+    /// Runs `f` on the model thread between two frames and returns its result.
+    pub async fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut ModelCtx<'_>) -> R + Send + 'static,
+    ) -> Result<R, RuntimeGone> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let command: Command = Box::new(move |ctx| {
+            let _ = tx.send(f(ctx));
+        });
+        self.commands.send(command).map_err(|_| RuntimeGone)?;
+        self.wake();
+        rx.await.map_err(|_| RuntimeGone)
+    }
+
+    /// The same, for callers outside an async context.
+    pub fn call_blocking<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut ModelCtx<'_>) -> R + Send + 'static,
+    ) -> Result<R, RuntimeGone> {
+        let (tx, rx) = mpsc::channel();
+        let command: Command = Box::new(move |ctx| {
+            let _ = tx.send(f(ctx));
+        });
+        self.commands.send(command).map_err(|_| RuntimeGone)?;
+        self.wake();
+        rx.recv().map_err(|_| RuntimeGone)
+    }
+
+    /// Events from now on (a receiver that falls behind loses the oldest, and is told how many).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<TimedEvent> {
+        self.events.subscribe()
+    }
+
+    /// Asks the runtime to stop after the current iteration.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Ok(mut w) = self.waker.lock() {
+            // A full socket buffer means a wake-up is already pending.
+            let _ = w.write(&[1]);
+        }
+    }
+}
+
+/// Per-port I/O state: the backend (absent for ports without an interface) and frames the kernel did not
+/// take yet.
+struct PortIo {
+    backend: Option<Box<dyn PortBackend>>,
+    backlog: Vec<Vec<u8>>,
+}
+
+/// How far behind the clock a port's line may have fallen and still catch up in a burst: a wake-up that
+/// comes late (timer slack, scheduling) must not cost the port its configured rate.
+const CATCH_UP_NS: u64 = 200_000;
+/// Frames taken from one port per receive call.
+const RX_BATCH: usize = 64;
+
+/// The model thread's state.
+pub struct Runtime {
+    switch: Switch,
+    config: ConfigDb,
+    ports: Vec<PortIo>,
+    commands: mpsc::Receiver<Command>,
+    wake_rx: UnixStream,
+    events: tokio::sync::broadcast::Sender<TimedEvent>,
+    stop: Arc<AtomicBool>,
+    epoch: Instant,
+}
+
+impl Runtime {
+    /// A runtime for `switch` (already configured with `config`); `backends[i]` serves port `i`.
+    pub fn new(
+        switch: Switch,
+        config: ConfigDb,
+        backends: Vec<Option<Box<dyn PortBackend>>>,
+    ) -> io::Result<(Runtime, Handle)> {
+        let (wake_tx, wake_rx) = UnixStream::pair()?;
+        wake_tx.set_nonblocking(true)?;
+        wake_rx.set_nonblocking(true)?;
+        let (cmd_tx, cmd_rx) = mpsc::channel();
+        let (events, _) = tokio::sync::broadcast::channel(4096);
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = Handle {
+            commands: cmd_tx,
+            waker: Arc::new(Mutex::new(wake_tx)),
+            events: events.clone(),
+            stop: stop.clone(),
+        };
+        let ports = backends.into_iter().map(|backend| PortIo { backend, backlog: Vec::new() }).collect();
+        let runtime =
+            Runtime { switch, config, ports, commands: cmd_rx, wake_rx, events, stop, epoch: Instant::now() };
+        Ok((runtime, handle))
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Runs until [`Handle::stop`] (or every handle is dropped).
+    pub fn run(mut self) -> io::Result<()> {
+        let mut rx = Vec::with_capacity(RX_BATCH);
+        while !self.stop.load(Ordering::SeqCst) {
+            let now = self.now_ns();
+            for p in 0..self.ports.len() {
+                let Some(backend) = self.ports[p].backend.as_mut() else { continue };
+                rx.clear();
+                match backend.recv_batch(&mut rx, RX_BATCH) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => tracing::warn!(port = p, "receive failed: {e}"),
+                }
+                for frame in rx.drain(..) {
+                    self.switch.handle_frame(p, frame, now);
+                }
+            }
+            if !self.run_commands(now) {
+                break;
+            }
+            let now = self.now_ns();
+            if self.switch.poll_at().is_some_and(|t| t <= now) {
+                self.switch.handle_timeout(now);
+            }
+            self.transmit(now);
+            while let Some(event) = self.switch.poll_event() {
+                let _ = self.events.send(TimedEvent { at_ns: now, event });
+            }
+            self.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Runs pending commands; false when every handle is gone.
+    fn run_commands(&mut self, now: u64) -> bool {
+        let mut buf = [0u8; 64];
+        while matches!(self.wake_rx.read(&mut buf), Ok(n) if n > 0) {}
+        loop {
+            match self.commands.try_recv() {
+                Ok(command) => {
+                    let mut ctx =
+                        ModelCtx { switch: &mut self.switch, config: &mut self.config, now_ns: now };
+                    command(&mut ctx);
+                }
+                Err(mpsc::TryRecvError::Empty) => return true,
+                Err(mpsc::TryRecvError::Disconnected) => return false,
+            }
+        }
+    }
+
+    /// Sends everything whose line is free, letting a late port catch up by at most [`CATCH_UP_NS`].
+    fn transmit(&mut self, now: u64) {
+        for p in 0..self.ports.len() {
+            let io = &mut self.ports[p];
+            if io.backend.is_none() {
+                // A port without an interface: frames leave into the void (counted by the model).
+                while self.switch.poll_transmit(p, now).is_some() {}
+                continue;
+            }
+            while let Some(at) = self.switch.next_transmit_at(p).filter(|&t| t <= now) {
+                let t = at.max(now.saturating_sub(CATCH_UP_NS));
+                match self.switch.poll_transmit(p, t) {
+                    Some(tx) => io.backlog.push(tx.frame),
+                    None => break,
+                }
+            }
+            if let (Some(backend), false) = (io.backend.as_mut(), io.backlog.is_empty()) {
+                match backend.send_batch(&io.backlog) {
+                    Ok(n) => {
+                        io.backlog.drain(..n);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => {
+                        tracing::warn!(port = p, "send failed, {} frame(s) lost: {e}", io.backlog.len());
+                        io.backlog.clear();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sleeps until a port is readable (or writable with a backlog), a command arrives, or the model's next
+    /// deadline.
+    fn wait(&mut self) -> io::Result<()> {
+        let now = self.now_ns();
+        let deadline = self.switch.poll_at();
+        let timeout_ns = match deadline {
+            Some(t) if t <= now => return Ok(()),
+            Some(t) => (t - now).min(100_000_000),
+            None => 100_000_000,
+        };
+        let mut fds = vec![libc_pollfd(self.wake_rx.as_raw_fd(), false)];
+        for io in &self.ports {
+            if let Some(b) = &io.backend {
+                fds.push(libc_pollfd(b.raw_fd(), !io.backlog.is_empty()));
+            }
+        }
+        poll_fds(&mut fds, timeout_ns)
+    }
+}
+
+fn libc_pollfd(fd: i32, writable: bool) -> libc::pollfd {
+    libc::pollfd { fd, events: libc::POLLIN | if writable { libc::POLLOUT } else { 0 }, revents: 0 }
+}
+
+/// `ppoll` with a nanosecond timeout (plain `poll` rounds up to milliseconds, far coarser than a frame time).
+#[allow(unsafe_code)]
+fn poll_fds(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd for its length; `ts` lives across the call;
+    // a null sigmask leaves the signal mask unchanged.
+    let r = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,350 @@
+//! Conversions between the model's types and the `lossless.v1` messages.
+//!
+//! Reading the model happens on the model thread, so what is taken there is a plain copy ([`CountersSnapshot`],
+//! [`WatermarksSnapshot`], [`PortNames`]); turning it into protobuf messages (strings, maps) happens on the
+//! gRPC side, off the packet path.
+
+use crate::io::runtime::TimedEvent;
+use crate::model::config::{ConfigDb, ConfigIssue};
+use crate::model::mmu::{PoolWatermarks, PortWatermarks};
+use crate::model::{Event, FrameLedger, PortCounters, Switch};
+use lossless_proto::v1 as pb;
+use pb::config_issue::Severity;
+
+// ---- configuration ------------------------------------------------------------------------------
+
+/// CONFIG_DB content from the API (maps become ordered maps).
+pub fn config_db_from_proto(db: pb::ConfigDb) -> ConfigDb {
+    ConfigDb {
+        tables: db
+            .tables
+            .into_iter()
+            .map(|(table, keys)| {
+                let keys =
+                    keys.keys.into_iter().map(|(key, fields)| (key, fields.fields.into_iter().collect()));
+                (table, keys.collect())
+            })
+            .collect(),
+    }
+}
+
+/// CONFIG_DB content for the API (what `Get` returns; what a client sends to `Apply`).
+pub fn config_db_to_proto(db: &ConfigDb) -> pb::ConfigDb {
+    pb::ConfigDb {
+        tables: db
+            .tables
+            .iter()
+            .map(|(table, keys)| {
+                let keys = keys.iter().map(|(key, fields)| {
+                    let fields = fields.iter().map(|(f, v)| (f.clone(), v.clone())).collect();
+                    (key.clone(), pb::Fields { fields })
+                });
+                (table.clone(), pb::Table { keys: keys.collect() })
+            })
+            .collect(),
+    }
+}
+
+/// Errors first, then warnings, each in the order the validator found them.
+pub fn issues_to_proto(errors: &[ConfigIssue], warnings: &[ConfigIssue]) -> Vec<pb::ConfigIssue> {
+    let tagged =
+        errors.iter().map(|i| (i, Severity::Error)).chain(warnings.iter().map(|i| (i, Severity::Warning)));
+    tagged
+        .map(|(issue, severity)| pb::ConfigIssue {
+            severity: severity as i32,
+            location: Some(pb::ConfigLocation {
+                table: issue.table.clone(),
+                key: issue.key.clone(),
+                field: issue.field.clone(),
+            }),
+            value: issue.value.clone(),
+            message: issue.message.clone(),
+        })
+        .collect()
+}
+
+// ---- counters -----------------------------------------------------------------------------------
+
+/// Every counter of the switch at one instant, ports in port order.
+pub struct CountersSnapshot {
+    generation: u64,
+    timestamp_ns: u64,
+    ledger: FrameLedger,
+    ports: Vec<PortSnapshot>,
+}
+
+struct PortSnapshot {
+    name: String,
+    admin_up: bool,
+    speed_mbps: u32,
+    counters: PortCounters,
+    queue_depth: [u64; 8],
+    /// Per queue: `None` unmonitored, `Some(stormed)`.
+    pfc_wd_status: [Option<bool>; 8],
+}
+
+impl CountersSnapshot {
+    /// Runs on the model thread: copies, nothing more.
+    pub fn take(switch: &Switch, now_ns: u64) -> CountersSnapshot {
+        let ports = switch
+            .config()
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(p, config)| PortSnapshot {
+                name: config.name.clone(),
+                admin_up: config.admin_up,
+                speed_mbps: config.speed_mbps,
+                counters: switch.port_counters(p).unwrap_or_default(),
+                queue_depth: std::array::from_fn(|q| switch.queue_depth(p, q as u8) as u64),
+                pfc_wd_status: std::array::from_fn(|q| switch.pfc_wd_status(p, q as u8)),
+            })
+            .collect();
+        CountersSnapshot {
+            generation: switch.generation(),
+            timestamp_ns: now_ns,
+            ledger: switch.ledger(),
+            ports,
+        }
+    }
+
+    pub fn into_proto(self) -> pb::GetCountersResponse {
+        let l = self.ledger;
+        pb::GetCountersResponse {
+            generation: self.generation,
+            timestamp_ns: self.timestamp_ns,
+            ledger: Some(pb::FrameLedger {
+                received: l.received,
+                forwarded: l.forwarded,
+                copies: l.copies,
+                originated: l.originated,
+                trapped: l.trapped,
+                dropped: l.dropped,
+                copies_dropped: l.copies_dropped,
+                flushed: l.flushed,
+            }),
+            ports: self.ports.into_iter().map(PortSnapshot::into_proto).collect(),
+        }
+    }
+}
+
+impl PortSnapshot {
+    fn into_proto(self) -> pb::PortCounters {
+        let c = self.counters;
+        let queues = c.queues.iter().map(|q| pb::QueueCounters {
+            packets: q.packets,
+            bytes: q.bytes,
+            dropped_packets: q.dropped_packets,
+            dropped_bytes: q.dropped_bytes,
+            wred_dropped_packets: q.wred_dropped_packets,
+            wred_dropped_bytes: q.wred_dropped_bytes,
+            ecn_marked_packets: q.ecn_marked_packets,
+            ecn_marked_bytes: q.ecn_marked_bytes,
+        });
+        let pgs = c.pgs.iter().map(|g| pb::PgCounters {
+            packets: g.packets,
+            bytes: g.bytes,
+            dropped_packets: g.dropped_packets,
+        });
+        let pfc = c.pfc.iter().map(|p| pb::PfcCounters {
+            rx: p.rx,
+            rx_xon: p.rx_xon,
+            tx: p.tx,
+            rx_pause_transitions: p.rx_pause_transitions,
+            rx_pause_us: p.rx_pause_ns / 1000,
+        });
+        let pfc_wd = c.pfc_wd.iter().zip(self.pfc_wd_status).map(|(w, status)| pb::PfcWdCounters {
+            status: match status {
+                None => String::new(),
+                Some(false) => "operational".into(),
+                Some(true) => "stormed".into(),
+            },
+            deadlock_detected: w.deadlock_detected,
+            deadlock_restored: w.deadlock_restored,
+            tx_packets: w.tx_packets,
+            tx_dropped_packets: w.tx_dropped_packets,
+            rx_packets: w.rx_packets,
+            rx_dropped_packets: w.rx_dropped_packets,
+            tx_packets_last: w.tx_packets_last,
+            tx_dropped_packets_last: w.tx_dropped_packets_last,
+            rx_packets_last: w.rx_packets_last,
+            rx_dropped_packets_last: w.rx_dropped_packets_last,
+        });
+        pb::PortCounters {
+            name: self.name,
+            admin_up: self.admin_up,
+            speed_mbps: self.speed_mbps,
+            rx_ok: c.rx_ok,
+            rx_bytes: c.rx_bytes,
+            rx_err: c.rx_err,
+            rx_drp: c.rx_drp,
+            tx_ok: c.tx_ok,
+            tx_bytes: c.tx_bytes,
+            tx_err: c.tx_err,
+            tx_drp: c.tx_drp,
+            trapped: c.trapped,
+            queues: queues.collect(),
+            pgs: pgs.collect(),
+            pfc: pfc.collect(),
+            pfc_wd: pfc_wd.collect(),
+            drop_reasons: c.drop_reasons.iter().map(|(r, n)| (r.as_str().to_owned(), *n)).collect(),
+            queue_depth: self.queue_depth.to_vec(),
+        }
+    }
+}
+
+// ---- watermarks ---------------------------------------------------------------------------------
+
+/// Watermarks of every port (in port order) and pool (by name).
+pub struct WatermarksSnapshot {
+    ports: Vec<(String, PortWatermarks)>,
+    pools: Vec<(String, PoolWatermarks)>,
+}
+
+impl WatermarksSnapshot {
+    /// Runs on the model thread.
+    pub fn take(switch: &Switch, kind: crate::model::mmu::WatermarkKind) -> WatermarksSnapshot {
+        let mut dump = switch.watermarks(kind);
+        // The dump is keyed by name (Ethernet12 before Ethernet4); the API lists ports in port order.
+        let ports = switch
+            .config()
+            .ports
+            .iter()
+            .map(|p| (p.name.clone(), dump.ports.remove(&p.name).unwrap_or_default()))
+            .collect();
+        WatermarksSnapshot { ports, pools: dump.pools.into_iter().collect() }
+    }
+
+    pub fn into_proto(self) -> pb::GetWatermarksResponse {
+        pb::GetWatermarksResponse {
+            ports: self
+                .ports
+                .into_iter()
+                .map(|(name, w)| pb::PortWatermarks {
+                    name,
+                    pg_shared_bytes: w.pg_shared_bytes.to_vec(),
+                    pg_headroom_bytes: w.pg_headroom_bytes.to_vec(),
+                    queue_shared_bytes: w.queue_shared_bytes.to_vec(),
+                })
+                .collect(),
+            pools: self
+                .pools
+                .into_iter()
+                .map(|(name, w)| pb::PoolWatermarks {
+                    name,
+                    shared_bytes: w.shared_bytes,
+                    headroom_bytes: w.headroom_bytes,
+                })
+                .collect(),
+        }
+    }
+}
+
+// ---- events -------------------------------------------------------------------------------------
+
+/// Port names of one configuration generation: events carry port indices, which mean the ports of the
+/// configuration running when they happened.
+#[derive(Debug, Clone, Default)]
+pub struct PortNames {
+    pub generation: u64,
+    pub names: Vec<String>,
+}
+
+impl PortNames {
+    /// Runs on the model thread.
+    pub fn take(switch: &Switch) -> PortNames {
+        PortNames {
+            generation: switch.generation(),
+            names: switch.config().ports.iter().map(|p| p.name.clone()).collect(),
+        }
+    }
+
+    fn name(&self, port: usize) -> String {
+        self.names.get(port).cloned().unwrap_or_else(|| format!("port{port}"))
+    }
+}
+
+/// The event's `kind` in the API.
+pub fn event_kind(event: &Event) -> &'static str {
+    match event {
+        Event::ConfigApplied { .. } => "config_applied",
+        Event::FdbLearned { .. } => "fdb_learned",
+        Event::FdbAged { .. } => "fdb_aged",
+        Event::NeighborLearned { .. } => "neighbor_learned",
+        Event::NeighborAged { .. } => "neighbor_aged",
+        Event::PfcXoff { .. } => "xoff",
+        Event::PfcXon { .. } => "xon",
+        Event::PfcStormDetected { .. } => "pfc_storm_detected",
+        Event::PfcStormRestored { .. } => "pfc_storm_restored",
+    }
+}
+
+pub fn event_to_proto(timed: &TimedEvent, ports: &PortNames) -> pb::SwitchEvent {
+    let (port, index) = match &timed.event {
+        Event::FdbLearned { port, .. } => (ports.name(*port), 0),
+        Event::PfcXoff { port, pg } | Event::PfcXon { port, pg } => (ports.name(*port), u32::from(*pg)),
+        Event::PfcStormDetected { port, queue, .. } | Event::PfcStormRestored { port, queue } => {
+            (port.clone(), u32::from(*queue))
+        }
+        Event::ConfigApplied { .. }
+        | Event::FdbAged { .. }
+        | Event::NeighborLearned { .. }
+        | Event::NeighborAged { .. } => (String::new(), 0),
+    };
+    pb::SwitchEvent {
+        timestamp_ns: timed.at_ns,
+        kind: event_kind(&timed.event).to_owned(),
+        message: timed.event.to_string(),
+        port,
+        index,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_db_round_trips() {
+        let mut db = ConfigDb::default();
+        db.set("PORT", "Ethernet0", "speed", "100000").set("PORT", "Ethernet0", "mtu", "9100");
+        db.touch("INTERFACE", "Ethernet0");
+        assert_eq!(config_db_from_proto(config_db_to_proto(&db)), db);
+    }
+
+    #[test]
+    fn issues_keep_severity_and_location() {
+        let e = ConfigIssue::new("PORT", "Ethernet0", "speed", "fast", "speed must be a number");
+        let w = ConfigIssue::new("FOO", "bar", "", "", "unknown table");
+        let issues = issues_to_proto(&[e], &[w]);
+        assert_eq!(issues[0].severity, Severity::Error as i32);
+        assert_eq!(issues[0].location.as_ref().unwrap().field, "speed");
+        assert_eq!(issues[0].value, "fast");
+        assert_eq!(issues[1].severity, Severity::Warning as i32);
+        assert_eq!(issues[1].location.as_ref().unwrap().table, "FOO");
+    }
+
+    #[test]
+    fn storm_events_carry_port_queue_and_sonic_wording() {
+        let names = PortNames { generation: 1, names: vec!["Ethernet0".into(), "Ethernet4".into()] };
+        let timed = TimedEvent {
+            at_ns: 42,
+            event: Event::PfcStormDetected {
+                port: "Ethernet4".into(),
+                queue: 3,
+                action: crate::model::config::PfcWdAction::Drop,
+            },
+        };
+        let e = event_to_proto(&timed, &names);
+        assert_eq!(
+            (e.kind.as_str(), e.port.as_str(), e.index, e.timestamp_ns),
+            ("pfc_storm_detected", "Ethernet4", 3, 42)
+        );
+        assert_eq!(
+            e.message,
+            "PFC Watchdog detected PFC storm on port Ethernet4, queue index 3, action drop"
+        );
+        let xoff = event_to_proto(&TimedEvent { at_ns: 1, event: Event::PfcXoff { port: 1, pg: 4 } }, &names);
+        assert_eq!((xoff.kind.as_str(), xoff.port.as_str(), xoff.index), ("xoff", "Ethernet4", 4));
+    }
+}

@@ -1,0 +1,336 @@
+//! The real switchd binary in network namespaces: hosts send real frames over veths, the test talks to
+//! switchd over its real gRPC socket. Needs root and iproute2 (as CI has).
+//!
+//! Topology (names unique per test, namespaces removed on drop, even after a failed assertion):
+//! `h1:eth0 — sw:p0 (Ethernet0)`, `h2:eth0 — sw:p1 (Ethernet4)`, `h3:eth0 — sw:p2 (Ethernet8, 1 Gb/s)`.
+
+use lossless_dataplane::io::netns::{Netns, unique_name};
+use lossless_dataplane::io::{self, PortBackend, PortSpec};
+use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::server;
+use lossless_dataplane::wire::build::Ipv4Flow;
+use lossless_dataplane::wire::ip::Ecn;
+use lossless_dataplane::wire::{self, EthernetAddress, L3, MacControlRepr};
+use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = include_str!("configs/switchd_congestion.yaml");
+const HOST_MACS: [EthernetAddress; 3] = [
+    EthernetAddress([2, 0, 0, 0, 0, 1]),
+    EthernetAddress([2, 0, 0, 0, 0, 2]),
+    EthernetAddress([2, 0, 0, 0, 0, 3]),
+];
+
+struct Lab {
+    // Field order matters for Drop: the process stops before the namespaces go.
+    switchd: Option<Child>,
+    socket: PathBuf,
+    hosts: Vec<Netns>,
+    _sw: Netns,
+    tokio: tokio::runtime::Runtime,
+}
+
+impl Lab {
+    fn start() -> Lab {
+        let sw = Netns::new(&unique_name("lsw")).unwrap();
+        let hosts: Vec<Netns> = (0..3).map(|_| Netns::new(&unique_name("lh")).unwrap()).collect();
+        for (i, h) in hosts.iter().enumerate() {
+            h.veth("eth0", &sw, &format!("p{i}")).unwrap();
+        }
+        let config = std::env::temp_dir().join(format!("{}.yaml", unique_name("lcfg")));
+        std::fs::write(&config, CONFIG).unwrap();
+        let socket = std::env::temp_dir().join(format!("{}.sock", unique_name("lsock")));
+        let child = Command::new("ip")
+            .args(["netns", "exec", sw.name(), env!("CARGO_BIN_EXE_switchd"), "--name", "t"])
+            .arg("--config")
+            .arg(&config)
+            .args(["--port", "Ethernet0=p0", "--port", "Ethernet4=p1", "--port", "Ethernet8=p2"])
+            .arg("--grpc")
+            .arg(format!("unix:{}", socket.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("switchd starts");
+        let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let mut lab = Lab { switchd: Some(child), socket, hosts, _sw: sw, tokio };
+        lab.client(); // waits until it answers
+        lab
+    }
+
+    /// A client on switchd's socket; waits (bounded) for switchd to be up, failing if it exited.
+    fn client(&mut self) -> SwitchClient<tonic::transport::Channel> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let endpoint = format!("unix:{}", self.socket.display());
+        loop {
+            if let Ok(c) = self.tokio.block_on(server::connect(&endpoint)) {
+                return c;
+            }
+            if let Some(status) = self.switchd.as_mut().unwrap().try_wait().unwrap() {
+                panic!("switchd exited during start-up: {status}");
+            }
+            assert!(Instant::now() < deadline, "switchd did not answer on {endpoint} within 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn counters(&mut self) -> pb::GetCountersResponse {
+        let mut c = self.client();
+        self.tokio.block_on(c.get_counters(pb::GetCountersRequest {})).unwrap().into_inner()
+    }
+
+    fn port<'a>(c: &'a pb::GetCountersResponse, name: &str) -> &'a pb::PortCounters {
+        c.ports.iter().find(|p| p.name == name).unwrap()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.switchd.take() {
+            // SIGTERM through kill(1): switchd stops cleanly; a stuck one is killed.
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A port on a host's eth0, opened from a thread inside the host's namespace.
+fn host_port(ns: &Netns) -> Box<dyn PortBackend> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            ns.enter_on_this_thread().unwrap();
+            io::open(&PortSpec::Interface("eth0".into())).unwrap()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+fn frames(from: usize, dscp: u8, n: u16, len: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            Ipv4Flow {
+                src_mac: HOST_MACS[from],
+                dst_mac: HOST_MACS[2],
+                src_ip: Ipv4Addr::new(10, 0, 0, 1 + from as u8),
+                dst_ip: Ipv4Addr::new(10, 0, 0, 3),
+                src_port: i,
+                dscp,
+                ecn: Ecn::Ect0,
+                ttl: 64,
+            }
+            .udp(4791, &vec![0u8; len - 42])
+        })
+        .collect()
+}
+
+fn send_all(port: &mut dyn PortBackend, frames: &[Vec<u8>]) {
+    let mut sent = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sent < frames.len() {
+        sent += port.send_batch(&frames[sent..]).unwrap();
+        assert!(Instant::now() < deadline, "could not send");
+    }
+}
+
+/// Receives frames until `want` data frames (UDP to h3) arrived or `quiet` passed without any frame;
+/// returns (data frames, PFC frames as (class-enable, quanta)).
+fn receive(port: &mut dyn PortBackend, want: usize, quiet: Duration) -> (usize, PfcSeen) {
+    let mut data = 0;
+    let mut pfc = Vec::new();
+    let mut last = Instant::now();
+    let mut buf = Vec::new();
+    while data < want && last.elapsed() < quiet {
+        buf.clear();
+        if port.recv_batch(&mut buf, 64).unwrap() == 0 {
+            std::thread::yield_now();
+            continue;
+        }
+        last = Instant::now();
+        for f in &buf {
+            match wire::decode(f).map(|d| d.l3) {
+                Ok(L3::MacControl(MacControlRepr::Pfc(p))) => pfc.push((p.class_enable, p.time)),
+                Ok(L3::Ipv4 { .. }) => data += 1,
+                _ => {}
+            }
+        }
+    }
+    (data, pfc)
+}
+
+/// Two senders, one 1 Gb/s receiver: `dscp` 3 is lossless, 8 lossy. Returns (frames received by h3,
+/// PFC frames seen by h1 and h2).
+/// PFC frames a host saw: (class-enable vector, quanta).
+type PfcSeen = Vec<(u8, [u16; 8])>;
+
+fn two_to_one(lab: &mut Lab, dscp: u8, per_sender: u16) -> (usize, Vec<PfcSeen>) {
+    let mut ports: Vec<_> = lab.hosts.iter().map(host_port).collect();
+    let total = 2 * usize::from(per_sender);
+    let (p1, rest) = ports.split_first_mut().unwrap();
+    let (p2, rest) = rest.split_first_mut().unwrap();
+    let p3 = &mut rest[0];
+    std::thread::scope(|s| {
+        let receiver = s.spawn(|| receive(p3.as_mut(), total, Duration::from_secs(2)));
+        let f1 = frames(0, dscp, per_sender, 1000);
+        let f2 = frames(1, dscp, per_sender, 1000);
+        let s1 = s.spawn(move || {
+            send_all(p1.as_mut(), &f1);
+            receive(p1.as_mut(), usize::MAX, Duration::from_millis(500)).1
+        });
+        let s2 = s.spawn(move || {
+            send_all(p2.as_mut(), &f2);
+            receive(p2.as_mut(), usize::MAX, Duration::from_millis(500)).1
+        });
+        let pfc = vec![s1.join().unwrap(), s2.join().unwrap()];
+        let (received, _) = receiver.join().unwrap();
+        (received, pfc)
+    })
+}
+
+#[test]
+fn lossless_congestion_sends_xoff_to_both_senders_and_drops_nothing() {
+    let mut lab = Lab::start();
+    let (received, pfc) = two_to_one(&mut lab, 3, 400);
+    assert_eq!(received, 800, "every lossless frame arrives");
+    for (i, frames) in pfc.iter().enumerate() {
+        assert!(
+            frames.iter().any(|(enable, time)| enable & (1 << 3) != 0 && time[3] > 0),
+            "sender h{} got an XOFF for priority 3: {frames:?}",
+            i + 1
+        );
+    }
+    let c = lab.counters();
+    for name in ["Ethernet0", "Ethernet4"] {
+        let p = Lab::port(&c, name);
+        assert_eq!((p.rx_drp, p.pgs[3].dropped_packets), (0, 0), "{name}: no ingress drop");
+        assert!(p.pfc[3].tx >= 1, "{name}: PFC TX counted");
+        assert_eq!(p.pgs[3].packets, 400);
+    }
+    let e8 = Lab::port(&c, "Ethernet8");
+    assert_eq!((e8.tx_drp, e8.queues[3].packets), (0, 800));
+}
+
+#[test]
+fn lossy_congestion_tail_drops_and_sends_no_pfc() {
+    let mut lab = Lab::start();
+    let (received, pfc) = two_to_one(&mut lab, 8, 400);
+    let c = lab.counters();
+    let e8 = Lab::port(&c, "Ethernet8");
+    assert!(e8.queues[0].dropped_packets > 0, "the lossy queue tail-drops");
+    assert_eq!(
+        received as u64 + e8.queues[0].dropped_packets,
+        800,
+        "every frame either arrived or was counted"
+    );
+    assert_eq!(e8.tx_drp, e8.queues[0].dropped_packets);
+    for (i, frames) in pfc.iter().enumerate() {
+        assert!(frames.is_empty(), "no PFC toward h{}: {frames:?}", i + 1);
+    }
+    for name in ["Ethernet0", "Ethernet4"] {
+        let p = Lab::port(&c, name);
+        assert_eq!(p.pfc.iter().map(|x| x.tx).sum::<u64>(), 0, "{name}: no PFC TX");
+        assert_eq!(p.rx_drp, 0);
+    }
+}
+
+#[test]
+fn config_changes_under_lossless_traffic_lose_nothing() {
+    let mut lab = Lab::start();
+    let mut p1 = host_port(&lab.hosts[0]);
+    let mut p3 = host_port(&lab.hosts[2]);
+    let base = ConfigDb::from_yaml_str(CONFIG).unwrap();
+    let mut client = lab.client();
+    let total = 3000usize;
+    // Each chunk of 100 frames is still queued at the 1 Gb/s port (0.8 ms of line time) when the apply
+    // lands; the next chunk waits until this one arrived, so only an apply could lose anything.
+    let arrived = std::sync::atomic::AtomicUsize::new(0);
+    let received = std::thread::scope(|s| {
+        let receiver = s.spawn(|| {
+            let mut n = 0;
+            while n < total {
+                let (got, _) = receive(p3.as_mut(), 1, Duration::from_secs(3));
+                if got == 0 {
+                    break;
+                }
+                n += got;
+                arrived.store(n, std::sync::atomic::Ordering::SeqCst);
+            }
+            n
+        });
+        let all = frames(0, 3, total as u16, 1000);
+        for (round, chunk) in all.chunks(100).enumerate() {
+            send_all(p1.as_mut(), chunk);
+            let mut db = base.clone();
+            db.set("SCHEDULER", "scheduler.1", "weight", (10 + round % 50).to_string());
+            db.set("BUFFER_PROFILE", "pg_lossless", "static_th", (25600 + 256 * round).to_string());
+            let r = lab
+                .tokio
+                .block_on(client.apply(pb::ApplyRequest {
+                    config: Some(server::config_db_to_proto(&db)),
+                    dry_run: false,
+                    expected_generation: 0,
+                }))
+                .unwrap()
+                .into_inner();
+            assert!(r.accepted, "{:?}", r.issues);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while arrived.load(std::sync::atomic::Ordering::SeqCst) < (round + 1) * 100
+                && Instant::now() < deadline
+            {
+                std::thread::yield_now();
+            }
+        }
+        receiver.join().unwrap()
+    });
+    let c = lab.counters();
+    let (e0, e8) = (Lab::port(&c, "Ethernet0"), Lab::port(&c, "Ethernet8"));
+    assert_eq!(
+        received,
+        total,
+        "no lossless frame lost across {} applies (Ethernet0 rx_ok {} rx_drp {} pg3 drops {}; Ethernet8 tx_ok {} tx_drp {})",
+        total / 100,
+        e0.rx_ok,
+        e0.rx_drp,
+        e0.pgs[3].dropped_packets,
+        e8.tx_ok,
+        e8.tx_drp
+    );
+    assert_eq!(c.generation, 1 + (total / 100) as u64);
+}
+
+#[test]
+fn a_missing_interface_is_a_clear_start_up_error() {
+    let sw = Netns::new(&unique_name("lsw")).unwrap();
+    let config = std::env::temp_dir().join(format!("{}.yaml", unique_name("lcfg")));
+    std::fs::write(&config, CONFIG).unwrap();
+    let started = Instant::now();
+    let out = Command::new("ip")
+        .args(["netns", "exec", sw.name(), env!("CARGO_BIN_EXE_switchd")])
+        .arg("--config")
+        .arg(&config)
+        .args(["--port", "Ethernet0=nope0", "--grpc", "tcp:127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("interface \"nope0\" not found"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5), "fails fast, no hang");
+}
+
+#[test]
+fn sigterm_stops_cleanly_and_removes_the_socket() {
+    let mut lab = Lab::start();
+    assert!(lab.socket.exists());
+    let mut child = lab.switchd.take().unwrap();
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "switchd exits 0 on SIGTERM: {status}");
+    assert!(!lab.socket.exists(), "socket removed");
+}
