@@ -140,6 +140,9 @@ fn send_all(port: &mut dyn PortBackend, frames: &[Vec<u8>]) {
     }
 }
 
+/// PFC frames a host saw: (class-enable vector, quanta).
+type PfcSeen = Vec<(u8, [u16; 8])>;
+
 /// Receives frames until `want` data frames (UDP to h3) arrived or `quiet` passed without any frame;
 /// returns (data frames, PFC frames as (class-enable, quanta)).
 fn receive(port: &mut dyn PortBackend, want: usize, quiet: Duration) -> (usize, PfcSeen) {
@@ -167,9 +170,6 @@ fn receive(port: &mut dyn PortBackend, want: usize, quiet: Duration) -> (usize, 
 
 /// Two senders, one 1 Gb/s receiver: `dscp` 3 is lossless, 8 lossy. Returns (frames received by h3,
 /// PFC frames seen by h1 and h2).
-/// PFC frames a host saw: (class-enable vector, quanta).
-type PfcSeen = Vec<(u8, [u16; 8])>;
-
 fn two_to_one(lab: &mut Lab, dscp: u8, per_sender: u16) -> (usize, Vec<PfcSeen>) {
     let mut ports: Vec<_> = lab.hosts.iter().map(host_port).collect();
     let total = 2 * usize::from(per_sender);
