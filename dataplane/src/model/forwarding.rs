@@ -8,7 +8,7 @@
 use super::config::{PortIndex, RifIndex};
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::net::IpAddr;
 
 /// One FDB entry.
@@ -236,7 +236,7 @@ impl<K: LpmKey> Lpm<K> {
         let pos = match self.levels.binary_search_by(|(l, _)| len.cmp(l)) {
             Ok(pos) => pos,
             Err(pos) => {
-                self.levels.insert(pos, (len, HashMap::new()));
+                self.levels.insert(pos, (len, HashMap::default()));
                 pos
             }
         };

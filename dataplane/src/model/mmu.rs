@@ -32,7 +32,6 @@
 //! any pool.
 
 use super::config::{PoolDirection, SwitchConfig, Threshold};
-use std::collections::HashMap;
 
 /// A pool's identity that survives reconfiguration (pools are matched by name).
 pub type PoolId = usize;
@@ -130,9 +129,9 @@ struct QueueState {
 struct PortState {
     pgs: [PgState; 8],
     queues: [QueueState; 8],
-    /// Port-level caps per pool (profile lists) and the port's shared usage of each pool.
-    caps: HashMap<PoolId, CellThreshold>,
-    shared_by_pool: HashMap<PoolId, u64>,
+    /// Port-level caps per pool (profile lists) and the port's shared usage of each pool, by pool id.
+    caps: Vec<Option<CellThreshold>>,
+    shared_by_pool: Vec<u64>,
 }
 
 /// Which copy of the watermarks: SONiC keeps a "user" copy (cleared by `sonic-clear ... watermark`) and a
@@ -252,15 +251,12 @@ impl Mmu {
                 state.queues[g].profile = buffers.queue_profile[g].map(profile);
                 state.queues[g].lossless = lossless_queues & (1 << g) != 0;
             }
-            state.caps = buffers
-                .ingress_profile_list
-                .iter()
-                .chain(&buffers.egress_profile_list)
-                .map(|&i| {
-                    let p = profile(i);
-                    (p.pool, p.threshold)
-                })
-                .collect();
+            state.caps = vec![None; self.pools.len()];
+            state.shared_by_pool.resize(self.pools.len(), 0);
+            for &i in buffers.ingress_profile_list.iter().chain(&buffers.egress_profile_list) {
+                let p = profile(i);
+                state.caps[p.pool] = Some(p.threshold);
+            }
         }
     }
 
@@ -293,9 +289,9 @@ impl Mmu {
 
     fn port_cap_allows(&self, port: usize, pool: PoolId, extra: u64) -> bool {
         let state = &self.ports[port];
-        match state.caps.get(&pool) {
+        match state.caps.get(pool).copied().flatten() {
             None => true,
-            Some(&t) => state.shared_by_pool.get(&pool).copied().unwrap_or(0) + extra <= self.limit(t, pool),
+            Some(t) => state.shared_by_pool.get(pool).copied().unwrap_or(0) + extra <= self.limit(t, pool),
         }
     }
 
@@ -390,7 +386,7 @@ impl Mmu {
             (u64::from(a.regions.0), u64::from(a.regions.1), u64::from(a.regions.2));
         let shared_headroom = self.pools[a.pool].headroom_size > 0;
         let port = &mut self.ports[a.port];
-        *port.shared_by_pool.entry(a.pool).or_default() += shared;
+        port.shared_by_pool[a.pool] += shared;
         let pg = &mut port.pgs[usize::from(a.pg)];
         pg.reserved_used += reserved;
         pg.shared_used += shared;
@@ -413,7 +409,7 @@ impl Mmu {
     fn take_egress(&mut self, a: EgressAlloc) {
         let (reserved, shared) = (u64::from(a.regions.0), u64::from(a.regions.1));
         let port = &mut self.ports[a.port];
-        *port.shared_by_pool.entry(a.pool).or_default() += shared;
+        port.shared_by_pool[a.pool] += shared;
         let q = &mut port.queues[usize::from(a.queue)];
         q.reserved_used += reserved;
         q.shared_used += shared;
@@ -439,7 +435,7 @@ impl Mmu {
             let shared = c.min(q.shared_used);
             sub(&mut q.shared_used, shared);
             sub(&mut q.reserved_used, c - shared);
-            sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
+            sub(&mut port.shared_by_pool[a.pool], shared);
             sub(&mut self.pools[a.pool].shared_used, shared);
         }
         let a = alloc.ingress.filter(|a| a.port < self.ports.len())?;
@@ -452,7 +448,7 @@ impl Mmu {
         sub(&mut pg.headroom_used, headroom);
         sub(&mut pg.shared_used, shared);
         sub(&mut pg.reserved_used, c - headroom - shared);
-        sub(port.shared_by_pool.entry(a.pool).or_default(), shared);
+        sub(&mut port.shared_by_pool[a.pool], shared);
         let pool = &mut self.pools[a.pool];
         sub(&mut pool.shared_used, shared);
         if shared_headroom {

@@ -62,7 +62,12 @@ fn mark_ce(frame: &mut [u8]) -> bool {
 impl Switch {
     /// Hands the egress copies of one frame to their queues; the frame counts as forwarded if any copy was
     /// admitted, else as dropped.
-    pub(super) fn deliver(&mut self, copies: Vec<(PortId, Option<u16>, Vec<u8>)>, meta: Meta, now_ns: u64) {
+    pub(super) fn deliver(
+        &mut self,
+        copies: impl IntoIterator<Item = (PortId, Option<u16>, Vec<u8>)>,
+        meta: Meta,
+        now_ns: u64,
+    ) {
         let mut admitted = 0;
         for (out, vid, frame) in copies {
             admitted += usize::from(self.enqueue(out, vid, frame, meta, now_ns));
@@ -103,7 +108,7 @@ impl Switch {
             self.ledger.originated += 1;
         }
         let len = frame.len() as u64;
-        if self.watchdog.dropping_queues(out) & (1 << queue) != 0 {
+        if self.wd_masks[out].dropping_queues & (1 << queue) != 0 {
             self.count_egress_drop(out, queue, len);
             return false;
         }
@@ -213,7 +218,7 @@ impl Switch {
 
     /// The port's `pfc_enable`, less the priorities the watchdog switched off.
     pub(super) fn effective_pfc_enable(&self, port: PortId) -> u8 {
-        self.config.qos[port].pfc_enable & !self.watchdog.pfc_disabled_priorities(port)
+        self.config.qos[port].pfc_enable & !self.wd_masks[port].pfc_disabled
     }
 
     fn assert_pfc(&mut self, port: PortId, pg: u8) {
@@ -385,8 +390,15 @@ impl Switch {
                 Event::PfcStormRestored { port: name, queue: t.queue }
             });
         }
+        self.wd_masks = (0..self.ports.len())
+            .map(|p| WatchdogMasks {
+                dropping_queues: self.watchdog.dropping_queues(p),
+                pfc_disabled: self.watchdog.pfc_disabled_priorities(p),
+                dropping_ingress: self.watchdog.dropping_ingress_priorities(p),
+            })
+            .collect();
         for port in 0..self.ports.len() {
-            let disabled = self.watchdog.pfc_disabled_priorities(port);
+            let disabled = self.wd_masks[port].pfc_disabled;
             if disabled != 0 {
                 let pfc = &mut self.ports[port].pfc;
                 pfc.unpause(disabled, now_ns);
@@ -396,7 +408,7 @@ impl Switch {
                 }
             }
             for q in 0..8u8 {
-                if self.watchdog.dropping_queues(port) & (1 << q) != 0 {
+                if self.wd_masks[port].dropping_queues & (1 << q) != 0 {
                     for item in self.ports[port].egress.flush(q) {
                         self.ledger.flushed += 1;
                         self.release(&item.alloc);

@@ -70,7 +70,7 @@ impl Switch {
         if class.drop {
             return self.drop_ingress(port, DropReason::BorderRule);
         }
-        if self.watchdog.dropping_ingress_priorities(port) & (1 << class.tc) != 0 {
+        if self.wd_masks[port].dropping_ingress & (1 << class.tc) != 0 {
             self.ports[port].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
             return self.drop_ingress(port, DropReason::PfcWatchdog);
         }
@@ -284,7 +284,7 @@ impl Switch {
         if ip_len > out_cfg.mtu as usize {
             return self.drop_ingress(in_port, DropReason::ExceedsL3Mtu);
         }
-        self.deliver(vec![(out, vid, frame)], meta, now_ns);
+        self.deliver([(out, vid, frame)], meta, now_ns);
     }
 
     fn bridge(
@@ -304,7 +304,7 @@ impl Switch {
             Some(out) if !self.config.ports[out].admin_up => {
                 self.drop_ingress(port, DropReason::EgressPortDown)
             }
-            Some(out) => self.deliver(vec![(out, Some(vid), frame)], meta, now_ns),
+            Some(out) => self.deliver([(out, Some(vid), frame)], meta, now_ns),
             None if self.is_lossless_in_vlan(vid, meta.class.tc) => {
                 self.drop_ingress(port, DropReason::UnknownUnicastLossless)
             }

@@ -17,6 +17,7 @@ use crate::wire::{
     self, ArpOperation, ArpRepr, EtherType, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv6Packet, L3, L4,
     build, ethernet, vlan,
 };
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
 
@@ -135,12 +136,12 @@ struct Meta {
 #[derive(Debug, Default)]
 struct Derived {
     rif_by_port: Vec<Option<RifIndex>>,
-    rif_by_vlan: HashMap<u16, RifIndex>,
+    rif_by_vlan: FxHashMap<u16, RifIndex>,
     untagged_vlan: Vec<Option<u16>>,
     /// (vid, port) → tagged?
-    membership: HashMap<(u16, PortIndex), bool>,
+    membership: FxHashMap<(u16, PortIndex), bool>,
     /// Per VLAN: the union of the members' `pfc_enable` (a TC lossless on any member is never flooded).
-    vlan_lossless: HashMap<u16, u8>,
+    vlan_lossless: FxHashMap<u16, u8>,
     routes: RouteTable,
 }
 
@@ -235,7 +236,7 @@ pub struct Switch {
     fdb: Fdb,
     neighbors: Neighbors,
     /// Next hops ARPed for, with the time of the last request.
-    arp_pending: HashMap<IpAddr, u64>,
+    arp_pending: FxHashMap<IpAddr, u64>,
     next_fdb_sweep_ns: Option<u64>,
     next_neigh_sweep_ns: Option<u64>,
     ledger: FrameLedger,
@@ -248,6 +249,19 @@ pub struct Switch {
     now_ns: u64,
     /// PGs currently sending XOFF (XON is re-checked on every release while any is).
     pfc_asserting: usize,
+    /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
+    wd_masks: Vec<WatchdogMasks>,
+}
+
+/// What the PFC watchdog's actions mean for one port's packet path (bit masks).
+#[derive(Debug, Clone, Copy, Default)]
+struct WatchdogMasks {
+    /// Queues whose traffic the drop action discards.
+    dropping_queues: u8,
+    /// Priorities whose PFC is off (drop and forward actions, big red switch).
+    pfc_disabled: u8,
+    /// Priorities whose ingress traffic is dropped (`drop_ingress`).
+    dropping_ingress: u8,
 }
 
 impl Default for Switch {
@@ -269,7 +283,7 @@ impl Switch {
             ports: Vec::new(),
             fdb: Fdb::default(),
             neighbors: Neighbors::default(),
-            arp_pending: HashMap::new(),
+            arp_pending: FxHashMap::default(),
             next_fdb_sweep_ns: None,
             next_neigh_sweep_ns: None,
             ledger: FrameLedger::default(),
@@ -280,6 +294,7 @@ impl Switch {
             rng: Rng::new(1),
             now_ns: 0,
             pfc_asserting: 0,
+            wd_masks: Vec::new(),
         }
     }
 
