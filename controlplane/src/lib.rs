@@ -7,6 +7,10 @@
 #![forbid(unsafe_code)]
 
 pub mod demo;
+pub mod diff;
+pub mod headroom;
+pub mod show;
+pub mod snapshot;
 
 /// Configuration files shipped in `configs/`, compiled into the binaries so that they work from anywhere.
 pub mod embedded {

@@ -1,14 +1,31 @@
-//! swctl: the Lossless operator's CLI.
+//! swctl: the Lossless operator's CLI, SONiC style.
+//!
+//! Exit codes: 0 success; 1 the request was understood but the answer is "no" (a configuration refused or
+//! invalid, `--check-storm` found a storm); 2 an error at the edge (switch unreachable, file missing,
+//! YAML/JSON syntax, bad arguments).
 
-use anyhow::Context;
-use clap::{Parser, Subcommand};
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+use lossless_controlplane::headroom::{
+    self, AsicParams, HeadroomModel, LookupTable, PortParams, TrafficPattern,
+};
+use lossless_controlplane::{diff, show, snapshot};
 use lossless_dataplane::model::config::{ConfigDb, compile};
-use std::path::PathBuf;
+use lossless_dataplane::server::{self, config_db_from_proto, config_db_to_proto};
+use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tonic::transport::Channel;
 
 #[derive(Parser)]
 #[command(name = "swctl", version, about = "Configure and observe Lossless switches, SONiC style")]
 struct Cli {
+    /// The switch to talk to: unix:PATH or tcp:HOST:PORT (also $LOSSLESS_SWITCH).
+    #[arg(long, global = true, env = "LOSSLESS_SWITCH", default_value = "unix:/run/lossless/switch.sock")]
+    switch: String,
+    /// Machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -17,15 +34,325 @@ struct Cli {
 enum Command {
     /// Walk through the switch model on the embedded T0 configuration (in-process, virtual time).
     Demo,
-    /// Validate a configuration file (SONiC-like YAML or config_db.json); lists every error as TABLE|key|field.
+    /// Validate a configuration file (SONiC-like YAML or config_db.json): every error as TABLE|key|field.
     Validate {
-        /// The configuration file.
         file: PathBuf,
+        #[command(flatten)]
+        headroom: HeadroomArgs,
+    },
+    /// Compute a lossless PG's headroom (xon, xoff, size) and print each term.
+    Headroom {
+        /// Port speed, Mb/s.
+        #[arg(long)]
+        speed: u32,
+        /// Cable length, e.g. 40m.
+        #[arg(long, default_value = "5m")]
+        cable: String,
+        /// Port MTU, bytes.
+        #[arg(long, default_value_t = 9100)]
+        mtu: u32,
+        #[command(flatten)]
+        model: HeadroomArgs,
+    },
+    /// Convert a SONiC config_db.json into Lossless YAML (printed on stdout).
+    Import { file: PathBuf },
+    /// Push a configuration: show what changes, apply it atomically, print the new generation.
+    Apply {
+        file: PathBuf,
+        /// Show the changes and let the switch validate them; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        headroom: HeadroomArgs,
+    },
+    /// Print the running configuration (YAML) and its generation.
+    Get,
+    /// SONiC-style show commands.
+    Show {
+        #[command(subcommand)]
+        what: Show,
+    },
+    /// Clear counters (a snapshot the show commands subtract, as sonic-clear does) or watermarks.
+    Clear {
+        #[command(subcommand)]
+        what: Clear,
+    },
+    /// PFC watchdog: show config/stats, start, stop, poll interval, big red switch.
+    Pfcwd {
+        #[command(subcommand)]
+        cmd: Pfcwd,
+    },
+    /// Stream switch events (PFC storms, XOFF/XON, configuration) until interrupted.
+    Watch {
+        /// Also print a counters line every this many milliseconds.
+        #[arg(long, default_value_t = 0)]
+        counters_ms: u32,
+    },
+    /// Hold (or release) egress on a port or one of its queues, like sai_thrift_port_tx_disable.
+    Hold {
+        port: String,
+        queue: Option<u32>,
+        /// Release instead of hold.
+        #[arg(long)]
+        release: bool,
+    },
+}
+
+/// How headroom is computed (`swctl headroom`, and `NULL` BUFFER_PG profiles in validate/apply).
+#[derive(clap::Args, Clone)]
+struct HeadroomArgs {
+    /// lookup (a pg_profile_lookup.ini), dynamic (SONiC's formula) or ieee (worst case).
+    #[arg(long = "model", value_enum, default_value_t = ModelKind::Dynamic)]
+    model: ModelKind,
+    /// The lookup table: th (Broadcom TH BALANCED), sn2700, or a pg_profile_lookup.ini file.
+    #[arg(long, default_value = "th")]
+    lookup: String,
+    /// ASIC parameters of the dynamic formula: vs (cell 128, pipeline 18 KB) or spectrum1 (cell 96, 19 KB).
+    #[arg(long, default_value = "vs")]
+    asic: String,
+    /// Largest lossless packet, bytes (LOSSLESS_TRAFFIC_PATTERN mtu; a config's own value wins).
+    #[arg(long, default_value_t = 1024)]
+    lossless_mtu: u32,
+    /// Small-packet percentage (LOSSLESS_TRAFFIC_PATTERN; a config's own value wins).
+    #[arg(long, default_value_t = 100)]
+    small_packet_percentage: u32,
+    /// Shared headroom pool on: size = xon (xoff comes from the pool).
+    #[arg(long)]
+    shp: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModelKind {
+    Lookup,
+    Dynamic,
+    Ieee,
+}
+
+impl HeadroomArgs {
+    fn model(&self, db: Option<&ConfigDb>) -> anyhow::Result<HeadroomModel> {
+        Ok(match self.model {
+            ModelKind::Lookup => HeadroomModel::Lookup(match self.lookup.as_str() {
+                "th" => LookupTable::th_balanced(),
+                "sn2700" => LookupTable::sn2700(),
+                file => {
+                    let text =
+                        std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?;
+                    LookupTable::parse(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?
+                }
+            }),
+            ModelKind::Dynamic => {
+                let asic = match self.asic.as_str() {
+                    "vs" => AsicParams::vs(),
+                    "spectrum1" => AsicParams::spectrum1(),
+                    other => bail!("--asic {other}: use vs or spectrum1"),
+                };
+                let configured = db
+                    .map(TrafficPattern::from_config)
+                    .transpose()
+                    .map_err(|e| anyhow::anyhow!("{e}"))?
+                    .flatten();
+                let pattern = configured.unwrap_or(TrafficPattern {
+                    lossless_mtu: self.lossless_mtu,
+                    small_packet_percentage: self.small_packet_percentage,
+                });
+                let shp = self.shp || db.is_some_and(headroom::shp_enabled_in_config);
+                HeadroomModel::Dynamic(asic, pattern, shp)
+            }
+            ModelKind::Ieee => HeadroomModel::Ieee,
+        })
+    }
+}
+
+/// Reads a configuration and fills `NULL` BUFFER_PG profiles with computed headroom, as SONiC's buffer
+/// manager does (`pg_lossless_<speed>_<cable>_profile`).
+fn read_config_with_headroom(
+    path: &Path,
+    headroom: &HeadroomArgs,
+) -> anyhow::Result<Result<ConfigDb, Vec<lossless_dataplane::model::config::ConfigIssue>>> {
+    let mut db = read_config(path)?;
+    let model = headroom.model(Some(&db))?;
+    Ok(headroom::generate_lossless_profiles(&mut db, &model).map(|_| db))
+}
+
+#[derive(Subcommand)]
+enum Show {
+    /// `show interfaces counters`
+    Interfaces {
+        #[command(subcommand)]
+        what: InterfacesWhat,
+    },
+    /// `show queue counters|wredcounters [PORT]`, `show queue watermark unicast`
+    Queue {
+        #[command(subcommand)]
+        what: QueueWhat,
+    },
+    /// `show pfc counters [--history]`
+    Pfc {
+        #[command(subcommand)]
+        what: PfcWhat,
+    },
+    /// `show priority-group watermark shared|headroom`, `show priority-group drop counters`
+    #[command(name = "priority-group")]
+    PriorityGroup {
+        #[command(subcommand)]
+        what: PgWhat,
+    },
+    /// `show buffer_pool watermark`
+    #[command(name = "buffer_pool")]
+    BufferPool {
+        #[command(subcommand)]
+        what: WatermarkOnly,
+    },
+    /// `show headroom-pool watermark`
+    #[command(name = "headroom-pool")]
+    HeadroomPool {
+        #[command(subcommand)]
+        what: WatermarkOnly,
+    },
+}
+
+#[derive(Subcommand)]
+enum InterfacesWhat {
+    Counters,
+}
+
+#[derive(Subcommand)]
+enum QueueWhat {
+    Counters {
+        port: Option<String>,
+    },
+    Wredcounters {
+        port: Option<String>,
+    },
+    Watermark {
+        #[command(subcommand)]
+        which: QueueWatermark,
+    },
+}
+
+#[derive(Subcommand)]
+enum QueueWatermark {
+    Unicast,
+}
+
+#[derive(Subcommand)]
+enum PfcWhat {
+    Counters {
+        #[arg(long)]
+        history: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum PgWhat {
+    Watermark {
+        #[arg(value_enum)]
+        kind: PgKind,
+    },
+    Drop {
+        #[command(subcommand)]
+        what: DropWhat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PgKind {
+    Shared,
+    Headroom,
+}
+
+#[derive(Subcommand)]
+enum DropWhat {
+    Counters,
+}
+
+#[derive(Subcommand)]
+enum WatermarkOnly {
+    Watermark,
+}
+
+#[derive(Subcommand)]
+enum Clear {
+    /// `sonic-clear counters` (interface counters).
+    Counters,
+    /// `sonic-clear queuecounters` / `sonic-clear queue wredcounters` / `sonic-clear queue watermark`.
+    Queue {
+        #[command(subcommand)]
+        what: ClearQueue,
+    },
+    /// `sonic-clear pfccounters`.
+    Pfc,
+    /// `sonic-clear priority-group drop counters` / `... watermark shared|headroom`.
+    #[command(name = "priority-group")]
+    PriorityGroup {
+        #[command(subcommand)]
+        what: ClearPg,
+    },
+    /// Clear the buffer and headroom pool watermarks.
+    #[command(name = "buffer_pool")]
+    BufferPool,
+    /// Clear the PFC watchdog statistics.
+    Pfcwd,
+}
+
+#[derive(Subcommand)]
+enum ClearQueue {
+    Counters,
+    Wredcounters,
+    Watermark,
+}
+
+#[derive(Subcommand)]
+enum ClearPg {
+    Drop,
+    Watermark,
+}
+
+#[derive(Subcommand)]
+enum Pfcwd {
+    /// `pfcwd show config` / `pfcwd show stats [-e] [--check-storm]`
+    Show {
+        #[command(subcommand)]
+        what: PfcwdShow,
+    },
+    /// `pfcwd start --action drop|forward|alert [--restoration-time MS] PORTS DETECTION_MS`
+    Start {
+        #[arg(long, default_value = "drop")]
+        action: String,
+        #[arg(long, short = 'r')]
+        restoration_time: Option<u32>,
+        /// `all` or a comma-joined list of ports.
+        ports: String,
+        detection_time: u32,
+    },
+    /// Stop the watchdog on every port.
+    Stop,
+    /// Set the poll interval (ms, 100..1000).
+    Interval { ms: u32 },
+    /// Enable or disable the big red switch.
+    #[command(name = "big_red_switch")]
+    BigRedSwitch {
+        #[arg(value_parser = ["enable", "disable"])]
+        state: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum PfcwdShow {
+    Config,
+    Stats {
+        /// Show every monitored queue, also those with nothing to report.
+        #[arg(short = 'e', long)]
+        all: bool,
+        /// Exit 1 if any queue is stormed.
+        #[arg(long)]
+        check_storm: bool,
     },
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("swctl: {e:#}");
@@ -40,31 +367,447 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", lossless_controlplane::demo::run()?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Validate { file } => {
-            let text =
-                std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
-            let db = ConfigDb::from_yaml_str(&text)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("parsing {}", file.display()))?;
-            match compile(&db) {
-                Ok(compiled) => {
-                    for w in &compiled.warnings {
-                        println!("warning: {w}");
-                    }
-                    println!("{}: valid ({} warning(s))", file.display(), compiled.warnings.len());
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(errors) => {
-                    for e in &errors.errors {
-                        println!("error: {e}");
-                    }
-                    for w in &errors.warnings {
-                        println!("warning: {w}");
-                    }
-                    println!("{}: invalid ({} error(s))", file.display(), errors.errors.len());
-                    Ok(ExitCode::FAILURE)
-                }
-            }
+        Command::Validate { file, headroom } => validate(&file, &headroom, cli.json),
+        Command::Headroom { speed, cable, mtu, model } => {
+            let cable_m: u32 =
+                cable.strip_suffix('m').unwrap_or(&cable).parse().map_err(|_| {
+                    anyhow::anyhow!("--cable {cable}: expected a length in metres such as 40m")
+                })?;
+            let h = model
+                .model(None)?
+                .headroom(&PortParams::new(speed, cable_m, mtu))
+                .map_err(anyhow::Error::msg)?;
+            print!("{h}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Import { file } => {
+            let db = read_config(&file)?;
+            print!("{}", serde_yaml::to_string(&db)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        command => {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(online(&cli.switch, cli.json, command))
         }
     }
+}
+
+/// Reads a YAML or JSON configuration file, with the file and the parser's line/column in the error.
+fn read_config(path: &Path) -> anyhow::Result<ConfigDb> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    ConfigDb::from_yaml_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+fn validate(file: &Path, headroom: &HeadroomArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let (errors, warnings) = match read_config_with_headroom(file, headroom)? {
+        Err(errors) => (errors, Vec::new()),
+        Ok(db) => match compile(&db) {
+            Ok(c) => (Vec::new(), c.warnings),
+            Err(e) => (e.errors, e.warnings),
+        },
+    };
+    if json {
+        let issue = |i: &lossless_dataplane::model::config::ConfigIssue| {
+            format!("{{\"location\":{:?},\"value\":{:?},\"message\":{:?}}}", i.location(), i.value, i.message)
+        };
+        println!(
+            "{{\"valid\":{},\"errors\":[{}],\"warnings\":[{}]}}",
+            errors.is_empty(),
+            errors.iter().map(issue).collect::<Vec<_>>().join(","),
+            warnings.iter().map(issue).collect::<Vec<_>>().join(",")
+        );
+    } else {
+        for e in &errors {
+            println!("error: {e}");
+        }
+        for w in &warnings {
+            println!("warning: {w}");
+        }
+        if errors.is_empty() {
+            println!("{}: valid ({} warning(s))", file.display(), warnings.len());
+        } else {
+            println!(
+                "{}: invalid ({} error(s), {} warning(s))",
+                file.display(),
+                errors.len(),
+                warnings.len()
+            );
+        }
+    }
+    Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+async fn connect(endpoint: &str) -> anyhow::Result<SwitchClient<Channel>> {
+    server::connect(endpoint)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach the switch at {endpoint}: {e:#}"))
+}
+
+fn status(e: tonic::Status) -> anyhow::Error {
+    anyhow::anyhow!("the switch refused the request: {}", e.message())
+}
+
+async fn online(endpoint: &str, json: bool, command: Command) -> anyhow::Result<ExitCode> {
+    let mut client = connect(endpoint).await?;
+    match command {
+        Command::Apply { file, dry_run, headroom } => apply(&mut client, &file, dry_run, &headroom).await,
+        Command::Get => {
+            let r = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
+            let db = config_db_from_proto(r.config.unwrap_or_default());
+            println!("# generation {}", r.generation);
+            print!("{}", serde_yaml::to_string(&db)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Show { what } => show_cmd(&mut client, endpoint, json, what).await,
+        Command::Clear { what } => clear_cmd(&mut client, endpoint, what).await,
+        Command::Pfcwd { cmd } => pfcwd_cmd(&mut client, endpoint, json, cmd).await,
+        Command::Watch { counters_ms } => watch(&mut client, json, counters_ms).await,
+        Command::Hold { port, queue, release } => {
+            client.set_hold(pb::SetHoldRequest { port, queue, hold: !release }).await.map_err(status)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo | Command::Validate { .. } | Command::Import { .. } | Command::Headroom { .. } => {
+            unreachable!("handled offline")
+        }
+    }
+}
+
+async fn apply(
+    client: &mut SwitchClient<Channel>,
+    file: &Path,
+    dry_run: bool,
+    headroom: &HeadroomArgs,
+) -> anyhow::Result<ExitCode> {
+    let new = match read_config_with_headroom(file, headroom)? {
+        Ok(db) => db,
+        Err(errors) => {
+            for err in &errors {
+                println!("error: {err}");
+            }
+            println!(
+                "{}: headroom could not be computed ({} error(s)); nothing pushed",
+                file.display(),
+                errors.len()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    // Validate locally first: every error at once, without a round trip.
+    if let Err(e) = compile(&new) {
+        for err in &e.errors {
+            println!("error: {err}");
+        }
+        println!("{}: invalid ({} error(s)); nothing pushed", file.display(), e.errors.len());
+        return Ok(ExitCode::FAILURE);
+    }
+    let running = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
+    let old = config_db_from_proto(running.config.unwrap_or_default());
+    let changes = diff::diff(&old, &new);
+    for c in &changes {
+        println!("{c}");
+    }
+    if changes.is_empty() {
+        println!("no changes");
+    }
+    let reply = client
+        .apply(pb::ApplyRequest {
+            config: Some(config_db_to_proto(&new)),
+            dry_run,
+            expected_generation: running.generation,
+        })
+        .await
+        .map_err(status)?
+        .into_inner();
+    for issue in &reply.issues {
+        let loc = issue.location.clone().unwrap_or_default();
+        let kind =
+            if issue.severity == pb::config_issue::Severity::Error as i32 { "error" } else { "warning" };
+        let location = if loc.field.is_empty() {
+            format!("{}|{}", loc.table, loc.key)
+        } else {
+            format!("{}|{}|{}", loc.table, loc.key, loc.field)
+        };
+        println!("{kind}: {location}: {}", issue.message);
+    }
+    match (reply.accepted, dry_run) {
+        (true, true) => {
+            println!("dry run: {} change(s) would apply on generation {}", changes.len(), reply.generation);
+            Ok(ExitCode::SUCCESS)
+        }
+        (true, false) => {
+            println!("applied: generation {}", reply.generation);
+            Ok(ExitCode::SUCCESS)
+        }
+        (false, _) => {
+            println!("refused: the running configuration (generation {}) is unchanged", reply.generation);
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn counters(client: &mut SwitchClient<Channel>) -> anyhow::Result<pb::GetCountersResponse> {
+    Ok(client.get_counters(pb::GetCountersRequest {}).await.map_err(status)?.into_inner())
+}
+
+/// Counters minus the `clear` snapshot of that kind, if any.
+async fn counters_since(
+    client: &mut SwitchClient<Channel>,
+    endpoint: &str,
+    kind: &str,
+) -> anyhow::Result<pb::GetCountersResponse> {
+    let now = counters(client).await?;
+    Ok(match snapshot::load(endpoint, kind) {
+        Some(base) => show::subtract_counters(&now, &base),
+        None => now,
+    })
+}
+
+async fn watermarks(
+    client: &mut SwitchClient<Channel>,
+    persistent: bool,
+    clear: bool,
+) -> anyhow::Result<pb::GetWatermarksResponse> {
+    Ok(client
+        .get_watermarks(pb::GetWatermarksRequest { persistent, clear })
+        .await
+        .map_err(status)?
+        .into_inner())
+}
+
+/// queuestat's answer to an unknown port.
+fn check_port(c: &pb::GetCountersResponse, port: Option<&str>) -> anyhow::Result<()> {
+    match port {
+        Some(p) if !c.ports.iter().any(|x| x.name == p) => bail!("Port doesn't exist! {p}"),
+        _ => Ok(()),
+    }
+}
+
+fn emit(json: bool, table: String, value: impl FnOnce() -> serde_json::Value) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value()).unwrap_or_default());
+    } else {
+        print!("{table}");
+        if !table.ends_with('\n') {
+            println!();
+        }
+    }
+}
+
+async fn show_cmd(
+    client: &mut SwitchClient<Channel>,
+    endpoint: &str,
+    json: bool,
+    what: Show,
+) -> anyhow::Result<ExitCode> {
+    match what {
+        Show::Interfaces { what: InterfacesWhat::Counters } => {
+            // Rates need two samples: take one, wait a second, take another (as portstat does).
+            let first = counters_since(client, endpoint, "counters").await?;
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            let c = counters_since(client, endpoint, "counters").await?;
+            emit(json, show::interfaces_counters(&c, Some(&first)), || {
+                show::interfaces_counters_json(&c, Some(&first))
+            });
+        }
+        Show::Queue { what: QueueWhat::Counters { port } } => {
+            let c = counters_since(client, endpoint, "queue").await?;
+            check_port(&c, port.as_deref())?;
+            emit(json, show::queue_counters(&c, port.as_deref()), || {
+                show::queue_counters_json(&c, port.as_deref())
+            });
+        }
+        Show::Queue { what: QueueWhat::Wredcounters { port } } => {
+            let c = counters_since(client, endpoint, "wred").await?;
+            check_port(&c, port.as_deref())?;
+            emit(json, show::queue_wredcounters(&c, port.as_deref()), || {
+                show::queue_wredcounters_json(&c, port.as_deref())
+            });
+        }
+        Show::Queue { what: QueueWhat::Watermark { which: QueueWatermark::Unicast } } => {
+            let w = watermarks(client, false, false).await?;
+            emit(json, show::queue_watermark_unicast(&w), || show::watermarks_json(&w));
+        }
+        Show::Pfc { what: PfcWhat::Counters { history } } => {
+            let c = counters_since(client, endpoint, "pfc").await?;
+            let table = if history { show::pfc_counters_history(&c) } else { show::pfc_counters(&c) };
+            emit(json, table, || show::pfc_counters_json(&c));
+        }
+        Show::PriorityGroup { what: PgWhat::Watermark { kind } } => {
+            let w = watermarks(client, false, false).await?;
+            let kind = match kind {
+                PgKind::Shared => show::PgWatermarkKind::Shared,
+                PgKind::Headroom => show::PgWatermarkKind::Headroom,
+            };
+            emit(json, show::pg_watermark(&w, kind), || show::watermarks_json(&w));
+        }
+        Show::PriorityGroup { what: PgWhat::Drop { what: DropWhat::Counters } } => {
+            let c = counters_since(client, endpoint, "pg-drop").await?;
+            emit(json, show::pg_drop_counters(&c), || show::pg_drop_counters_json(&c));
+        }
+        Show::BufferPool { what: WatermarkOnly::Watermark } => {
+            let w = watermarks(client, false, false).await?;
+            emit(json, show::buffer_pool_watermark(&w), || show::watermarks_json(&w));
+        }
+        Show::HeadroomPool { what: WatermarkOnly::Watermark } => {
+            let w = watermarks(client, false, false).await?;
+            emit(json, show::headroom_pool_watermark(&w), || show::watermarks_json(&w));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn clear_cmd(
+    client: &mut SwitchClient<Channel>,
+    endpoint: &str,
+    what: Clear,
+) -> anyhow::Result<ExitCode> {
+    let kinds: &[&str] = match what {
+        Clear::Counters => &["counters"],
+        Clear::Queue { what: ClearQueue::Counters } => &["queue"],
+        Clear::Queue { what: ClearQueue::Wredcounters } => &["wred"],
+        Clear::Pfc => &["pfc"],
+        Clear::PriorityGroup { what: ClearPg::Drop } => &["pg-drop"],
+        Clear::Pfcwd => &["pfcwd"],
+        Clear::Queue { what: ClearQueue::Watermark }
+        | Clear::PriorityGroup { what: ClearPg::Watermark }
+        | Clear::BufferPool => {
+            // Watermarks live in the switch: its user copy is read-and-cleared.
+            watermarks(client, false, true).await?;
+            println!("Cleared watermarks");
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let c = counters(client).await?;
+    for kind in kinds {
+        snapshot::save(endpoint, kind, &c)?;
+    }
+    println!("Cleared counters");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the running config, lets `edit` change it, and applies it at the same generation.
+async fn edit_running(
+    client: &mut SwitchClient<Channel>,
+    edit: impl FnOnce(&mut ConfigDb) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    let running = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
+    let mut db = config_db_from_proto(running.config.unwrap_or_default());
+    edit(&mut db)?;
+    let reply = client
+        .apply(pb::ApplyRequest {
+            config: Some(config_db_to_proto(&db)),
+            dry_run: false,
+            expected_generation: running.generation,
+        })
+        .await
+        .map_err(status)?
+        .into_inner();
+    if reply.accepted {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for issue in &reply.issues {
+            let loc = issue.location.clone().unwrap_or_default();
+            println!("error: {}|{}|{}: {}", loc.table, loc.key, loc.field, issue.message);
+        }
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+async fn pfcwd_cmd(
+    client: &mut SwitchClient<Channel>,
+    endpoint: &str,
+    json: bool,
+    cmd: Pfcwd,
+) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Pfcwd::Show { what: PfcwdShow::Config } => {
+            let r = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
+            let db = config_db_from_proto(r.config.unwrap_or_default());
+            emit(json, show::pfcwd_config(&db), || show::pfcwd_config_json(&db));
+            Ok(ExitCode::SUCCESS)
+        }
+        Pfcwd::Show { what: PfcwdShow::Stats { all, check_storm } } => {
+            let c = counters_since(client, endpoint, "pfcwd").await?;
+            emit(json, show::pfcwd_stats(&c, all), || show::pfcwd_stats_json(&c));
+            Ok(if check_storm && show::pfcwd_any_stormed(&c) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        }
+        Pfcwd::Start { action, restoration_time, ports, detection_time } => {
+            edit_running(client, |db| {
+                let names: Vec<String> = if ports == "all" {
+                    db.tables.get("PORT").map(|t| t.keys().cloned().collect()).unwrap_or_default()
+                } else {
+                    ports.split(',').map(str::to_owned).collect()
+                };
+                if names.is_empty() {
+                    bail!("no ports to start the watchdog on");
+                }
+                for p in names {
+                    db.set("PFC_WD", &p, "action", action.clone());
+                    db.set("PFC_WD", &p, "detection_time", detection_time.to_string());
+                    if let Some(r) = restoration_time {
+                        db.set("PFC_WD", &p, "restoration_time", r.to_string());
+                    }
+                }
+                Ok(())
+            })
+            .await
+        }
+        Pfcwd::Stop => {
+            edit_running(client, |db| {
+                if let Some(t) = db.tables.get_mut("PFC_WD") {
+                    t.retain(|k, _| k == "GLOBAL");
+                }
+                Ok(())
+            })
+            .await
+        }
+        Pfcwd::Interval { ms } => {
+            edit_running(client, |db| {
+                db.set("PFC_WD", "GLOBAL", "POLL_INTERVAL", ms.to_string());
+                Ok(())
+            })
+            .await
+        }
+        Pfcwd::BigRedSwitch { state } => {
+            edit_running(client, |db| {
+                db.set("PFC_WD", "GLOBAL", "BIG_RED_SWITCH", state);
+                Ok(())
+            })
+            .await
+        }
+    }
+}
+
+async fn watch(client: &mut SwitchClient<Channel>, json: bool, counters_ms: u32) -> anyhow::Result<ExitCode> {
+    let mut stream = client
+        .subscribe(pb::SubscribeRequest { counters_interval_ms: counters_ms, events: true })
+        .await
+        .map_err(status)?
+        .into_inner();
+    while let Some(item) = stream.message().await.map_err(status)? {
+        match item.item {
+            Some(pb::subscribe_response::Item::Event(e)) => {
+                if json {
+                    println!(
+                        "{{\"timestamp_ns\":{},\"kind\":{:?},\"message\":{:?},\"port\":{:?},\"index\":{}}}",
+                        e.timestamp_ns, e.kind, e.message, e.port, e.index
+                    );
+                } else {
+                    println!("{:>14.6} {:<20} {}", e.timestamp_ns as f64 / 1e9, e.kind, e.message);
+                }
+            }
+            Some(pb::subscribe_response::Item::Counters(c)) => {
+                let (rx, tx, drp): (u64, u64, u64) = c
+                    .ports
+                    .iter()
+                    .fold((0, 0, 0), |(a, b, d), p| (a + p.rx_ok, b + p.tx_ok, d + p.rx_drp + p.tx_drp));
+                println!(
+                    "{:>14.6} counters             rx_ok {rx} tx_ok {tx} drops {drp}",
+                    c.timestamp_ns as f64 / 1e9
+                );
+            }
+            None => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,262 @@
+//! swctl against a real switchd in network namespaces: apply with a dry-run diff, a refused configuration
+//! that leaves the running generation alone, show commands reading live counters after real traffic, clear,
+//! pfcwd, and the one-sentence error when the switch cannot be reached. Needs root and iproute2.
+
+use lossless_dataplane::io::netns::{Netns, unique_name};
+use lossless_dataplane::io::{self, PortBackend, PortSpec};
+use lossless_dataplane::wire::EthernetAddress;
+use lossless_dataplane::wire::build::Ipv4Flow;
+use lossless_dataplane::wire::ip::Ecn;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = include_str!("../../dataplane/tests/configs/switchd_congestion.yaml");
+
+/// The switchd binary next to this test's target directory (built on demand when only this crate's tests
+/// were built).
+fn switchd_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("switchd");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "lossless-dataplane", "--bin", "switchd"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "building switchd");
+    }
+    bin
+}
+
+struct Lab {
+    switchd: Child,
+    endpoint: String,
+    hosts: Vec<Netns>,
+    _sw: Netns,
+    dir: PathBuf,
+}
+
+impl Lab {
+    fn start() -> Lab {
+        let sw = Netns::new(&unique_name("esw")).unwrap();
+        let hosts: Vec<Netns> = (0..3).map(|_| Netns::new(&unique_name("eh")).unwrap()).collect();
+        for (i, h) in hosts.iter().enumerate() {
+            h.veth("eth0", &sw, &format!("p{i}")).unwrap();
+        }
+        let dir = std::env::temp_dir().join(unique_name("swctl"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("switch.yaml"), CONFIG).unwrap();
+        let endpoint = format!("unix:{}", dir.join("sw.sock").display());
+        let switchd = Command::new("ip")
+            .args(["netns", "exec", sw.name()])
+            .arg(switchd_binary())
+            .arg("--config")
+            .arg(dir.join("switch.yaml"))
+            .args([
+                "--port",
+                "Ethernet0=p0",
+                "--port",
+                "Ethernet4=p1",
+                "--port",
+                "Ethernet8=p2",
+                "--grpc",
+                &endpoint,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lab = Lab { switchd, endpoint, hosts, _sw: sw, dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !lab.swctl(&["get"]).status.success() {
+            assert!(lab.switchd.try_wait().unwrap().is_none(), "switchd exited during start-up");
+            assert!(Instant::now() < deadline, "switchd did not answer within 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        lab
+    }
+
+    fn swctl(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_swctl"))
+            .args(["--switch", &self.endpoint])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.switchd.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.switchd.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.switchd.kill();
+        let _ = self.switchd.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn host_port(ns: &Netns) -> Box<dyn PortBackend> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            ns.enter_on_this_thread().unwrap();
+            io::open(&PortSpec::Interface("eth0".into())).unwrap()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+/// h1 sends `n` DSCP-3 frames to h3; returns when h3 has them all.
+fn traffic(lab: &Lab, n: u16) {
+    let mut tx = host_port(&lab.hosts[0]);
+    let mut rx = host_port(&lab.hosts[2]);
+    let frames: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            Ipv4Flow {
+                src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                dst_mac: EthernetAddress([2, 0, 0, 0, 0, 3]),
+                src_ip: Ipv4Addr::new(10, 0, 0, 1),
+                dst_ip: Ipv4Addr::new(10, 0, 0, 3),
+                src_port: i,
+                dscp: 3,
+                ecn: Ecn::Ect0,
+                ttl: 64,
+            }
+            .udp(4791, &[0u8; 200])
+        })
+        .collect();
+    let mut sent = 0;
+    while sent < frames.len() {
+        sent += tx.send_batch(&frames[sent..]).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = 0;
+    let mut buf = Vec::new();
+    while got < usize::from(n) {
+        assert!(Instant::now() < deadline, "h3 got {got} of {n}");
+        buf.clear();
+        rx.recv_batch(&mut buf, 64).unwrap();
+        got += buf.iter().filter(|f| f.len() > 200).count();
+    }
+}
+
+/// The value in `column` of the row whose first cells are `key` in a SONiC-style table.
+fn cell(table: &str, key: &[&str], column: &str) -> String {
+    let mut lines = table.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> =
+        lines.next().unwrap().split("  ").map(str::trim).filter(|s| !s.is_empty()).collect();
+    let idx = header
+        .iter()
+        .position(|h| *h == column)
+        .unwrap_or_else(|| panic!("no column {column} in {header:?}"));
+    for line in lines {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        if cells.len() == header.len() && cells.starts_with(key) {
+            return cells[idx].to_owned();
+        }
+    }
+    panic!("no row {key:?} in\n{table}");
+}
+
+#[test]
+fn apply_dry_run_refusal_and_live_show_commands() {
+    let lab = Lab::start();
+    assert!(stdout(&lab.swctl(&["get"])).starts_with("# generation 1"));
+
+    // Dry run: the diff, nothing applied.
+    let changed =
+        CONFIG.replace("scheduler.1: { type: DWRR, weight: 15 }", "scheduler.1: { type: DWRR, weight: 30 }");
+    let changed = lab.write("changed.yaml", &changed);
+    let out = lab.swctl(&["apply", changed.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).contains("~ SCHEDULER|scheduler.1|weight: 15 -> 30"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("dry run"));
+    assert!(stdout(&lab.swctl(&["get"])).starts_with("# generation 1"));
+
+    // A bad configuration: every error named, exit 1, the running generation untouched.
+    let bad =
+        CONFIG.replace("Ethernet0: { speed: 10000, mtu: 9100 }", "Ethernet0: { speed: fast, mtu: 9100 }");
+    let bad = lab.write("bad.yaml", &bad);
+    let out = lab.swctl(&["apply", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("PORT|Ethernet0|speed"), "{}", stdout(&out));
+    assert!(stdout(&lab.swctl(&["get"])).starts_with("# generation 1"));
+
+    let out = lab.swctl(&["apply", changed.to_str().unwrap()]);
+    assert!(stdout(&out).contains("applied: generation 2"), "{}", stdout(&out));
+
+    // Live counters after real traffic.
+    traffic(&lab, 100);
+    let q = stdout(&lab.swctl(&["show", "queue", "counters", "Ethernet8"]));
+    assert_eq!(cell(&q, &["Ethernet8", "UC3"], "Counter/pkts"), "100", "{q}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&lab.swctl(&["--json", "show", "queue", "counters", "Ethernet8"]).stdout)
+            .unwrap();
+    assert!(json.to_string().contains("100"), "{json}");
+    let ifaces: serde_json::Value =
+        serde_json::from_slice(&lab.swctl(&["--json", "show", "interfaces", "counters"]).stdout).unwrap();
+    assert_eq!(ifaces["Ethernet0"]["RX_OK"], 100, "{ifaces}");
+    assert_eq!(ifaces["Ethernet8"]["TX_OK"], 100, "{ifaces}");
+    let pg = stdout(&lab.swctl(&["show", "priority-group", "watermark", "shared"]));
+    assert!(pg.starts_with("Ingress shared pool occupancy per PG:"), "{pg}");
+
+    // Clear: a snapshot the shows subtract.
+    assert!(lab.swctl(&["clear", "queue", "counters"]).status.success());
+    let q = stdout(&lab.swctl(&["show", "queue", "counters", "Ethernet8"]));
+    assert_eq!(cell(&q, &["Ethernet8", "UC3"], "Counter/pkts"), "0", "{q}");
+
+    // pfcwd start / show config.
+    assert!(
+        lab.swctl(&["pfcwd", "start", "--action", "forward", "-r", "600", "Ethernet0,Ethernet4", "400"])
+            .status
+            .success()
+    );
+    let cfg = stdout(&lab.swctl(&["pfcwd", "show", "config"]));
+    assert_eq!(cell(&cfg, &["Ethernet0"], "ACTION"), "forward", "{cfg}");
+    assert!(stdout(&lab.swctl(&["get"])).starts_with("# generation 3"));
+    assert!(lab.swctl(&["pfcwd", "show", "stats", "--check-storm"]).status.success(), "no storm");
+}
+
+#[test]
+fn an_unreachable_switch_is_one_clear_sentence_and_exit_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_swctl"))
+        .args(["--switch", "unix:/nonexistent/lossless.sock", "show", "pfc", "counters"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("swctl: cannot reach the switch at unix:/nonexistent/lossless.sock"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn file_errors_name_the_file_and_the_yaml_position() {
+    let dir = std::env::temp_dir().join(unique_name("swctlf"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("broken.yaml");
+    std::fs::write(&bad, "PORT:\n  Ethernet0: { speed: 100000\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_swctl")).arg("validate").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("broken.yaml") && err.contains("line"), "{err}");
+    let missing =
+        Command::new(env!("CARGO_BIN_EXE_swctl")).args(["validate", "/nonexistent.yaml"]).output().unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /nonexistent.yaml"));
+    let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
