@@ -101,8 +101,10 @@ enum Command {
 /// How headroom is computed (`swctl headroom`, and `NULL` BUFFER_PG profiles in validate/apply).
 #[derive(clap::Args, Clone)]
 struct HeadroomArgs {
-    /// lookup (a pg_profile_lookup.ini), dynamic (SONiC's formula) or ieee (worst case).
-    #[arg(long = "model", value_enum, default_value_t = ModelKind::Dynamic)]
+    /// auto (the lookup table of the config's DEVICE_METADATA hwsku when it is a known one — Arista-7060CX
+    /// → th, ACS-MSN2700 → sn2700 — else dynamic), lookup (a pg_profile_lookup.ini), dynamic (SONiC's
+    /// formula) or ieee (worst case).
+    #[arg(long = "model", value_enum, default_value_t = ModelKind::Auto)]
     model: ModelKind,
     /// The lookup table: th (Broadcom TH BALANCED), sn2700, or a pg_profile_lookup.ini file.
     #[arg(long, default_value = "th")]
@@ -123,6 +125,7 @@ struct HeadroomArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ModelKind {
+    Auto,
     Lookup,
     Dynamic,
     Ieee,
@@ -130,7 +133,30 @@ enum ModelKind {
 
 impl HeadroomArgs {
     fn model(&self, db: Option<&ConfigDb>) -> anyhow::Result<HeadroomModel> {
+        if let ModelKind::Auto = self.model {
+            let hwsku = db
+                .and_then(|d| d.tables.get("DEVICE_METADATA"))
+                .and_then(|t| t.get("localhost"))
+                .and_then(|f| f.get("hwsku"))
+                .map(String::as_str)
+                .unwrap_or("");
+            let lookup = if hwsku.contains("7060CX") {
+                Some("th")
+            } else if hwsku.contains("MSN2700") {
+                Some("sn2700")
+            } else {
+                None
+            };
+            let resolved = match lookup {
+                Some(table) => {
+                    HeadroomArgs { model: ModelKind::Lookup, lookup: table.into(), ..self.clone() }
+                }
+                None => HeadroomArgs { model: ModelKind::Dynamic, ..self.clone() },
+            };
+            return resolved.model(db);
+        }
         Ok(match self.model {
+            ModelKind::Auto => unreachable!("resolved above"),
             ModelKind::Lookup => HeadroomModel::Lookup(match self.lookup.as_str() {
                 "th" => LookupTable::th_balanced(),
                 "sn2700" => LookupTable::sn2700(),
@@ -351,6 +377,7 @@ enum PfcwdShow {
 }
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -358,6 +385,16 @@ fn main() -> ExitCode {
             eprintln!("swctl: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `swctl show ... | head` must end quietly, like any Unix tool: Rust ignores SIGPIPE and would turn the
+/// closed pipe into an error on every print.
+#[allow(unsafe_code)]
+fn restore_sigpipe() {
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -402,7 +439,11 @@ fn validate(file: &Path, headroom: &HeadroomArgs, json: bool) -> anyhow::Result<
     let (errors, warnings) = match read_config_with_headroom(file, headroom)? {
         Err(errors) => (errors, Vec::new()),
         Ok(db) => match compile(&db) {
-            Ok(c) => (Vec::new(), c.warnings),
+            Ok(c) => {
+                let mut warnings = c.warnings;
+                warnings.extend(headroom::check_headroom(&db, &headroom.model(Some(&db))?));
+                (Vec::new(), warnings)
+            }
             Err(e) => (e.errors, e.warnings),
         },
     };
@@ -499,6 +540,9 @@ async fn apply(
         }
         println!("{}: invalid ({} error(s)); nothing pushed", file.display(), e.errors.len());
         return Ok(ExitCode::FAILURE);
+    }
+    for w in headroom::check_headroom(&new, &headroom.model(Some(&new))?) {
+        println!("warning: {w}");
     }
     let running = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
     let old = config_db_from_proto(running.config.unwrap_or_default());
