@@ -1478,8 +1478,8 @@ pub fn check_headroom(db: &ConfigDb, model: &HeadroomModel) -> Vec<ConfigIssue> 
                     format!(
                         "xoff {} is below the {} bytes of headroom the calculator gives {} ({} Mb/s, {} m, MTU {}): \
                          the PG may drop after XOFF",
-                        group(profile.xoff_bytes),
-                        group(needed.xoff),
+                        thousands(profile.xoff_bytes),
+                        thousands(needed.xoff),
                         port.name,
                         port.speed_mbps,
                         cable_m,
@@ -1499,19 +1499,6 @@ fn cable_length_m(db: &ConfigDb, port: &str) -> u32 {
         .and_then(|t| t.values().find_map(|fields| fields.get(port)))
         .and_then(|v| v.trim_end_matches('m').parse().ok())
         .unwrap_or(DEFAULT_CABLE_LENGTH_M)
-}
-
-/// 1234567 → "1,234,567".
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -131,6 +131,9 @@ struct Args {
     /// Print a machine-readable summary (JSON) on stdout instead of the tables.
     #[arg(long)]
     json: bool,
+    /// Print the generated switchd configuration (with placeholder host MACs) and exit.
+    #[arg(long)]
+    print_config: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -178,6 +181,12 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    if args.print_config {
+        let h1 = EthernetAddress([0x02, 0, 0, 0, 0, 0x01]);
+        let h2 = EthernetAddress([0x02, 0, 0, 0, 0, 0x02]);
+        print!("{}", switchd_config(h1, h2)?);
+        return Ok(());
+    }
     // SAFETY: geteuid has no preconditions.
     #[allow(unsafe_code)]
     let euid = unsafe { libc::geteuid() };
@@ -399,6 +408,9 @@ impl Switchd {
             q3_packets: q3.packets,
             q3_dropped: q3.dropped_packets + q3.wred_dropped_packets,
             q3_ecn_marked: q3.ecn_marked_packets,
+            e4_pfc_rx: e4.pfc.iter().map(|p| p.rx).sum(),
+            e4_trapped: e4.trapped,
+            drop_reasons: e0.drop_reasons.into_iter().collect(),
         })
     }
 }
@@ -583,7 +595,7 @@ struct PathStats {
     h2: LinkStats,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct SwitchdStats {
     rx_ok: u64,
     rx_drp: u64,
@@ -594,6 +606,11 @@ struct SwitchdStats {
     q3_packets: u64,
     q3_dropped: u64,
     q3_ecn_marked: u64,
+    /// PFC frames received on the egress port (from h2: none expected) and frames it trapped.
+    e4_pfc_rx: u64,
+    e4_trapped: u64,
+    /// Ethernet0's ingress drops by reason.
+    drop_reasons: std::collections::BTreeMap<String, u64>,
 }
 
 impl SwitchdStats {
@@ -608,6 +625,14 @@ impl SwitchdStats {
             q3_packets: self.q3_packets - before.q3_packets,
             q3_dropped: self.q3_dropped - before.q3_dropped,
             q3_ecn_marked: self.q3_ecn_marked - before.q3_ecn_marked,
+            e4_pfc_rx: self.e4_pfc_rx - before.e4_pfc_rx,
+            e4_trapped: self.e4_trapped - before.e4_trapped,
+            drop_reasons: self
+                .drop_reasons
+                .iter()
+                .map(|(r, n)| (r.clone(), n - before.drop_reasons.get(r).copied().unwrap_or(0)))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
         }
     }
 }
@@ -1053,17 +1078,20 @@ fn print_mode(r: &ModeResult, args: &Args) {
         if let Some(sw) = &t.switchd {
             let _ = write!(
                 line,
-                " → switchd Ethernet0 RX_OK {} RX_DRP {} PG3 {} PFC TX {} → Ethernet4 TX_OK {} TX_DRP {} Q3 {} \
-                 (dropped {}, ECN-marked {})",
+                " → switchd Ethernet0 RX_OK {} RX_DRP {} {:?} PG3 {} PFC TX {} → Ethernet4 TX_OK {} TX_DRP {} Q3 {} \
+                 (dropped {}, ECN-marked {}; PFC RX {}, trapped {})",
                 sw.rx_ok,
                 sw.rx_drp,
+                sw.drop_reasons,
                 sw.pg3_packets,
                 sw.pfc_tx,
                 sw.tx_ok,
                 sw.tx_drp,
                 sw.q3_packets,
                 sw.q3_dropped,
-                sw.q3_ecn_marked
+                sw.q3_ecn_marked,
+                sw.e4_pfc_rx,
+                sw.e4_trapped
             );
         }
         let _ = write!(

@@ -13,5 +13,6 @@
 
 pub mod io;
 pub mod model;
+pub mod nic;
 pub mod server;
 pub mod wire;

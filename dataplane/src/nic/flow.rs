@@ -1,0 +1,418 @@
+//! The requester side of one RC QP: message-based sending in PSN order, pacing, ACK/NAK processing with
+//! go-back-N or go-back-0, the retransmission timeout, and the DCQCN reaction point.
+//!
+//! Packets are numbered by an unwrapped 64-bit sequence number `seq` from 0; the PSN on the wire is
+//! `(initial_psn + seq) mod 2^24`. All messages of a flow have the same size, so `seq` maps to (message,
+//! packet in message) by division. `una` is the first unacknowledged packet, `nxt` the next to send
+//! (rewound on NAK/timeout), `max` one past the highest ever sent.
+
+use super::dcqcn::{Dcqcn, DcqcnParams};
+use super::packet::{self, DataHeader, Envelope, PSN_HALF, psn_add, psn_diff};
+use super::stats::{DcqcnStats, FlowStats};
+use super::{Retransmit, mac_serde};
+use crate::wire::EthernetAddress;
+use crate::wire::bth::Opcode;
+use crate::wire::ip::Ecn;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::net::Ipv4Addr;
+
+/// Bytes a frame occupies on the line beyond its length: FCS 4, preamble/SFD 8, IFG 12 (as the switch).
+pub const WIRE_OVERHEAD_BYTES: u64 = 24;
+
+/// One sending flow (an RC QP of this NIC and its peer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FlowConfig {
+    /// Unique on this NIC; names the flow in reports.
+    pub id: u32,
+    pub dst_ip: Ipv4Addr,
+    /// The destination host's MAC; frames go to `NicConfig::gateway_mac` instead when that is set.
+    #[serde(with = "mac_serde")]
+    pub dst_mac: EthernetAddress,
+    /// UDP source port (the ECMP entropy of RoCEv2).
+    pub src_port: u16,
+    /// This NIC's QP number for the flow (24 bits); 0 assigns a free one from 0x100 up.
+    pub src_qp: u32,
+    /// The peer's QP number: the BTH DestQP of the data, and the receiver's key for its statistics.
+    pub dst_qp: u32,
+    pub dscp: u8,
+    /// The PFC priority the flow's packets travel on (0..=7); also the PCP when the NIC tags frames.
+    pub priority: u8,
+    /// Configured rate cap; `None` = as fast as DCQCN and the line allow.
+    pub rate_mbps: Option<u32>,
+    /// Size of every message (> 0).
+    pub message_bytes: u64,
+    /// Number of messages; `None` = unbounded.
+    pub messages: Option<u64>,
+    /// No packet before this instant.
+    pub start_ns: u64,
+    /// No new message starts at or after this instant (the one in progress completes).
+    pub until_ns: Option<u64>,
+    /// PSN of the first packet (24 bits).
+    pub initial_psn: u32,
+    /// React to CNPs with DCQCN; when false CNPs are only counted.
+    pub dcqcn: bool,
+}
+
+impl Default for FlowConfig {
+    fn default() -> Self {
+        FlowConfig {
+            id: 0,
+            dst_ip: Ipv4Addr::UNSPECIFIED,
+            dst_mac: EthernetAddress::default(),
+            src_port: 49152,
+            src_qp: 0,
+            dst_qp: 0x11,
+            dscp: 26,
+            priority: 3,
+            rate_mbps: None,
+            message_bytes: 65536,
+            messages: None,
+            start_ns: 0,
+            until_ns: None,
+            initial_psn: 0,
+            dcqcn: true,
+        }
+    }
+}
+
+/// Addressing the NIC lends to each packet a flow builds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Local {
+    pub mac: EthernetAddress,
+    pub ip: Ipv4Addr,
+    pub vlan: Option<u16>,
+    pub gateway_mac: Option<EthernetAddress>,
+    pub ttl: u8,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct SendFlow {
+    pub cfg: FlowConfig,
+    pub src_qp: u32,
+    mode: Retransmit,
+    rto_ns: u64,
+    payload_max: u64,
+    packets_per_message: u64,
+    /// The flow's own cap: min(line rate, configured rate).
+    cap_bps: u64,
+    dcqcn: Option<Dcqcn>,
+    una: u64,
+    nxt: u64,
+    max: u64,
+    /// One past the last packet of the messages started so far.
+    seq_limit: u64,
+    messages_started: u64,
+    /// First-transmission time of every message from `una`'s on.
+    message_start_ns: VecDeque<u64>,
+    message_base: u64,
+    /// Pacing: the earliest start of the next packet, in ps, and the division remainder carried.
+    next_send_ps: u128,
+    pace_remainder: u128,
+    rto_deadline_ns: Option<u64>,
+    ip_ident: u16,
+    stats: FlowStats,
+}
+
+impl SendFlow {
+    pub fn new(
+        cfg: FlowConfig,
+        src_qp: u32,
+        payload_max: u64,
+        line_rate_bps: u64,
+        params: DcqcnParams,
+        mode: Retransmit,
+        rto_ns: u64,
+    ) -> SendFlow {
+        let cap_bps =
+            cfg.rate_mbps.map_or(line_rate_bps, |r| (u64::from(r) * 1_000_000).min(line_rate_bps)).max(1);
+        let packets_per_message = cfg.message_bytes.div_ceil(payload_max).max(1);
+        let dcqcn = cfg.dcqcn.then(|| Dcqcn::new(params, cap_bps));
+        let stats = FlowStats {
+            id: cfg.id,
+            dst_ip: Some(cfg.dst_ip),
+            src_qp,
+            dst_qp: cfg.dst_qp,
+            dscp: cfg.dscp,
+            priority: cfg.priority,
+            ..FlowStats::default()
+        };
+        SendFlow {
+            cfg,
+            src_qp,
+            mode,
+            rto_ns,
+            payload_max,
+            packets_per_message,
+            cap_bps,
+            dcqcn,
+            una: 0,
+            nxt: 0,
+            max: 0,
+            seq_limit: 0,
+            messages_started: 0,
+            message_start_ns: VecDeque::new(),
+            message_base: 0,
+            next_send_ps: 0,
+            pace_remainder: 0,
+            rto_deadline_ns: None,
+            ip_ident: 0,
+            stats,
+        }
+    }
+
+    /// The rate the flow is paced at.
+    pub fn rate_bps(&self) -> u64 {
+        self.dcqcn.as_ref().map_or(self.cap_bps, |d| d.rate_bps().min(self.cap_bps))
+    }
+
+    fn psn_of(&self, seq: u64) -> u32 {
+        psn_add(self.cfg.initial_psn, seq)
+    }
+
+    fn message_boundary(&self, seq: u64) -> u64 {
+        seq / self.packets_per_message * self.packets_per_message
+    }
+
+    /// Message bytes before packet `seq`.
+    fn bytes_before(&self, seq: u64) -> u64 {
+        let ppm = self.packets_per_message;
+        (seq / ppm) * self.cfg.message_bytes + ((seq % ppm) * self.payload_max).min(self.cfg.message_bytes)
+    }
+
+    fn can_start_message(&self, now_ns: u64) -> bool {
+        self.cfg.messages.is_none_or(|m| self.messages_started < m)
+            && self.cfg.until_ns.is_none_or(|u| now_ns.max(self.cfg.start_ns) < u)
+    }
+
+    /// The flow has packets to (re)send or may start a message.
+    fn has_data(&self, now_ns: u64) -> bool {
+        self.nxt < self.seq_limit || self.can_start_message(now_ns)
+    }
+
+    /// Outstanding packets stay below the window (0 = no window) and half the PSN space.
+    fn window_open(&self, window_packets: u32) -> bool {
+        let outstanding = self.nxt - self.una;
+        outstanding < u64::from(PSN_HALF / 2)
+            && (window_packets == 0 || outstanding < u64::from(window_packets))
+    }
+
+    /// When the flow may send its next packet, ignoring PFC and the line; `None` when it has nothing
+    /// to send or is window-bound (an ACK will wake it).
+    pub fn ready_at(&self, now_ns: u64, window_packets: u32) -> Option<u64> {
+        if !self.has_data(now_ns) || !self.window_open(window_packets) {
+            return None;
+        }
+        Some(self.cfg.start_ns.max(self.next_send_ps.div_ceil(1000) as u64))
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.stats.finished_ns.is_some()
+    }
+
+    /// Builds the next data packet at `now_ns`, whose first bit leaves at `start_ps`; updates sequence
+    /// state, pacing, the RTO and the byte counter.
+    pub fn transmit(&mut self, now_ns: u64, start_ps: u128, local: &Local) -> Vec<u8> {
+        if self.nxt == self.seq_limit {
+            self.message_start_ns.push_back(now_ns);
+            self.messages_started += 1;
+            self.seq_limit += self.packets_per_message;
+        }
+        let seq = self.nxt;
+        let ppm = self.packets_per_message;
+        let (message, index) = (seq / ppm, seq % ppm);
+        let app_len = self.payload_max.min(self.cfg.message_bytes - index * self.payload_max);
+        let opcode = match (ppm, index) {
+            (1, _) => Opcode::RcSendOnly,
+            (_, 0) => Opcode::RcSendFirst,
+            (_, i) if i == ppm - 1 => Opcode::RcSendLast,
+            _ => Opcode::RcSendMiddle,
+        };
+        let header = DataHeader {
+            sent_ns: now_ns,
+            message_start_ns: self.message_start_ns[(message - self.message_base) as usize],
+            seq,
+            message_id: message,
+            flow_id: self.cfg.id,
+            src_qp: self.src_qp,
+            app_len: app_len as u32,
+        };
+        let env = Envelope {
+            src_mac: local.mac,
+            dst_mac: local.gateway_mac.unwrap_or(self.cfg.dst_mac),
+            vlan: local.vlan,
+            priority: self.cfg.priority,
+            src_ip: local.ip,
+            dst_ip: self.cfg.dst_ip,
+            dscp: self.cfg.dscp,
+            ecn: Ecn::Ect0,
+            ident: self.ip_ident,
+            ttl: local.ttl,
+            udp_src_port: self.cfg.src_port,
+        };
+        self.ip_ident = self.ip_ident.wrapping_add(1);
+        let bth = packet::bth(opcode, self.cfg.dst_qp, self.psn_of(seq), index == ppm - 1);
+        let payload_len = (app_len as usize).max(DataHeader::LEN);
+        let frame = packet::rocev2_frame(&env, &bth, payload_len, |p| header.emit(p));
+
+        let retransmission = seq < self.max;
+        self.nxt += 1;
+        self.max = self.max.max(self.nxt);
+        let s = &mut self.stats;
+        s.sent_packets += 1;
+        s.sent_bytes += app_len;
+        if retransmission {
+            s.retransmitted_packets += 1;
+            s.retransmitted_bytes += app_len;
+        }
+        s.first_send_ns.get_or_insert(now_ns);
+        if self.rto_deadline_ns.is_none() {
+            self.rto_deadline_ns = Some(now_ns + self.rto_ns);
+        }
+        self.pace(frame.len() as u64, now_ns, start_ps);
+        if let Some(d) = &mut self.dcqcn {
+            d.on_sent(frame.len() as u64);
+        }
+        frame
+    }
+
+    /// Spaces packets at the flow's rate in line bits (frame + [`WIRE_OVERHEAD_BYTES`]). A packet sent on
+    /// time is spaced from its exact (sub-ns) due instant, a late one from when it actually left, so a
+    /// flow never bursts to catch up.
+    fn pace(&mut self, frame_len: u64, now_ns: u64, start_ps: u128) {
+        let on_time = u128::from(now_ns) <= self.next_send_ps.div_ceil(1000);
+        let base = if on_time && self.next_send_ps > 0 { self.next_send_ps } else { start_ps };
+        let rate = u128::from(self.rate_bps().max(1));
+        let scaled =
+            u128::from((frame_len + WIRE_OVERHEAD_BYTES) * 8) * 1_000_000_000_000 + self.pace_remainder;
+        self.next_send_ps = base + scaled / rate;
+        self.pace_remainder = scaled % rate;
+    }
+
+    fn advance(&mut self, new_una: u64, now_ns: u64) {
+        if new_una <= self.una {
+            return;
+        }
+        let acked_bytes = self.bytes_before(new_una) - self.bytes_before(self.una);
+        self.stats.acked_bytes += acked_bytes;
+        self.stats.acked_packets += new_una - self.una;
+        self.una = new_una;
+        self.nxt = self.nxt.max(self.una);
+        let first_open = self.una / self.packets_per_message;
+        while self.message_base < first_open && !self.message_start_ns.is_empty() {
+            self.message_start_ns.pop_front();
+            self.message_base += 1;
+        }
+        self.stats.messages_completed = first_open;
+        self.rto_deadline_ns = (self.una < self.max).then_some(now_ns + self.rto_ns);
+        self.check_finished(now_ns);
+    }
+
+    fn check_finished(&mut self, now_ns: u64) {
+        if self.stats.finished_ns.is_none() && self.una == self.seq_limit && !self.can_start_message(now_ns) {
+            self.stats.finished_ns = Some(now_ns);
+        }
+    }
+
+    /// An RC ACK acknowledging everything up to `psn`.
+    pub fn on_ack(&mut self, psn: u32, now_ns: u64) {
+        self.stats.acks_received += 1;
+        let acked = u64::from(psn_diff(psn_add(psn, 1), self.psn_of(self.una)));
+        if acked == 0 || acked > self.max - self.una {
+            return; // stale (or not for anything we sent)
+        }
+        let mut new_una = self.una + acked;
+        if self.mode == Retransmit::GoBack0 {
+            // Only whole messages count: the receiver discards partial ones.
+            new_una = self.message_boundary(new_una);
+        }
+        self.advance(new_una, now_ns);
+    }
+
+    /// A NAK (PSN sequence error) carrying the receiver's expected PSN: everything before it is
+    /// acknowledged; sending resumes there (go-back-N) or at the start of its message (go-back-0).
+    pub fn on_nak(&mut self, psn: u32, now_ns: u64) {
+        self.stats.naks_received += 1;
+        let good = u64::from(psn_diff(psn, self.psn_of(self.una)));
+        if good > self.max - self.una {
+            return;
+        }
+        let mut resume = self.una + good;
+        if self.mode == Retransmit::GoBack0 {
+            resume = self.message_boundary(resume);
+        }
+        self.advance(resume, now_ns);
+        self.nxt = self.una;
+        if self.una < self.max {
+            self.rto_deadline_ns = Some(now_ns + self.rto_ns);
+        }
+    }
+
+    pub fn on_cnp(&mut self, now_ns: u64) {
+        self.stats.cnps_received += 1;
+        if let Some(d) = &mut self.dcqcn {
+            d.on_cnp(now_ns);
+        }
+    }
+
+    /// DCQCN timers, the retransmission timeout, and completion of a flow bounded by `until_ns`.
+    pub fn handle_timeout(&mut self, now_ns: u64) {
+        if let Some(d) = &mut self.dcqcn {
+            d.handle_timeout(now_ns);
+        }
+        if let Some(deadline) = self.rto_deadline_ns.filter(|&t| t <= now_ns) {
+            if self.una < self.max {
+                self.stats.timeouts += 1;
+                self.nxt = self.message_boundary_for_mode(self.una);
+                self.rto_deadline_ns = Some(deadline.max(now_ns) + self.rto_ns);
+            } else {
+                self.rto_deadline_ns = None;
+            }
+        }
+        self.check_finished(now_ns);
+    }
+
+    fn message_boundary_for_mode(&self, seq: u64) -> u64 {
+        match self.mode {
+            Retransmit::GoBackN => seq,
+            Retransmit::GoBack0 => self.message_boundary(seq),
+        }
+    }
+
+    /// The next timer instant (DCQCN, RTO, or the end of a time-bounded flow that is idle).
+    pub fn poll_at(&self) -> Option<u64> {
+        let idle_until = self.cfg.until_ns.filter(|_| {
+            self.stats.finished_ns.is_none() && self.una == self.seq_limit && self.nxt == self.una
+        });
+        [self.dcqcn.as_ref().and_then(Dcqcn::poll_at), self.rto_deadline_ns, idle_until]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    pub fn stats(&self, now_ns: u64) -> FlowStats {
+        let mut s = self.stats.clone();
+        s.messages_started = self.messages_started;
+        s.rate_mbps_now = self.rate_bps() as f64 / 1e6;
+        if let Some(start) = s.first_send_ns {
+            let end = s.finished_ns.unwrap_or(now_ns);
+            if end > start {
+                s.goodput_mbps = s.acked_bytes as f64 * 8.0 * 1e3 / (end - start) as f64;
+            }
+        }
+        s.dcqcn = self.dcqcn.as_ref().map(|d| DcqcnStats {
+            alpha: f64::from(d.alpha_at(now_ns)) / 1024.0,
+            current_rate_mbps: d.rate_bps() as f64 / 1e6,
+            target_rate_mbps: d.target_bps() as f64 / 1e6,
+            cnps: d.cnps(),
+            rate_decreases: d.decreases(),
+            rate_increases: d.increases(),
+        });
+        s
+    }
+
+    pub fn dcqcn(&self) -> Option<&Dcqcn> {
+        self.dcqcn.as_ref()
+    }
+}

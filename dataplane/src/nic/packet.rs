@@ -1,0 +1,280 @@
+//! The packets the NIC puts on the wire beyond what `wire` defines: the ACK Extended Transport Header,
+//! the model's in-payload data header, and one-allocation builders for whole RoCEv2 frames.
+
+use crate::wire::bth::{self, Opcode};
+use crate::wire::ip::{Ecn, Protocol};
+use crate::wire::{
+    BthHeader, BthRepr, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr,
+    UdpPacket, UdpRepr, VlanRepr, VlanTag, ethernet, ipv4, udp, vlan,
+};
+use std::net::Ipv4Addr;
+
+/// The 24-bit PSN space.
+pub const PSN_MASK: u32 = 0x00ff_ffff;
+/// Half the PSN space: a PSN at most this far ahead of the expected one is "ahead", else "behind".
+pub const PSN_HALF: u32 = 0x0080_0000;
+
+/// `(psn + n) mod 2^24`.
+pub fn psn_add(psn: u32, n: u64) -> u32 {
+    ((u64::from(psn) + n) & u64::from(PSN_MASK)) as u32
+}
+
+/// Forward distance from `from` to `to` in the PSN space.
+pub fn psn_diff(to: u32, from: u32) -> u32 {
+    to.wrapping_sub(from) & PSN_MASK
+}
+
+/// The ACK Extended Transport Header (IBA vol. 1 §9.3.5), 4 bytes after the BTH of an RC ACKNOWLEDGE:
+///
+/// ```text
+///  byte 0   Syndrome: bits 7..5 = 000 ACK (bits 4..0 = credit count, 11111 = invalid/not used),
+///                               001 RNR NAK (timer), 011 NAK (bits 4..0 = NAK code:
+///                               0 PSN sequence error, 1 invalid request, 2 remote access, ...)
+///  1..4     MSN: 24-bit message sequence number, the number of messages completed by the responder
+/// ```
+///
+/// The PSN of the BTH is the last PSN acknowledged (ACK) or the expected PSN (NAK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Aeth {
+    pub syndrome: u8,
+    pub msn: u32,
+}
+
+impl Aeth {
+    pub const LEN: usize = 4;
+    /// ACK with the credit field "invalid" (no end-to-end credits).
+    pub const SYNDROME_ACK: u8 = 0x1f;
+    /// NAK, code 0: PSN sequence error.
+    pub const SYNDROME_NAK_PSN_SEQUENCE_ERROR: u8 = 0x60;
+
+    pub fn ack(msn: u32) -> Aeth {
+        Aeth { syndrome: Self::SYNDROME_ACK, msn: msn & PSN_MASK }
+    }
+
+    pub fn nak_sequence_error(msn: u32) -> Aeth {
+        Aeth { syndrome: Self::SYNDROME_NAK_PSN_SEQUENCE_ERROR, msn: msn & PSN_MASK }
+    }
+
+    /// Syndrome class 000.
+    pub fn is_ack(&self) -> bool {
+        self.syndrome >> 5 == 0b000
+    }
+
+    /// Syndrome class 011 (any NAK code).
+    pub fn is_nak(&self) -> bool {
+        self.syndrome >> 5 == 0b011
+    }
+
+    pub fn parse(bytes: &[u8]) -> Option<Aeth> {
+        let b: &[u8; 4] = bytes.get(..Self::LEN)?.try_into().ok()?;
+        Some(Aeth { syndrome: b[0], msn: u32::from_be_bytes([0, b[1], b[2], b[3]]) })
+    }
+
+    pub fn emit(&self, bytes: &mut [u8]) {
+        bytes[0] = self.syndrome;
+        bytes[1..4].copy_from_slice(&(self.msn & PSN_MASK).to_be_bytes()[1..]);
+    }
+}
+
+/// The first bytes of every data packet's payload (big endian). Not part of any standard: it is how the
+/// model's receiver learns one-way latency, message boundaries and the requester's QP, like a perftest
+/// payload. Latency is `arrival − sent_ns`, meaningful because both NICs share one clock (virtual time in
+/// the simulator; one host's monotonic clock for a namespace lab).
+///
+/// ```text
+///  0..8    sent_ns           when this transmission left the sender
+///  8..16   message_start_ns  first transmission of the message's first packet
+///  16..24  seq               packet number within the flow, from 0 (lets a receiver find the initial PSN)
+///  24..32  message_id        message number within the flow, from 0
+///  32..36  flow_id
+///  36..40  src_qp            the requester's QP: destination of ACKs, NAKs and CNPs
+///  40..44  app_len           message bytes carried by this packet (≤ payload; short messages are padded)
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct DataHeader {
+    pub sent_ns: u64,
+    pub message_start_ns: u64,
+    pub seq: u64,
+    pub message_id: u64,
+    pub flow_id: u32,
+    pub src_qp: u32,
+    pub app_len: u32,
+}
+
+impl DataHeader {
+    pub const LEN: usize = 44;
+
+    pub fn parse(bytes: &[u8]) -> Option<DataHeader> {
+        let b = bytes.get(..Self::LEN)?;
+        let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or_default());
+        let u32_at = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().unwrap_or_default());
+        Some(DataHeader {
+            sent_ns: u64_at(0),
+            message_start_ns: u64_at(8),
+            seq: u64_at(16),
+            message_id: u64_at(24),
+            flow_id: u32_at(32),
+            src_qp: u32_at(36),
+            app_len: u32_at(40),
+        })
+    }
+
+    pub fn emit(&self, b: &mut [u8]) {
+        b[0..8].copy_from_slice(&self.sent_ns.to_be_bytes());
+        b[8..16].copy_from_slice(&self.message_start_ns.to_be_bytes());
+        b[16..24].copy_from_slice(&self.seq.to_be_bytes());
+        b[24..32].copy_from_slice(&self.message_id.to_be_bytes());
+        b[32..36].copy_from_slice(&self.flow_id.to_be_bytes());
+        b[36..40].copy_from_slice(&self.src_qp.to_be_bytes());
+        b[40..44].copy_from_slice(&self.app_len.to_be_bytes());
+    }
+}
+
+/// Bytes a RoCEv2 packet adds to its payload inside the IP MTU: IPv4 20, UDP 8, BTH 12, ICRC 4.
+pub const IP_OVERHEAD: usize = ipv4::HEADER_LEN + udp::HEADER_LEN + bth::HEADER_LEN + bth::ICRC_LEN;
+
+/// Layer 2 and 3 of a frame the NIC sends.
+#[derive(Debug, Clone, Copy)]
+pub struct Envelope {
+    pub src_mac: EthernetAddress,
+    pub dst_mac: EthernetAddress,
+    /// 802.1Q VID; the PCP is the priority.
+    pub vlan: Option<u16>,
+    pub priority: u8,
+    pub src_ip: Ipv4Addr,
+    pub dst_ip: Ipv4Addr,
+    pub dscp: u8,
+    pub ecn: Ecn,
+    pub ident: u16,
+    pub ttl: u8,
+    pub udp_src_port: u16,
+}
+
+/// A RoCEv2 frame: Ethernet (tagged if `vlan`), IPv4 (DF, checksum), UDP to 4791 with a zero checksum
+/// (as RoCEv2 senders do), `bth`, `payload_len` bytes that `fill` writes, and a zero ICRC. One
+/// allocation, padded to the 60-byte Ethernet minimum.
+pub fn rocev2_frame(
+    env: &Envelope,
+    bth: &BthRepr,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> Vec<u8> {
+    let l2 = ethernet::HEADER_LEN + if env.vlan.is_some() { vlan::HEADER_LEN } else { 0 };
+    let udp_payload = bth::HEADER_LEN + payload_len + bth::ICRC_LEN;
+    let ip_payload = udp::HEADER_LEN + udp_payload;
+    let len = l2 + ipv4::HEADER_LEN + ip_payload;
+    let mut frame = vec![0u8; len.max(ethernet::MIN_FRAME_LEN)];
+    emit_l2(env, EtherType::Ipv4, &mut frame);
+    let ip = Ipv4Repr {
+        src_addr: env.src_ip,
+        dst_addr: env.dst_ip,
+        protocol: Protocol::Udp,
+        payload_len: ip_payload,
+        ttl: env.ttl,
+        dscp: env.dscp,
+        ecn: env.ecn,
+        ident: env.ident,
+        dont_frag: true,
+        more_frags: false,
+        frag_offset: 0,
+    };
+    ip.emit(&mut Ipv4Packet::new_unchecked(&mut frame[l2..]));
+    let u = l2 + ipv4::HEADER_LEN;
+    let repr = UdpRepr { src_port: env.udp_src_port, dst_port: udp::ROCEV2_PORT, payload_len: udp_payload };
+    repr.emit(&mut UdpPacket::new_unchecked(&mut frame[u..]));
+    let b = u + udp::HEADER_LEN;
+    bth.emit(&mut BthHeader::new_unchecked(&mut frame[b..]));
+    let p = b + bth::HEADER_LEN;
+    fill(&mut frame[p..p + payload_len]);
+    frame
+}
+
+/// Writes the Ethernet header (and tag) of a frame of `ethertype`.
+pub fn emit_l2(env: &Envelope, ethertype: EtherType, frame: &mut [u8]) {
+    let outer = if env.vlan.is_some() { EtherType::Vlan } else { ethertype };
+    EthernetRepr { src_addr: env.src_mac, dst_addr: env.dst_mac, ethertype: outer }
+        .emit(&mut EthernetFrame::new_unchecked(&mut *frame));
+    if let Some(vid) = env.vlan {
+        let tag = VlanRepr { pcp: env.priority & 7, dei: false, vid, ethertype };
+        tag.emit(&mut VlanTag::new_unchecked(&mut frame[ethernet::HEADER_LEN..]));
+    }
+}
+
+/// A BTH with the fields a RoCEv2 RC packet of this model carries (P_Key 0xFFFF, TVer 0, M set).
+pub fn bth(opcode: Opcode, dest_qp: u32, psn: u32, ack_request: bool) -> BthRepr {
+    BthRepr {
+        opcode,
+        solicited_event: false,
+        migration_req: true,
+        pad_count: 0,
+        transport_version: 0,
+        partition_key: 0xffff,
+        fecn: false,
+        becn: opcode.is_cnp(),
+        dest_qp,
+        ack_request,
+        psn: psn & PSN_MASK,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{L3, L4, decode};
+
+    #[test]
+    fn aeth_layout() {
+        let mut b = [0u8; 4];
+        Aeth::nak_sequence_error(0x01_0203).emit(&mut b);
+        assert_eq!(b, [0x60, 0x01, 0x02, 0x03]);
+        let a = Aeth::parse(&b).unwrap();
+        assert!(a.is_nak() && !a.is_ack());
+        assert_eq!(a.msn, 0x01_0203);
+        Aeth::ack(0x1ff_ffff).emit(&mut b);
+        assert_eq!(b, [0x1f, 0xff, 0xff, 0xff], "MSN is 24 bits");
+        assert!(Aeth::parse(&b).unwrap().is_ack());
+        assert_eq!(Aeth::parse(&b[..3]), None);
+    }
+
+    #[test]
+    fn psn_arithmetic_wraps() {
+        assert_eq!(psn_add(0xff_fffe, 3), 1);
+        assert_eq!(psn_diff(1, 0xff_fffe), 3);
+        assert_eq!(psn_diff(0xff_fffe, 1), PSN_MASK - 2);
+    }
+
+    #[test]
+    fn data_header_roundtrip_and_frame_decodes() {
+        let h = DataHeader {
+            sent_ns: 1,
+            message_start_ns: 2,
+            seq: 3,
+            message_id: 4,
+            flow_id: 5,
+            src_qp: 6,
+            app_len: 7,
+        };
+        let env = Envelope {
+            src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
+            vlan: Some(100),
+            priority: 3,
+            src_ip: Ipv4Addr::new(10, 0, 0, 1),
+            dst_ip: Ipv4Addr::new(10, 0, 0, 2),
+            dscp: 26,
+            ecn: Ecn::Ect0,
+            ident: 9,
+            ttl: 64,
+            udp_src_port: 49152,
+        };
+        let frame = rocev2_frame(&env, &bth(Opcode::RcSendOnly, 0x11, 0x12_3456, true), 100, |p| h.emit(p));
+        assert_eq!(frame.len(), 18 + 20 + 8 + 12 + 100 + 4);
+        let d = decode(&frame).unwrap();
+        assert_eq!(d.vlan.unwrap().pcp, 3);
+        let L3::Ipv4 { header, l4: L4::Udp { header: u, offset, bth: Some(b) } } = d.l3 else { panic!() };
+        assert_eq!((header.dscp, header.ecn, header.ident), (26, Ecn::Ect0, 9));
+        assert_eq!((u.dst_port, b.psn, b.dest_qp, b.opcode), (4791, 0x12_3456, 0x11, Opcode::RcSendOnly));
+        let payload = &frame[offset + 8 + 12..];
+        assert_eq!(DataHeader::parse(payload), Some(h));
+    }
+}

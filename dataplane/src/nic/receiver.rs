@@ -1,0 +1,220 @@
+//! The responder side of one (source IP, destination QP): PSN tracking, go-back-N / go-back-0
+//! receiving, ACK coalescing, NAK suppression, and the DCQCN notification point's CNP pacing.
+//!
+//! * In order (`psn == expected`): accepted; an ACK is due when the packet asks for one (AckReq, set by
+//!   the requester on the last packet of a message) or after `ack_every` in-order packets.
+//! * Ahead (`0 < psn − expected < 2^23`): discarded and counted out of order; a NAK (PSN sequence error)
+//!   carrying the expected PSN is due, once per expected PSN: a second NAK for the same PSN only after
+//!   `nak_interval_ns` without progress (the HPCC simulator's 500 µs NACK timer), so a lost NAK is
+//!   recovered; any in-order progress re-arms it. With go-back-0 the receiver first discards the partial
+//!   message (its bytes are taken back from `received_bytes`) and expects the message's first PSN again —
+//!   the behaviour behind the livelock of models.md §4.
+//! * Behind (a duplicate): counted and answered with an ACK, so a requester whose ACK was lost is not
+//!   stuck (the ns3-rdma livelock of issue #8).
+//! * CE-marked packets (any of the above) make a CNP due unless one was sent for this QP within
+//!   `cnp_interval_ns` (DCQCN paper NP; NVIDIA `min_time_between_cnps`): marks inside the interval are
+//!   absorbed, not deferred.
+//!
+//! The first packet of an unknown QP fixes the initial PSN from the sequence number in the model's data
+//! header (`psn − seq`), standing in for the connection setup that tells a real responder its first PSN.
+
+use super::Retransmit;
+use super::packet::{DataHeader, PSN_HALF, PSN_MASK, psn_add, psn_diff};
+use super::stats::{Histogram, RxStats};
+use crate::wire::EthernetAddress;
+use crate::wire::bth::Opcode;
+use std::net::Ipv4Addr;
+
+/// Receiver parameters taken from the NIC configuration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RxParams {
+    pub ack_every: u32,
+    pub nak_interval_ns: u64,
+    pub cnp_interval_ns: u64,
+    pub mode: Retransmit,
+}
+
+/// What a data packet made due.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RxOutcome {
+    pub ack: bool,
+    pub nak: bool,
+    pub cnp: bool,
+}
+
+/// Where a data opcode sits in its message: (first, last); `None` for non-data opcodes.
+pub(crate) fn data_position(opcode: Opcode) -> Option<(bool, bool)> {
+    Some(match opcode {
+        Opcode::RcSendFirst | Opcode::RcWriteFirst => (true, false),
+        Opcode::RcSendMiddle | Opcode::RcWriteMiddle => (false, false),
+        Opcode::RcSendLast | Opcode::RcSendLastImm | Opcode::RcWriteLast => (false, true),
+        Opcode::RcSendOnly | Opcode::RcSendOnlyImm | Opcode::RcWriteOnly => (true, true),
+        _ => return None,
+    })
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RxQp {
+    /// Where ACKs, NAKs and CNPs go, learnt from the latest data packet.
+    pub peer_mac: EthernetAddress,
+    pub requester_qp: u32,
+    pub udp_src_port: u16,
+    pub dscp: u8,
+    pub expected: u32,
+    msn: u32,
+    synced: bool,
+    in_message: bool,
+    message_start_psn: u32,
+    partial_bytes: u64,
+    since_ack: u32,
+    /// The expected PSN the last NAK carried (cleared by in-order progress), and when it was sent.
+    pub nak_psn: Option<u32>,
+    nak_at_ns: u64,
+    last_cnp_ns: Option<u64>,
+    pub ack_queued: bool,
+    pub nak_queued: bool,
+    latency: Histogram,
+    message_latency: Histogram,
+    pub stats: RxStats,
+}
+
+impl RxQp {
+    pub fn new(src_ip: Ipv4Addr, qp: u32) -> RxQp {
+        RxQp {
+            peer_mac: EthernetAddress::default(),
+            requester_qp: 0,
+            udp_src_port: 0,
+            dscp: 0,
+            expected: 0,
+            msn: 0,
+            synced: false,
+            in_message: false,
+            message_start_psn: 0,
+            partial_bytes: 0,
+            since_ack: 0,
+            nak_psn: None,
+            nak_at_ns: 0,
+            last_cnp_ns: None,
+            ack_queued: false,
+            nak_queued: false,
+            latency: Histogram::new(),
+            message_latency: Histogram::new(),
+            stats: RxStats { src_ip: Some(src_ip), qp, ..RxStats::default() },
+        }
+    }
+
+    /// The last PSN received in order and the message sequence number: the contents of an ACK.
+    pub fn ack_state(&self) -> (u32, u32) {
+        (psn_add(self.expected, u64::from(PSN_MASK)), self.msn)
+    }
+
+    pub fn msn(&self) -> u32 {
+        self.msn
+    }
+
+    pub fn latency(&self) -> &Histogram {
+        &self.latency
+    }
+
+    pub fn message_latency(&self) -> &Histogram {
+        &self.message_latency
+    }
+
+    /// A data packet arrived.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_data(
+        &mut self,
+        psn: u32,
+        (first, last): (bool, bool),
+        ack_request: bool,
+        header: &DataHeader,
+        ce: bool,
+        now_ns: u64,
+        params: &RxParams,
+    ) -> RxOutcome {
+        let mut out = RxOutcome::default();
+        let s = &mut self.stats;
+        s.flow_id = header.flow_id;
+        s.received_packets += 1;
+        s.first_ns.get_or_insert(now_ns);
+        s.last_ns = Some(now_ns);
+        self.latency.record(now_ns.saturating_sub(header.sent_ns));
+        if ce {
+            s.ce_packets += 1;
+            if self.last_cnp_ns.is_none_or(|t| now_ns.saturating_sub(t) >= params.cnp_interval_ns) {
+                self.last_cnp_ns = Some(now_ns);
+                out.cnp = true;
+            }
+        }
+        if !self.synced {
+            self.synced = true;
+            self.expected = psn_diff(psn, (header.seq & u64::from(PSN_MASK)) as u32);
+            self.message_start_psn = self.expected;
+        }
+        let distance = psn_diff(psn, self.expected);
+        if distance == 0 {
+            if first {
+                self.in_message = true;
+                self.message_start_psn = psn;
+                self.partial_bytes = 0;
+            }
+            let len = u64::from(header.app_len);
+            self.partial_bytes += len;
+            s.received_bytes += len;
+            self.expected = psn_add(psn, 1);
+            self.nak_psn = None;
+            if last {
+                self.in_message = false;
+                self.partial_bytes = 0;
+                s.messages_received += 1;
+                self.msn = psn_add(self.msn, 1);
+                self.message_latency.record(now_ns.saturating_sub(header.message_start_ns));
+            }
+            self.since_ack += 1;
+            if ack_request || self.since_ack >= params.ack_every.max(1) {
+                out.ack = true;
+            }
+        } else if distance < PSN_HALF {
+            s.out_of_order += 1;
+            if self.nak_psn.is_none() {
+                s.psn_gaps += 1;
+            }
+            if params.mode == Retransmit::GoBack0 && self.in_message {
+                s.received_bytes -= self.partial_bytes;
+                self.partial_bytes = 0;
+                self.in_message = false;
+                self.expected = self.message_start_psn;
+            }
+            if self.nak_psn != Some(self.expected)
+                || now_ns.saturating_sub(self.nak_at_ns) >= params.nak_interval_ns
+            {
+                self.nak_psn = Some(self.expected);
+                self.nak_at_ns = now_ns;
+                out.nak = true;
+            }
+        } else {
+            s.duplicates += 1;
+            out.ack = true;
+        }
+        out
+    }
+
+    /// An ACK is about to go out.
+    pub fn ack_sent(&mut self) {
+        self.since_ack = 0;
+        self.stats.acks_sent += 1;
+    }
+
+    pub fn stats(&self) -> RxStats {
+        let mut s = self.stats.clone();
+        s.expected_psn = self.expected;
+        s.latency = self.latency.summary();
+        s.message_latency = self.message_latency.summary();
+        if let (Some(a), Some(b)) = (s.first_ns, s.last_ns)
+            && b > a
+        {
+            s.goodput_mbps = s.received_bytes as f64 * 8.0 * 1e3 / (b - a) as f64;
+        }
+        s
+    }
+}
