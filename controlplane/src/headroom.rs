@@ -21,6 +21,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use crate::show::thousands;
+
 /// SONiC's default port MTU (`PORT|mtu` when absent); profiles for other MTUs get an `_mtu<mtu>` suffix.
 pub const DEFAULT_PORT_MTU: u32 = 9100;
 /// Cable length of a port without a `CABLE_LENGTH` entry. SONiC's buffer manager waits for one instead;
@@ -105,19 +107,6 @@ impl fmt::Display for Headroom {
         }
         Ok(())
     }
-}
-
-/// `1234567` → `"1,234,567"`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn round_up_to_kb(bytes: f64) -> u64 {

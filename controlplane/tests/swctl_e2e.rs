@@ -2,8 +2,8 @@
 //! that leaves the running generation alone, show commands reading live counters after real traffic, clear,
 //! pfcwd, and the one-sentence error when the switch cannot be reached. Needs root and iproute2.
 
+use lossless_dataplane::io::PortBackend;
 use lossless_dataplane::io::netns::{Netns, unique_name};
-use lossless_dataplane::io::{self, PortBackend, PortSpec};
 use lossless_dataplane::wire::EthernetAddress;
 use lossless_dataplane::wire::build::Ipv4Flow;
 use lossless_dataplane::wire::ip::Ecn;
@@ -110,15 +110,9 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A port on a host's eth0.
 fn host_port(ns: &Netns) -> Box<dyn PortBackend> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            ns.enter_on_this_thread().unwrap();
-            io::open(&PortSpec::Interface("eth0".into())).unwrap()
-        })
-        .join()
-        .unwrap()
-    })
+    ns.open_port("eth0").unwrap()
 }
 
 /// h1 sends `n` DSCP-3 frames to h3; returns when h3 has them all.

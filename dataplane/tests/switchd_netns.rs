@@ -4,8 +4,8 @@
 //! Topology (names unique per test, namespaces removed on drop, even after a failed assertion):
 //! `h1:eth0 — sw:p0 (Ethernet0)`, `h2:eth0 — sw:p1 (Ethernet4)`, `h3:eth0 — sw:p2 (Ethernet8, 1 Gb/s)`.
 
+use lossless_dataplane::io::PortBackend;
 use lossless_dataplane::io::netns::{Netns, unique_name};
-use lossless_dataplane::io::{self, PortBackend, PortSpec};
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server;
 use lossless_dataplane::wire::build::Ipv4Flow;
@@ -101,16 +101,9 @@ impl Drop for Lab {
     }
 }
 
-/// A port on a host's eth0, opened from a thread inside the host's namespace.
+/// A port on a host's eth0.
 fn host_port(ns: &Netns) -> Box<dyn PortBackend> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            ns.enter_on_this_thread().unwrap();
-            io::open(&PortSpec::Interface("eth0".into())).unwrap()
-        })
-        .join()
-        .unwrap()
-    })
+    ns.open_port("eth0").unwrap()
 }
 
 fn frames(from: usize, dscp: u8, n: u16, len: usize) -> Vec<Vec<u8>> {

@@ -30,6 +30,8 @@
 mod counters;
 mod pfcwd;
 mod table;
+
+pub use table::thousands;
 mod watermarks;
 
 pub use counters::{

@@ -67,7 +67,7 @@ fn finite(x: f64) -> Value {
 }
 
 /// `1234567` → `1,234,567` (Python's `'{:,}'.format`).
-pub(crate) fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

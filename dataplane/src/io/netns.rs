@@ -80,6 +80,19 @@ impl Netns {
         Ok(())
     }
 
+    /// Opens a port on `interface` inside this namespace (from a short-lived thread that enters it; the
+    /// socket stays bound to the namespace's interface afterwards).
+    pub fn open_port(&self, interface: &str) -> io::Result<Box<dyn crate::io::PortBackend>> {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                self.enter_on_this_thread()?;
+                crate::io::open(&crate::io::PortSpec::Interface(interface.to_owned()))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the thread opening the port panicked")))
+        })
+    }
+
     /// A veth pair: `a` in this namespace, `b` in `peer_ns`; both up, IPv6 off, offloads off.
     pub fn veth(&self, a: &str, peer_ns: &Netns, b: &str) -> io::Result<()> {
         self.ip(&["link", "add", a, "type", "veth", "peer", "name", b, "netns", &peer_ns.name])?;
