@@ -543,6 +543,22 @@ impl ControlSocket {
         Ok(unsafe { ifr.ifr_ifru.ifru_mtu }.max(0) as usize)
     }
 
+    /// The hardware (MAC) address of `interface`.
+    #[allow(unsafe_code)]
+    pub(crate) fn hardware_address(&self, interface: &str) -> io::Result<[u8; 6]> {
+        let mut ifr = ifreq(interface)?;
+        self.ioctl(libc::SIOCGIFHWADDR, &mut ifr).map_err(|e| {
+            io::Error::new(e.kind(), format!("interface {interface:?}: reading the MAC address: {e}"))
+        })?;
+        // SAFETY: SIOCGIFHWADDR filled the `ifru_hwaddr` member of the union.
+        let sa = unsafe { ifr.ifr_ifru.ifru_hwaddr };
+        let mut mac = [0u8; 6];
+        for (dst, &src) in mac.iter_mut().zip(sa.sa_data.iter()) {
+            *dst = src as u8;
+        }
+        Ok(mac)
+    }
+
     /// GRO and LRO off, so the kernel hands over frames as they arrived; devices without them are fine.
     pub(crate) fn disable_gro_lro(&self, interface: &str) {
         if let Err(e) = self.ethtool_set(interface, ethtool::SGRO, 0) {

@@ -13,6 +13,7 @@ pub mod pnet_port;
 pub mod runtime;
 pub mod tap;
 
+use crate::wire::EthernetAddress;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -73,4 +74,17 @@ pub fn open(spec: &PortSpec) -> io::Result<Box<dyn PortBackend>> {
         PortSpec::Pnet(name) => Box::new(pnet_port::PnetPort::open(name)?),
         PortSpec::Tap(name) => Box::new(tap::TapPort::open(name)?),
     })
+}
+
+/// The MAC address of an existing interface (in the calling thread's network namespace); `interface
+/// "NAME" not found` when there is none.
+pub fn interface_mac(interface: &str) -> io::Result<EthernetAddress> {
+    afpacket::if_index(interface)?;
+    afpacket::ControlSocket::new()?.hardware_address(interface).map(EthernetAddress)
+}
+
+/// The MTU of an existing interface (in the calling thread's network namespace).
+pub fn interface_mtu(interface: &str) -> io::Result<usize> {
+    afpacket::if_index(interface)?;
+    afpacket::ControlSocket::new()?.mtu(interface)
 }

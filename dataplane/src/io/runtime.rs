@@ -251,13 +251,25 @@ impl Runtime {
     }
 }
 
-fn libc_pollfd(fd: i32, writable: bool) -> libc::pollfd {
+/// A `pollfd` waiting for readability, and for writability too when `writable`.
+pub fn libc_pollfd(fd: i32, writable: bool) -> libc::pollfd {
     libc::pollfd { fd, events: libc::POLLIN | if writable { libc::POLLOUT } else { 0 }, revents: 0 }
 }
 
-/// `ppoll` with a nanosecond timeout (plain `poll` rounds up to milliseconds, far coarser than a frame time).
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock behind [`Instant`], as an absolute value that every process
+/// of the machine shares (so timestamps one process puts in a frame mean the same to another).
 #[allow(unsafe_code)]
-fn poll_fds(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a live, exclusively borrowed timespec; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `ppoll` with a nanosecond timeout (plain `poll` rounds up to milliseconds, far coarser than a frame time).
+/// An interrupted wait (EINTR) is not an error.
+#[allow(unsafe_code)]
+pub fn poll_fds(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<()> {
     let ts = libc::timespec {
         tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,

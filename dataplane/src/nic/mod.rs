@@ -180,7 +180,8 @@ impl NicConfig {
         u64::from(self.mtu).saturating_sub(packet::IP_OVERHEAD as u64)
     }
 
-    fn priority_of_dscp(&self, dscp: u8) -> u8 {
+    /// The priority of a DSCP: `dscp_to_priority`, else DSCP >> 3.
+    pub fn priority_of_dscp(&self, dscp: u8) -> u8 {
         self.dscp_to_priority.get(&dscp).copied().unwrap_or(dscp >> 3) & 7
     }
 

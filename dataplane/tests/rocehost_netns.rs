@@ -1,0 +1,390 @@
+//! The real rocehost binary in network namespaces: two hosts joined by a veth pair (`eth0 — eth0`), RoCE
+//! traffic and PFC on real frames. Needs root and iproute2 (as CI has).
+//!
+//! Namespaces have unique names and are removed on drop, also after a failed assertion; every rocehost a
+//! test starts is stopped (SIGTERM, then SIGKILL) before its namespace goes. Tests wait for `--ready-file`
+//! and for process exits, never for a guessed time.
+
+use lossless_dataplane::io::netns::{Netns, unique_name};
+use lossless_dataplane::io::runtime::{libc_pollfd, poll_fds};
+use lossless_dataplane::io::{self, PortBackend, PortSpec};
+use lossless_dataplane::wire::{self, L3, MacControlRepr, PfcRepr};
+use serde_json::Value;
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+const ROCEHOST: &str = env!("CARGO_BIN_EXE_rocehost");
+const A_IP: &str = "10.0.0.1";
+const B_IP: &str = "10.0.0.2";
+/// Time any rocehost gets to start or to stop before the test gives up on it.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Tests whose figures depend on timing (rates, intervals) run one at a time: on a small machine two of
+/// them at once would measure each other.
+static TIMING: Mutex<()> = Mutex::new(());
+
+fn timing() -> MutexGuard<'static, ()> {
+    TIMING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Two namespaces joined by a veth pair, `eth0` in each.
+struct Pair {
+    a: Netns,
+    b: Netns,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let a = Netns::new(&unique_name("lra")).expect("creating a network namespace (run as root)");
+        let b = Netns::new(&unique_name("lrb")).unwrap();
+        a.veth("eth0", &b, "eth0").expect("creating the veth pair");
+        Pair { a, b }
+    }
+}
+
+/// The MAC address of `eth0` in `ns`, as `ip link` shows it.
+fn eth0_mac(ns: &Netns) -> String {
+    let out = ns.ip(&["-o", "link", "show", "dev", "eth0"]).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut words = text.split_whitespace().skip_while(|w| *w != "link/ether");
+    words.nth(1).unwrap_or_else(|| panic!("no MAC in {text}")).to_owned()
+}
+
+/// One rocehost process with its files (`--ready-file`, `--report`, stdout, stderr) in a private directory.
+struct Host {
+    name: &'static str,
+    child: Option<Child>,
+    dir: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+impl Host {
+    /// Starts `rocehost ARGS --ready-file DIR/ready --report DIR/report.json` inside `ns`.
+    fn spawn(ns: &Netns, name: &'static str, args: &[&str]) -> Host {
+        let dir = std::env::temp_dir().join(unique_name("lrh"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns.name(), ROCEHOST])
+            .args(args)
+            .arg("--ready-file")
+            .arg(dir.join("ready"))
+            .arg("--report")
+            .arg(dir.join("report.json"))
+            .stdin(Stdio::null())
+            .stdout(File::create(dir.join("stdout")).unwrap())
+            .stderr(File::create(dir.join("stderr")).unwrap())
+            .spawn()
+            .expect("rocehost starts");
+        Host { name, child: Some(child), dir, status: None }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(self.dir.join(file)).unwrap_or_default()
+    }
+
+    fn stdout(&self) -> String {
+        self.read("stdout")
+    }
+
+    fn stderr(&self) -> String {
+        self.read("stderr")
+    }
+
+    /// Waits for the ready file (failing if the process exits first) and returns its JSON.
+    fn wait_ready(&mut self) -> Value {
+        let path = self.dir.join("ready");
+        let deadline = Instant::now() + PATIENCE;
+        while !path.exists() {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("{} exited before it was ready ({status}): {}", self.name, self.stderr());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} not ready within {PATIENCE:?}: {}",
+                self.name,
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        serde_json::from_str(&self.read("ready")).expect("the ready file is JSON")
+    }
+
+    fn try_wait(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none()
+            && let Some(child) = self.child.as_mut()
+        {
+            self.status = child.try_wait().unwrap();
+        }
+        self.status
+    }
+
+    /// Waits for the process to exit by itself.
+    fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} still running after {PATIENCE:?}: {}",
+                self.name,
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// SIGTERM, then waits for the exit.
+    fn terminate(&mut self) -> ExitStatus {
+        let status = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().unwrap();
+        assert!(status.success());
+        self.wait_exit()
+    }
+
+    /// The JSON report the process printed (`--json`).
+    fn json_stdout(&self) -> Value {
+        let out = self.stdout();
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{} stdout is not JSON ({e}): {out}", self.name))
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if self.try_wait().is_none()
+            && let Some(mut child) = self.child.take()
+        {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A raw AF_PACKET port on `eth0` of `ns`, opened from a thread inside the namespace.
+fn raw_port(ns: &Netns) -> Box<dyn PortBackend> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            ns.enter_on_this_thread().unwrap();
+            io::open(&PortSpec::Interface("eth0".into())).unwrap()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+fn u64_at(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer).and_then(Value::as_u64).unwrap_or_else(|| panic!("{pointer} missing in {v:#}"))
+}
+
+fn f64_at(v: &Value, pointer: &str) -> f64 {
+    v.pointer(pointer).and_then(Value::as_f64).unwrap_or_else(|| panic!("{pointer} missing in {v:#}"))
+}
+
+#[test]
+fn fifty_messages_cross_at_1g_acked_and_in_order() {
+    let _timing = timing();
+    const MESSAGES: u64 = 50;
+    const BYTES: u64 = MESSAGES * 65536;
+    let lab = Pair::new();
+    let mut rx = Host::spawn(
+        &lab.b,
+        "receiver",
+        &["--interface", "eth0", "--ip", B_IP, "--line-rate-mbps", "1000", "--pfc-enable", "3", "--json"],
+    );
+    let ready = rx.wait_ready();
+    let rx_mac = ready["mac"].as_str().unwrap().to_owned();
+    assert_eq!(rx_mac, eth0_mac(&lab.b), "the default MAC is the interface's");
+    assert_eq!((ready["ip"].as_str(), ready["pid"].as_u64()), (Some(B_IP), Some(u64::from(rx.pid()))));
+
+    let flow = format!("dst={B_IP},dst-mac={rx_mac},message=65536,messages={MESSAGES}");
+    let mut tx = Host::spawn(
+        &lab.a,
+        "sender",
+        &["--interface", "eth0", "--ip", A_IP, "--line-rate-mbps", "1000", "--flow", &flow, "--json"],
+    );
+    let status = tx.wait_exit();
+    assert!(
+        status.success(),
+        "the sender stops by itself once its flow finished ({status}): {}",
+        tx.stderr()
+    );
+    let sent = tx.json_stdout();
+    let f = &sent["flows"][0];
+    assert_eq!(u64_at(f, "/messages_completed"), MESSAGES, "{f:#}");
+    assert_eq!(u64_at(f, "/acked_bytes"), BYTES, "{f:#}");
+    assert!(f["finished_ns"].is_u64(), "{f:#}");
+    let goodput = f64_at(f, "/goodput_mbps");
+    assert!(goodput > 200.0 && goodput <= 1000.0, "sender goodput {goodput} Mb/s at a 1 Gb/s line");
+
+    let status = rx.terminate();
+    assert!(status.success(), "SIGTERM → exit 0 ({status}): {}", rx.stderr());
+    let got = rx.json_stdout();
+    let receivers = got["receivers"].as_array().unwrap();
+    assert_eq!(receivers.len(), 1, "{got:#}");
+    let q = &receivers[0];
+    assert_eq!(q["src_ip"].as_str(), Some(A_IP));
+    assert_eq!(u64_at(q, "/received_bytes"), BYTES, "every byte in order: {q:#}");
+    assert_eq!(u64_at(q, "/messages_received"), MESSAGES);
+    assert_eq!(u64_at(q, "/out_of_order"), 0, "{q:#}");
+    let rx_goodput = f64_at(q, "/goodput_mbps");
+    assert!(rx_goodput > 200.0, "receiver goodput {rx_goodput} Mb/s");
+    let report: Value = serde_json::from_str(&rx.read("report.json")).unwrap();
+    assert_eq!(report, got, "--report holds what --json printed");
+    eprintln!(
+        "measured: sender goodput {goodput:.1} Mb/s, receiver {rx_goodput:.1} Mb/s; {} data packets sent, {} \
+         retransmitted ({} timeouts); latency p50 {} ns, p99 {} ns, p99.9 {} ns",
+        u64_at(f, "/sent_packets"),
+        u64_at(f, "/retransmitted_packets"),
+        u64_at(f, "/timeouts"),
+        u64_at(q, "/latency/p50_ns"),
+        u64_at(q, "/latency/p99_ns"),
+        u64_at(q, "/latency/p999_ns"),
+    );
+}
+
+/// PFC frames one host saw: (arrival, frame).
+fn capture_pfc_until_exit(port: &mut dyn PortBackend, host: &mut Host) -> Vec<(Instant, PfcRepr)> {
+    let mut seen = Vec::new();
+    let mut buf = Vec::new();
+    // Arrival times are taken per batch: a fresh batch is at most a few frames.
+    let mut exited_at: Option<Instant> = None;
+    let deadline = Instant::now() + PATIENCE;
+    // Until the host exited and 100 ms more (the last frames still in the socket).
+    while exited_at.is_none_or(|t| t.elapsed() < Duration::from_millis(100)) {
+        assert!(Instant::now() < deadline, "{} still running: {}", host.name, host.stderr());
+        if exited_at.is_none() && host.try_wait().is_some() {
+            exited_at = Some(Instant::now());
+        }
+        buf.clear();
+        if port.recv_batch(&mut buf, 64).unwrap() == 0 {
+            poll_fds(&mut [libc_pollfd(port.raw_fd(), false)], 10_000_000).unwrap();
+            continue;
+        }
+        let now = Instant::now();
+        for frame in &buf {
+            if let Ok(L3::MacControl(MacControlRepr::Pfc(p))) = wire::decode(frame).map(|d| d.l3) {
+                seen.push((now, p));
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn storm_sends_xoff_for_priority_3_at_the_interval() {
+    let _timing = timing();
+    let lab = Pair::new();
+    let mut port = raw_port(&lab.b);
+    let mut storm = Host::spawn(
+        &lab.a,
+        "storm",
+        &["--interface", "eth0", "--ip", A_IP, "--storm", "3", "--duration", "1", "--json"],
+    );
+    let seen = capture_pfc_until_exit(port.as_mut(), &mut storm);
+    let status = storm.try_wait().unwrap();
+    assert!(status.success(), "{status}: {}", storm.stderr());
+    let report = storm.json_stdout();
+    let n = seen.len();
+    assert_eq!(n as u64, u64_at(&report, "/counters/tx_pfc_frames"), "every PFC frame sent arrived");
+    assert_eq!(n as u64, u64_at(&report, "/pfc/3/counters/tx"));
+    for (_, p) in &seen {
+        assert_eq!(p.class_enable, 1 << 3, "{p:?}");
+        assert_eq!(p.time[3], 0xffff, "{p:?}");
+    }
+    let span = seen.last().unwrap().0 - seen[0].0;
+    let interval_us = span.as_secs_f64() * 1e6 / (n - 1) as f64;
+    eprintln!("measured: {n} XOFF frames over {span:?}, one every {interval_us:.1} µs");
+    assert!(n > 5000, "{n} frames in 1 s at 100 µs");
+    assert!((80.0..=150.0).contains(&interval_us), "mean interval {interval_us:.1} µs, expected about 100");
+}
+
+#[test]
+fn storm_pauses_a_pfc_enabled_sender() {
+    let _timing = timing();
+    let lab = Pair::new();
+    let mut storm =
+        Host::spawn(&lab.a, "storm", &["--interface", "eth0", "--ip", A_IP, "--storm", "3", "--json"]);
+    let storm_mac = storm.wait_ready()["mac"].as_str().unwrap().to_owned();
+    // The flow starts 50 ms after the sender: by then XOFFs (one every 100 µs) have paused priority 3.
+    let flow = format!("dst={A_IP},dst-mac={storm_mac},dscp=3,start-ms=50");
+    let mut tx = Host::spawn(
+        &lab.b,
+        "sender",
+        &[
+            "--interface",
+            "eth0",
+            "--ip",
+            B_IP,
+            "--pfc-enable",
+            "3,4",
+            "--flow",
+            &flow,
+            "--duration",
+            "0.5",
+            "--json",
+        ],
+    );
+    assert!(tx.wait_exit().success(), "{}", tx.stderr());
+    assert!(storm.terminate().success());
+    let r = tx.json_stdout();
+    let f = &r["flows"][0];
+    assert_eq!(u64_at(f, "/priority"), 3, "DSCP 3 → priority 3 (default --dscp-to-priority)");
+    assert_eq!(u64_at(f, "/sent_packets"), 0, "a paused flow sends nothing: {f:#}");
+    let paused = u64_at(&r, "/pfc/3/pause_ns");
+    assert!(paused > 400_000_000, "paused {paused} ns of 0.5 s");
+    assert_eq!(u64_at(&r, "/pfc/4/pause_ns"), 0, "only priority 3 is stormed");
+    assert!(u64_at(&r, "/counters/rx_pfc_frames") > 1000);
+}
+
+#[test]
+fn a_missing_interface_exits_2_naming_it() {
+    let ns = Netns::new(&unique_name("lrm")).unwrap();
+    let started = Instant::now();
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns.name(), ROCEHOST, "--interface", "nope0", "--ip", A_IP])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("interface \"nope0\" not found"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5), "fails fast");
+}
+
+#[test]
+fn a_bad_flow_spec_exits_2_naming_the_key() {
+    let out = Command::new(ROCEHOST)
+        .args(["--interface", "eth0", "--ip", A_IP, "--flow", "dst=10.0.0.2,colour=blue"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--flow dst=10.0.0.2,colour=blue") && stderr.contains("\"colour\""), "{stderr}");
+}
+
+#[test]
+fn sigterm_exits_0_with_the_report_written() {
+    let lab = Pair::new();
+    let mut host = Host::spawn(&lab.a, "receiver", &["--interface", "eth0", "--ip", A_IP]);
+    host.wait_ready();
+    let status = host.terminate();
+    assert!(status.success(), "{status}: {}", host.stderr());
+    let report: Value = serde_json::from_str(&host.read("report.json")).expect("--report is JSON");
+    assert_eq!(report["pfc"].as_array().map(Vec::len), Some(8), "{report:#}");
+    assert_eq!(report["flows"], Value::Array(vec![]));
+    assert!(report["counters"]["tx_frames"].is_u64());
+    let table = host.stdout();
+    assert!(table.contains("stopped: SIGTERM") && table.contains("no data received"), "{table}");
+}
