@@ -9,6 +9,7 @@
 pub mod demo;
 pub mod diff;
 pub mod headroom;
+pub mod lab;
 pub mod show;
 pub mod snapshot;
 

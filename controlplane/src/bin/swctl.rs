@@ -17,15 +17,20 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tonic::transport::Channel;
 
+const DEFAULT_SWITCH: &str = "unix:/run/lossless/switch.sock";
+
 #[derive(Parser)]
 #[command(name = "swctl", version, about = "Configure and observe Lossless switches, SONiC style")]
 struct Cli {
     /// The switch to talk to: unix:PATH or tcp:HOST:PORT (also $LOSSLESS_SWITCH).
-    #[arg(long, global = true, env = "LOSSLESS_SWITCH", default_value = "unix:/run/lossless/switch.sock")]
+    #[arg(long, global = true, env = "LOSSLESS_SWITCH", default_value = DEFAULT_SWITCH)]
     switch: String,
     /// Machine-readable JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// A lab (`swctl lab up`) whose switches --switch may name: `--lab demo --switch sw1` (also $LOSSLESS_LAB).
+    #[arg(long, global = true, env = "LOSSLESS_LAB")]
+    lab: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -87,6 +92,11 @@ enum Command {
         /// Also print a counters line every this many milliseconds.
         #[arg(long, default_value_t = 0)]
         counters_ms: u32,
+    },
+    /// Network-namespace labs from topology files: up, down, status, validate, and the lossless demo.
+    Lab {
+        #[command(subcommand)]
+        cmd: lossless_controlplane::lab::LabCommand,
     },
     /// Hold (or release) egress on a port or one of its queues, like sai_thrift_port_tx_disable.
     Hold {
@@ -422,9 +432,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", serde_yaml::to_string(&db)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
         command => {
+            let switch =
+                lossless_controlplane::lab::resolve_switch(cli.lab.as_deref(), &cli.switch, DEFAULT_SWITCH)?;
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            runtime.block_on(online(&cli.switch, cli.json, command))
+            runtime.block_on(online(&switch, cli.json, command))
         }
     }
 }
@@ -507,7 +520,11 @@ async fn online(endpoint: &str, json: bool, command: Command) -> anyhow::Result<
             client.set_hold(pb::SetHoldRequest { port, queue, hold: !release }).await.map_err(status)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo | Command::Validate { .. } | Command::Import { .. } | Command::Headroom { .. } => {
+        Command::Demo
+        | Command::Validate { .. }
+        | Command::Import { .. }
+        | Command::Headroom { .. }
+        | Command::Lab { .. } => {
             unreachable!("handled offline")
         }
     }

@@ -204,16 +204,25 @@ impl Runtime {
     fn transmit(&mut self, now: u64) {
         for p in 0..self.ports.len() {
             let io = &mut self.ports[p];
-            if io.backend.is_none() {
+            // The model paces the line; a wake-up that comes late sends what the line could have carried
+            // since it became free (at most CATCH_UP_NS back), so the port keeps its configured rate.
+            loop {
+                let free = self.switch.line_free_at(p);
+                if free > now {
+                    break;
+                }
+                let t = free.max(now.saturating_sub(CATCH_UP_NS));
+                let tx = match self.switch.poll_transmit(p, t) {
+                    Some(tx) => tx,
+                    // Nothing was eligible back then (a pause or a shaper ended since): try now.
+                    None => match (t < now).then(|| self.switch.poll_transmit(p, now)).flatten() {
+                        Some(tx) => tx,
+                        None => break,
+                    },
+                };
                 // A port without an interface: frames leave into the void (counted by the model).
-                while self.switch.poll_transmit(p, now).is_some() {}
-                continue;
-            }
-            while let Some(at) = self.switch.next_transmit_at(p).filter(|&t| t <= now) {
-                let t = at.max(now.saturating_sub(CATCH_UP_NS));
-                match self.switch.poll_transmit(p, t) {
-                    Some(tx) => io.backlog.push(tx.frame),
-                    None => break,
+                if io.backend.is_some() {
+                    io.backlog.push(tx.frame);
                 }
             }
             if let (Some(backend), false) = (io.backend.as_mut(), io.backlog.is_empty()) {

@@ -442,6 +442,12 @@ impl Switch {
         (port < self.ports.len()).then(|| self.port_ready_at(port, self.now_ns)).flatten()
     }
 
+    /// When the port's line finished (or will finish) carrying its last frame: a driver that woke up late
+    /// may call [`poll_transmit`](Self::poll_transmit) with any time from here on to keep the port's rate.
+    pub fn line_free_at(&self, port: PortId) -> u64 {
+        self.ports.get(port).map_or(0, |p| p.egress.line_free_at_ns())
+    }
+
     /// Ports with something to send at `now_ns` (a PFC frame or an eligible queue, line free).
     pub fn ports_ready(&self, now_ns: u64) -> Vec<PortId> {
         (0..self.ports.len())
