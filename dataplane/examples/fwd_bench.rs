@@ -23,9 +23,14 @@
 //!   and the receiving thread read the same clock. The receive time is taken when `recvmmsg` returns to the
 //!   application, after its wake-up from `poll`: what a real receiver sees.
 //!
+//! Every run starts with switchd's queues empty (its backlog from the previous run drained). The ledger
+//! under each throughput table follows the frames along the path (h1 → m0 → switchd's counters → m1 → h2 →
+//! h2's application), and each run reports how much CPU other processes took meanwhile ("others' CPU"):
+//! on a small machine a concurrent build skews everything, and the figures of such a run are flagged.
+//!
 //! Frame sizes are Ethernet frames as handed to AF_PACKET (header to payload; veths carry no FCS); Gb/s
 //! counts those bytes. Needs root and iproute2; namespaces and switchd are removed on every exit path
-//! (errors, panics, Ctrl-C). Run through `bench/forwarding.sh`, or:
+//! (errors, panics, Ctrl-C/SIGTERM). Run through `bench/forwarding.sh`, or:
 //!
 //! ```text
 //! cargo build --release -p lossless-dataplane --bin switchd --example fwd_bench
@@ -50,7 +55,7 @@ use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Barrier;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The switch profile whose QoS and buffer tables switchd runs with.
@@ -98,14 +103,23 @@ const TX_FRAMES: usize = 128;
 const START_MARGIN: Duration = Duration::from_millis(300);
 /// How long a receiver keeps listening after the sender stopped.
 const DRAIN: Duration = Duration::from_millis(300);
+/// How long switchd may take to empty its queues before a run.
+const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 /// Latency frames sent before the measured ones.
 const LATENCY_WARMUP: Duration = Duration::from_millis(200);
 
 /// Set by SIGINT/SIGTERM; every loop checks it.
 static STOP: AtomicBool = AtomicBool::new(false);
+/// The signal that set [`STOP`].
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 #[derive(Parser, Debug)]
-#[command(name = "fwd_bench", about = "switchd forwarding vs kernel IPv4 forwarding between namespaces")]
+#[command(
+    name = "fwd_bench",
+    about = "switchd forwarding vs kernel IPv4 forwarding between namespaces",
+    // bench/forwarding.sh passes `--mode both` first; a later one from the user wins.
+    args_override_self = true
+)]
 struct Args {
     /// What forwards in the middle namespace.
     #[arg(long, value_enum, default_value_t = Mode::Both)]
@@ -169,9 +183,9 @@ fn main() -> ExitCode {
     install_signal_handlers();
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if STOP.load(Ordering::SeqCst) => {
-            eprintln!("fwd_bench: interrupted ({e:#}); namespaces and switchd removed");
-            ExitCode::from(130)
+        Err(_) if STOP.load(Ordering::SeqCst) => {
+            eprintln!("fwd_bench: interrupted; namespaces and switchd removed");
+            ExitCode::from(128 + SIGNAL.load(Ordering::SeqCst).clamp(0, 127) as u8)
         }
         Err(e) => {
             eprintln!("fwd_bench: {e:#}");
@@ -196,6 +210,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     ensure!(!args.sizes.is_empty(), "--sizes: at least one size");
     for &s in &args.sizes {
         ensure!((MIN_SIZE..=MAX_SIZE).contains(&s), "--sizes {s}: each size must be {MIN_SIZE}..={MAX_SIZE}");
+    }
+    let before = CpuSample::take(None);
+    std::thread::sleep(Duration::from_millis(500));
+    let busy = CpuSample::take(None).busy_cores_since(&before);
+    if busy > 0.1 {
+        eprintln!(
+            "fwd_bench: warning: the machine is busy before the start ({busy:.2} cores): figures may be noisy"
+        );
     }
     if cfg!(debug_assertions) {
         eprintln!("fwd_bench: warning: a debug build; build with --release for meaningful figures");
@@ -226,6 +248,16 @@ fn run(args: Args) -> anyhow::Result<()> {
         lab.check_switchd_alive()?;
     }
     let ratios = Ratios::of(&results);
+    let busiest = results
+        .iter()
+        .flat_map(|r| r.throughput.iter().map(|t| t.others_cpu).chain(r.latency.iter().map(|l| l.others_cpu)))
+        .fold(0.0, f64::max);
+    if busiest > INTERFERENCE_LIMIT {
+        eprintln!(
+            "fwd_bench: warning: other processes took up to {busiest:.2} cores during a run (column \"others' CPU\"): \
+             rerun on an idle machine for figures that mean something"
+        );
+    }
     if args.json {
         println!("{}", json_summary(&args, &results, &ratios));
     } else {
@@ -248,7 +280,8 @@ fn default_switchd() -> PathBuf {
 
 // ---- Ctrl-C ---------------------------------------------------------------------------------------
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
 }
 
@@ -316,6 +349,10 @@ impl Lab {
         Ok(Lab { switchd, fwd, h1, mid, h2, router_mac })
     }
 
+    fn switchd_pid(&self) -> Option<u32> {
+        self.switchd.as_ref().map(|sw| sw.child.id())
+    }
+
     fn check_switchd_alive(&mut self) -> anyhow::Result<()> {
         if let Some(sw) = self.switchd.as_mut()
             && let Some(status) = sw.child.try_wait()?
@@ -340,7 +377,7 @@ struct Switchd {
     child: Child,
     config: PathBuf,
     socket: PathBuf,
-    tokio: tokio::runtime::Runtime,
+    tokio: Option<tokio::runtime::Runtime>,
     client: Option<pb::switch_client::SwitchClient<tonic::transport::Channel>>,
 }
 
@@ -372,12 +409,12 @@ impl Switchd {
                 return Err(e).context("starting switchd");
             }
         };
-        let mut sw = Switchd { child, config, socket, tokio, client: None };
+        let mut sw = Switchd { child, config, socket, tokio: Some(tokio), client: None };
         let endpoint = format!("unix:{}", sw.socket.display());
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             check_stop()?;
-            if let Ok(c) = sw.tokio.block_on(server::connect(&endpoint)) {
+            if let Ok(c) = sw.rt().block_on(server::connect(&endpoint)) {
                 sw.client = Some(c);
                 break;
             }
@@ -391,9 +428,32 @@ impl Switchd {
         Ok(sw)
     }
 
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.tokio.as_ref().expect("the runtime lives until drop")
+    }
+
+    /// Frames waiting in switchd's egress queues now.
+    fn queued(&mut self) -> anyhow::Result<u64> {
+        let mut client = self.client.clone().context("no gRPC client")?;
+        let c = self.rt().block_on(client.get_counters(pb::GetCountersRequest {}))?.into_inner();
+        Ok(c.ports.iter().flat_map(|p| p.queue_depth.iter()).sum())
+    }
+
+    /// Waits until switchd's queues are empty, so that a run does not start behind the previous one's
+    /// backlog; returns how long that took.
+    fn wait_drained(&mut self) -> anyhow::Result<Duration> {
+        let start = Instant::now();
+        while self.queued()? > 0 {
+            check_stop()?;
+            ensure!(start.elapsed() < DRAIN_LIMIT, "switchd's queues did not drain within {DRAIN_LIMIT:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(start.elapsed())
+    }
+
     fn counters(&mut self) -> anyhow::Result<SwitchdStats> {
-        let client = self.client.as_mut().context("no gRPC client")?;
-        let c = self.tokio.block_on(client.get_counters(pb::GetCountersRequest {}))?.into_inner();
+        let mut client = self.client.clone().context("no gRPC client")?;
+        let c = self.rt().block_on(client.get_counters(pb::GetCountersRequest {}))?.into_inner();
         let port = |name: &str| c.ports.iter().find(|p| p.name == name).cloned();
         let e0 = port(SW_PORTS[0].0).context("no Ethernet0 counters")?;
         let e4 = port(SW_PORTS[1].0).context("no Ethernet4 counters")?;
@@ -418,6 +478,11 @@ impl Switchd {
 impl Drop for Switchd {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        // Close the gRPC connection first: switchd waits up to 5 s for open connections when it stops.
+        self.client = None;
+        if let Some(rt) = self.tokio.take() {
+            rt.shutdown_background();
+        }
         if self.child.try_wait().ok().flatten().is_none() {
             // SIGTERM: switchd stops cleanly (and removes its socket); a stuck one is killed.
             // SAFETY: kill has no memory preconditions; the pid is our own child, not yet reaped.
@@ -637,6 +702,74 @@ impl SwitchdStats {
     }
 }
 
+// ---- interference ----------------------------------------------------------------------------------
+
+/// CPU counters to tell how much of the machine other processes took during a run: user time of the whole
+/// machine, of this process and of switchd (the forwarding work itself is mostly kernel time, ours).
+#[derive(Debug, Clone, Copy)]
+struct CpuSample {
+    at: Instant,
+    /// Jiffies: machine user+nice, machine busy (all but idle/iowait), this process's and switchd's user.
+    machine_user: u64,
+    machine_busy: u64,
+    self_user: u64,
+    switchd_user: u64,
+}
+
+impl CpuSample {
+    fn take(switchd: Option<u32>) -> CpuSample {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let cpu: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let field = |i: usize| cpu.get(i).copied().unwrap_or(0);
+        // user nice system idle iowait irq softirq steal
+        let machine_user = field(0) + field(1);
+        let machine_busy = machine_user + field(2) + field(5) + field(6) + field(7);
+        let user_of = |pid: &str| {
+            let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Fields after the command name (which may contain spaces): utime is the 12th.
+            let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
+            rest.split_whitespace().nth(11).and_then(|x| x.parse().ok()).unwrap_or(0u64)
+        };
+        CpuSample {
+            at: Instant::now(),
+            machine_user,
+            machine_busy,
+            self_user: user_of("self"),
+            switchd_user: switchd.map_or(0, |pid| user_of(&pid.to_string())),
+        }
+    }
+
+    fn ticks_per_core_second(&self, since: &CpuSample) -> f64 {
+        // SAFETY: sysconf has no memory preconditions.
+        #[allow(unsafe_code)]
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        hz * (self.at - since.at).as_secs_f64().max(1e-3)
+    }
+
+    /// Cores' worth of user time taken by processes other than this one and switchd.
+    fn others_since(&self, since: &CpuSample) -> f64 {
+        let others = (self.machine_user - since.machine_user) as i64
+            - (self.self_user - since.self_user) as i64
+            - (self.switchd_user - since.switchd_user) as i64;
+        others.max(0) as f64 / self.ticks_per_core_second(since)
+    }
+
+    /// Cores' worth of busy time of the whole machine.
+    fn busy_cores_since(&self, since: &CpuSample) -> f64 {
+        (self.machine_busy - since.machine_busy) as f64 / self.ticks_per_core_second(since)
+    }
+}
+
+/// Above this many cores of other processes' user time during a run, its figures are flagged.
+const INTERFERENCE_LIMIT: f64 = 0.1;
+
 // ---- frames --------------------------------------------------------------------------------------
 
 /// A bench frame of `size` bytes h1 → h2 through the router, DSCP 3 (lossless), ECT(0), UDP checksum 0
@@ -757,6 +890,8 @@ struct Throughput {
     /// Kernel counters along the path, whole run.
     path: PathStats,
     switchd: Option<SwitchdStats>,
+    /// Cores' worth of user time other processes took during the run.
+    others_cpu: f64,
 }
 
 impl Throughput {
@@ -768,6 +903,15 @@ impl Throughput {
     }
     fn gbps(&self) -> f64 {
         self.pps() * self.size as f64 * 8.0 / 1e9
+    }
+    /// Frames per second in each second of the window (the last one may be shorter).
+    fn per_second_pps(&self) -> Vec<f64> {
+        let n = self.per_second.len();
+        self.per_second
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| c as f64 / if i + 1 == n { self.window_s - i as f64 } else { 1.0 })
+            .collect()
     }
 }
 
@@ -786,6 +930,19 @@ struct Latency {
     mean: f64,
     /// How late the sender was on its schedule, p99 (ns): pacing quality, not part of the latency.
     send_lag_p99: u64,
+    /// Cores' worth of user time other processes took during the run.
+    others_cpu: f64,
+}
+
+/// Before a run: switchd's queues are empty (the kernel's are by the time the receiver stopped).
+fn settle(lab: &mut Lab) -> anyhow::Result<()> {
+    if let Some(sw) = lab.switchd.as_mut() {
+        let took = sw.wait_drained()?;
+        if took > Duration::from_millis(100) {
+            eprintln!("   (switchd needed {:.2} s to empty its queues before this run)", took.as_secs_f64());
+        }
+    }
+    Ok(())
 }
 
 fn measure(lab: &mut Lab, args: &Args) -> anyhow::Result<ModeResult> {
@@ -799,6 +956,7 @@ fn measure(lab: &mut Lab, args: &Args) -> anyhow::Result<ModeResult> {
             args.seconds,
             args.warmup
         );
+        settle(lab)?;
         throughput.push(throughput_run(lab, h1_mac, size, args)?);
     }
     let mut latency = Vec::new();
@@ -810,6 +968,7 @@ fn measure(lab: &mut Lab, args: &Args) -> anyhow::Result<ModeResult> {
             args.rate,
             args.latency_seconds
         );
+        settle(lab)?;
         latency.push(latency_run(lab, h1_mac, size, args)?);
     }
     Ok(ModeResult { fwd: lab.fwd, throughput, latency })
@@ -830,6 +989,7 @@ fn throughput_run(
     let (h1, h2) = (&lab.h1, &lab.h2);
     let t0 = Instant::now() + START_MARGIN;
     let (window_start, end) = (t0 + warmup, t0 + warmup + window);
+    let cpu_before = CpuSample::take(lab.switchd_pid());
     let (sender, receiver) = std::thread::scope(|s| {
         let ready = &ready;
         let sender = s.spawn(move || -> anyhow::Result<(u64, u64, u64, u64)> {
@@ -888,6 +1048,7 @@ fn throughput_run(
         });
         (sender.join(), receiver.join())
     });
+    let others_cpu = CpuSample::take(lab.switchd_pid()).others_since(&cpu_before);
     let (sent_window, sent_total, send_calls, send_full) =
         sender.map_err(|_| anyhow::anyhow!("the sender panicked"))??;
     let (received_window, per_second, received_total, h2_socket_drops) =
@@ -921,6 +1082,7 @@ fn throughput_run(
             h2: delta(path_after.h2, path_before.h2),
         },
         switchd,
+        others_cpu,
     })
 }
 
@@ -935,6 +1097,7 @@ fn latency_run(lab: &Lab, h1_mac: EthernetAddress, size: usize, args: &Args) -> 
     let ready = Barrier::new(2);
     let (h1, h2) = (&lab.h1, &lab.h2);
     let t0 = Instant::now() + START_MARGIN;
+    let cpu_before = CpuSample::take(lab.switchd_pid());
     let (sender, receiver) = std::thread::scope(|s| {
         let ready = &ready;
         let sender = s.spawn(move || -> anyhow::Result<(u64, Vec<u64>)> {
@@ -1001,6 +1164,7 @@ fn latency_run(lab: &Lab, h1_mac: EthernetAddress, size: usize, args: &Args) -> 
         });
         (sender.join(), receiver.join())
     });
+    let others_cpu = CpuSample::take(lab.switchd_pid()).others_since(&cpu_before);
     let (sent, mut lags) = sender.map_err(|_| anyhow::anyhow!("the sender panicked"))??;
     let latencies = receiver.map_err(|_| anyhow::anyhow!("the receiver panicked"))??;
     check_stop()?;
@@ -1020,6 +1184,7 @@ fn latency_run(lab: &Lab, h1_mac: EthernetAddress, size: usize, args: &Args) -> 
         max: *got.last().unwrap_or(&0),
         mean: got.iter().sum::<u64>() as f64 / got.len() as f64,
         send_lag_p99: percentile(&lags, 0.99),
+        others_cpu,
     })
 }
 
@@ -1052,20 +1217,28 @@ fn print_mode(r: &ModeResult, args: &Args) {
         args.seconds, args.warmup
     );
     println!(
-        "  {:>6} {:>12} {:>12} {:>9} {:>11} {:>22} {:>12}",
-        "size", "sent pps", "fwd pps", "fwd Gb/s", "delivered", "per second (kpps)", "sent total"
+        "  {:>6} {:>12} {:>12} {:>9} {:>11} {:>22} {:>12} {:>12}",
+        "size",
+        "sent pps",
+        "fwd pps",
+        "fwd Gb/s",
+        "delivered",
+        "per second (kpps)",
+        "sent total",
+        "others' CPU"
     );
     for t in &r.throughput {
-        let bins: Vec<String> = t.per_second.iter().map(|b| format!("{:.0}", *b as f64 / 1000.0)).collect();
+        let bins: Vec<String> = t.per_second_pps().iter().map(|b| format!("{:.0}", b / 1000.0)).collect();
         println!(
-            "  {:>6} {:>12.0} {:>12.0} {:>9.3} {:>10.1}% {:>22} {:>12}",
+            "  {:>6} {:>12.0} {:>12.0} {:>9.3} {:>10.1}% {:>22} {:>12} {:>12.2}",
             t.size,
             t.sent_pps(),
             t.pps(),
             t.gbps(),
             100.0 * t.received_window as f64 / t.sent_window.max(1) as f64,
             bins.join("/"),
-            t.sent_total
+            t.sent_total,
+            t.others_cpu
         );
     }
     println!("  where frames went (whole run incl. warm-up and drain):");
@@ -1106,14 +1279,28 @@ fn print_mode(r: &ModeResult, args: &Args) {
         );
         println!("{line}");
     }
-    println!("one-way latency at {} pps, measured at h2's application (µs)", args.rate);
     println!(
-        "  {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>14}",
-        "size", "min", "p50", "mean", "p99", "p99.9", "max", "received", "lost", "send lag p99"
+        "one-way latency at {} pps, measured at h2's application (µs; send and receive times from one \
+         CLOCK_MONOTONIC, which all network namespaces of the host share)",
+        args.rate
+    );
+    println!(
+        "  {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>14} {:>12}",
+        "size",
+        "min",
+        "p50",
+        "mean",
+        "p99",
+        "p99.9",
+        "max",
+        "received",
+        "lost",
+        "send lag p99",
+        "others' CPU"
     );
     for l in &r.latency {
         println!(
-            "  {:>6} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>9} {:>8} {:>14.1}",
+            "  {:>6} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>9} {:>8} {:>14.1} {:>12.2}",
             l.size,
             us(l.min),
             us(l.p50),
@@ -1123,7 +1310,8 @@ fn print_mode(r: &ModeResult, args: &Args) {
             us(l.max),
             l.received,
             l.sent - l.received,
-            us(l.send_lag_p99)
+            us(l.send_lag_p99),
+            l.others_cpu
         );
     }
 }
@@ -1205,17 +1393,18 @@ fn json_summary(args: &Args, results: &[ModeResult], ratios: &Option<Ratios>) ->
                 o,
                 "{{\"size\":{},\"sent_pps\":{:.0},\"fwd_pps\":{:.0},\"fwd_gbps\":{:.4},\"per_second\":{:?},\
                  \"sent_window\":{},\"received_window\":{},\"sent_total\":{},\"received_total\":{},\
-                 \"h2_socket_drops\":{}}}",
+                 \"h2_socket_drops\":{},\"others_cpu\":{:.3}}}",
                 t.size,
                 t.sent_pps(),
                 t.pps(),
                 t.gbps(),
-                t.per_second,
+                t.per_second_pps().iter().map(|x| x.round() as u64).collect::<Vec<_>>(),
                 t.sent_window,
                 t.received_window,
                 t.sent_total,
                 t.received_total,
-                t.h2_socket_drops
+                t.h2_socket_drops,
+                t.others_cpu
             );
         }
         o.push_str("],\"latency\":[");
@@ -1226,7 +1415,7 @@ fn json_summary(args: &Args, results: &[ModeResult], ratios: &Option<Ratios>) ->
             let _ = write!(
                 o,
                 "{{\"size\":{},\"rate_pps\":{},\"sent\":{},\"received\":{},\"lost\":{},\"min_us\":{:.2},\
-                 \"p50_us\":{:.2},\"mean_us\":{:.2},\"p99_us\":{:.2},\"p999_us\":{:.2},\"max_us\":{:.2}}}",
+                 \"p50_us\":{:.2},\"mean_us\":{:.2},\"p99_us\":{:.2},\"p999_us\":{:.2},\"max_us\":{:.2},\"others_cpu\":{:.3}}}",
                 l.size,
                 l.rate,
                 l.sent,
@@ -1237,7 +1426,8 @@ fn json_summary(args: &Args, results: &[ModeResult], ratios: &Option<Ratios>) ->
                 l.mean / 1000.0,
                 us(l.p99),
                 us(l.p999),
-                us(l.max)
+                us(l.max),
+                l.others_cpu
             );
         }
         o.push_str("]}");
