@@ -171,7 +171,7 @@ impl Runtime {
                 break;
             }
             let now = self.now_ns();
-            if self.switch.poll_at().is_some_and(|t| t <= now) {
+            if self.switch.timeout_at().is_some_and(|t| t <= now) {
                 self.switch.handle_timeout(now);
             }
             self.transmit(now);

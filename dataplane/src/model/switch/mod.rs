@@ -429,10 +429,15 @@ impl Switch {
     pub fn poll_at(&self) -> Option<u64> {
         let now = self.now_ns;
         let ports = (0..self.ports.len()).filter_map(|p| self.port_ready_at(p, now));
+        self.timeout_at().into_iter().chain(ports).min()
+    }
+
+    /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
+    /// leaving out transmissions: a driver that transmits on its own schedule calls `handle_timeout` only then.
+    pub fn timeout_at(&self) -> Option<u64> {
         [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns, self.watchdog.next_poll_at()]
             .into_iter()
             .flatten()
-            .chain(ports)
             .min()
     }
 
