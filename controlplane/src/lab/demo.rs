@@ -257,7 +257,7 @@ pub fn run(
         print!("{}", describe_plan(topology, &plan, &name, options.seconds));
         let _ = std::io::stdout().flush();
     }
-    let up = UpOptions { name: Some(name), traffic_seconds: Some(options.seconds) };
+    let up = UpOptions { name: Some(name), traffic_seconds: Some(options.seconds), ..UpOptions::default() };
     let mut lab = run::up(topology, &up, tokio)?;
     let endpoint = lab.endpoint(&plan.switch).context("the switch's endpoint")?.to_owned();
     let samples: Arc<Mutex<Vec<pb::GetCountersResponse>>> = Arc::default();

@@ -12,6 +12,7 @@
 
 pub mod demo;
 pub mod run;
+pub mod scenario;
 pub mod topology;
 
 use anyhow::bail;
@@ -71,6 +72,14 @@ pub enum LabCommand {
     },
     /// Check a topology file (switch configurations included) without creating anything.
     Validate { file: PathBuf },
+    /// Run a scenario (configs/scenarios/*.yaml): a topology, a timeline of traffic, storms and FDB
+    /// flushes, and expectations; prints a report, exit 1 when an expectation fails; removes the lab.
+    Run {
+        file: PathBuf,
+        /// Only validate the scenario file.
+        #[arg(long)]
+        check: bool,
+    },
     /// A 2:1 incast on lossless priority 3 plus lossy priority 0 traffic into one 1 Gb/s port: lossless
     /// loses nothing while PFC pauses the senders and ECN marks; lossy tail-drops. Prints per-class goodput
     /// and plots the queue depth (SVG), then removes the lab.
@@ -174,6 +183,21 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
                 t.traffic.len()
             );
             Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Run { file, check } => {
+            let s = scenario::Scenario::load(&file)?;
+            if check {
+                println!(
+                    "{}: valid: scenario {}, {} flow(s), {} storm(s), {} expectation(s)",
+                    file.display(),
+                    s.name,
+                    s.topology.traffic.len(),
+                    s.storms.len(),
+                    s.expect.len()
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            scenario::run(&s, json, tokio)
         }
         LabCommand::Demo { file, seconds, name } => {
             let topology = match &file {

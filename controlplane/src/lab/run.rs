@@ -267,6 +267,8 @@ pub struct UpOptions {
     /// Start the topology's `traffic` for this many seconds (the demo's senders run that long; responders
     /// run until stopped); `None`: every host only responds.
     pub traffic_seconds: Option<u32>,
+    /// Extra rocehost arguments per host (`swctl lab run`'s storms).
+    pub host_args: BTreeMap<String, Vec<String>>,
 }
 
 /// A lab this process brought up. Dropped while armed (an error, a panic, Ctrl-C), it tears everything down.
@@ -598,6 +600,7 @@ fn build(
         if let (Some(seconds), false) = (options.traffic_seconds, flows.is_empty()) {
             args.extend(["--duration".into(), seconds.to_string()]);
         }
+        args.extend(options.host_args.get(&h.name).into_iter().flatten().cloned());
         args.extend(["--ready-file".into(), ready_file.display().to_string()]);
         args.extend(["--report".into(), report.display().to_string()]);
         lab.state.hosts.push(HostState {

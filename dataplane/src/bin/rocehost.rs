@@ -128,6 +128,12 @@ struct Args {
     /// Keep sending PFC XOFF (quanta 0xFFFF) for these priorities every INTERVAL_US (default 100).
     #[arg(long, value_name = "PRIORITIES[@INTERVAL_US]", value_parser = parse_storm)]
     storm: Option<Storm>,
+    /// Start the --storm this many seconds after start-up (a NIC that breaks later) [default: at once].
+    #[arg(long, value_name = "SECS", value_parser = parse_duration, requires = "storm")]
+    storm_from: Option<u64>,
+    /// Stop the --storm this many seconds after start-up [default: never].
+    #[arg(long, value_name = "SECS", value_parser = parse_duration, requires = "storm")]
+    storm_until: Option<u64>,
     /// Write the JSON report here at exit.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -231,9 +237,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         nic.add_flow(flow).with_context(|| format!("--flow {text}"))?;
     }
     nic.handle_timeout(epoch);
-    if let Some(storm) = args.storm {
-        nic.set_storm(storm.priorities, storm.interval_ns);
-    }
+    let storm = args.storm.map(|storm| StormWindow {
+        storm,
+        from_ns: epoch + args.storm_from.unwrap_or(0),
+        until_ns: args.storm_until.map(|d| epoch + d),
+        on: false,
+    });
     tracing::info!(
         interface = %interface, %mac, ip = %args.ip, line_rate_mbps = args.line_rate_mbps,
         flows = args.flows.len(), "rocehost running"
@@ -245,7 +254,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         progress: args.progress,
         ready: args.ready_file.as_ref().map(|path| (path.clone(), ready_content(&interface, mac, args.ip))),
     };
-    let mut host = Host { nic, port, backlog: Vec::new(), rx: Vec::with_capacity(RX_BATCH), tx_errors: 0 };
+    let mut host =
+        Host { nic, port, backlog: Vec::new(), rx: Vec::with_capacity(RX_BATCH), tx_errors: 0, storm };
     let stop = host.run(&options, &signals, epoch);
     let end = monotonic_ns();
     // The report is as of the exit (pauses in progress, rates of unfinished flows), not the last wake-up.
@@ -310,6 +320,33 @@ struct Host {
     backlog: Vec<Vec<u8>>,
     rx: Vec<Vec<u8>>,
     tx_errors: u64,
+    storm: Option<StormWindow>,
+}
+
+/// `--storm` between `--storm-from` and `--storm-until`.
+struct StormWindow {
+    storm: Storm,
+    from_ns: u64,
+    until_ns: Option<u64>,
+    on: bool,
+}
+
+impl StormWindow {
+    /// Turns the storm on or off as `now` enters or leaves the window; the next time that changes.
+    fn update(&mut self, nic: &mut Nic, now: u64) -> Option<u64> {
+        let want = now >= self.from_ns && self.until_ns.is_none_or(|u| now < u);
+        if want != self.on {
+            self.on = want;
+            if want {
+                tracing::info!("storm starts");
+                nic.set_storm(self.storm.priorities, self.storm.interval_ns);
+            } else {
+                tracing::info!("storm stops");
+                nic.set_storm(0, 0);
+            }
+        }
+        if now < self.from_ns { Some(self.from_ns) } else { self.until_ns.filter(|&u| now < u) }
+    }
 }
 
 impl Host {
@@ -324,6 +361,7 @@ impl Host {
                 return Stop::Signal(name);
             }
             let now = monotonic_ns();
+            let storm_at = self.storm.as_mut().and_then(|w| w.update(&mut self.nic, now));
             let mut stalled = self.drive(now);
             let now = match self.receive(now) {
                 Ok(now) => now,
@@ -359,6 +397,7 @@ impl Host {
                 options.end_ns,
                 finished_since.map(|t| t + DRAIN_NS),
                 options.progress.then_some(progress.next_ns),
+                storm_at,
             ]
             .into_iter()
             .flatten()

@@ -422,8 +422,12 @@ pub struct SwitchSettings {
     /// `neigh_aging_time` (seconds, default 14400 = 4 h, the ARP timeout of common switch OSes; 0 disables).
     pub neigh_aging_ns: u64,
     /// `lossy_fdb_miss_action` (`flood` default, or `drop`): what a routed lossy packet does when its
-    /// neighbour's MAC has no FDB entry. Lossless packets are always dropped.
+    /// neighbour's MAC has no FDB entry.
     pub lossy_fdb_miss_action: FdbMissAction,
+    /// `lossless_fdb_miss_action` (`drop` default, or `flood`): the same for a lossless packet. Dropping
+    /// (counted as `FDB_MISS_LOSSLESS`) is what avoids the flooding deadlock of Microsoft's RDMA-at-scale
+    /// paper (ARP entry present, MAC entry missing); `flood` reproduces that case for experiments.
+    pub lossless_fdb_miss_action: FdbMissAction,
     /// `ecmp_hash_seed` (default 0): perturbs the 5-tuple hash.
     pub ecmp_hash_seed: u32,
 }
@@ -434,6 +438,7 @@ impl Default for SwitchSettings {
             fdb_aging_ns: 600 * NS_PER_SEC,
             neigh_aging_ns: 14_400 * NS_PER_SEC,
             lossy_fdb_miss_action: FdbMissAction::Flood,
+            lossless_fdb_miss_action: FdbMissAction::Drop,
             ecmp_hash_seed: 0,
         }
     }

@@ -75,8 +75,13 @@ const DEFAULT_DEVICE_MAC: EthernetAddress = EthernetAddress([0x02, 0x4c, 0x53, 0
 const DEFAULT_MTU: u32 = 9100;
 const MAX_AGING_SECS: u64 = 1_000_000;
 
-const SWITCH_FIELDS: &[&str] =
-    &["fdb_aging_time", "neigh_aging_time", "lossy_fdb_miss_action", "ecmp_hash_seed"];
+const SWITCH_FIELDS: &[&str] = &[
+    "fdb_aging_time",
+    "neigh_aging_time",
+    "lossy_fdb_miss_action",
+    "lossless_fdb_miss_action",
+    "ecmp_hash_seed",
+];
 const PORT_FIELDS: &[&str] = &[
     "speed",
     "mtu",
@@ -509,6 +514,10 @@ impl<'a> Compiler<'a> {
             let actions = [("flood", FdbMissAction::Flood), ("drop", FdbMissAction::Drop)];
             if let Some(action) = self.optional(e, "lossy_fdb_miss_action", |v| parse_keyword(v, &actions)) {
                 settings.lossy_fdb_miss_action = action;
+            }
+            if let Some(action) = self.optional(e, "lossless_fdb_miss_action", |v| parse_keyword(v, &actions))
+            {
+                settings.lossless_fdb_miss_action = action;
             }
             if let Some(seed) =
                 self.optional(e, "ecmp_hash_seed", |v| parse_number(v, "a 32-bit number", 0, u32::MAX))
@@ -1266,6 +1275,7 @@ SWITCH:
     fdb_aging_time: 300
     neigh_aging_time: 0
     lossy_fdb_miss_action: drop
+    lossless_fdb_miss_action: flood
     ecmp_hash_seed: 12345
 PORT:
   Ethernet0: {speed: 100000, mtu: 9100, alias: etp1, netdev: veth0, lanes: "0,1,2,3", index: 1, admin_status: up, fec: rs}
@@ -1345,6 +1355,7 @@ CABLE_LENGTH:
             fdb_aging_ns: 300 * NS_PER_SEC,
             neigh_aging_ns: 0,
             lossy_fdb_miss_action: FdbMissAction::Drop,
+            lossless_fdb_miss_action: FdbMissAction::Flood,
             ecmp_hash_seed: 12345,
         };
         assert_eq!(config.switch, switch);
@@ -1607,6 +1618,7 @@ DSCP_TO_TC_MAP:
             ("fdb_aging_time", "1000001"),
             ("neigh_aging_time", "4h"),
             ("lossy_fdb_miss_action", "flod"),
+            ("lossless_fdb_miss_action", "flooding"),
             ("ecmp_hash_seed", "4294967296"),
         ];
         for (field, bad) in cases {

@@ -256,7 +256,10 @@ impl Switch {
             RifKind::Vlan(v) => match self.fdb.lookup(v, neighbor.mac).map(|e| e.port) {
                 Some(out) => self.forward_routed(port, out, Some(v), frame, ip_len, meta, now_ns),
                 None if self.is_lossless_in_vlan(v, meta.class.tc) => {
-                    self.drop_ingress(port, DropReason::FdbMissLossless)
+                    match self.config.switch.lossless_fdb_miss_action {
+                        FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossless),
+                        FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now_ns),
+                    }
                 }
                 None => match self.config.switch.lossy_fdb_miss_action {
                     FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossy),
