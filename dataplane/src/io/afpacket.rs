@@ -1,5 +1,11 @@
-//! The fast path: one AF_PACKET `SOCK_RAW` socket per port, bound to the interface, moving frames in
-//! batches with one `recvmmsg`/`sendmmsg` per call.
+//! The fast path: one AF_PACKET `SOCK_RAW` socket per port, bound to the interface. Frames are received
+//! from a `PACKET_RX_RING` (TPACKET_V2, 8 MiB of MTU-sized slots) mapped into the process — no system call
+//! and no copy into a socket buffer per frame — and sent in batches with one `sendmmsg` per call.
+//! `LOSSLESS_AFPACKET_RX=recvmmsg` (or [`AfPacketPort::open_with`]) selects the older `recvmmsg` receive
+//! path, which does the same fix-ups below from the packet's control messages instead of the ring's slot
+//! headers (`tp_status` / `tp_vlan_tci`, and the `virtio_net_hdr` the kernel writes just before the frame).
+//! Frames the kernel drops because the ring (or socket buffer) is full are read from `PACKET_STATISTICS`,
+//! summed in [`AfPacketPort::rx_kernel_drops`] and warned about once a second while they grow.
 //!
 //! What the socket is set up to do, and why:
 //! - **promiscuous** (`PACKET_MR_PROMISC` membership, undone by the kernel when the socket closes): a switch
@@ -27,10 +33,13 @@
 
 use super::PortBackend;
 use crate::wire::checksum;
+use std::cell::Cell;
 use std::ffi::CString;
 use std::io;
 use std::mem;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 /// `struct virtio_net_hdr` (without `num_buffers`), prepended to every frame on a `PACKET_VNET_HDR` socket.
 pub(crate) const VNET_HDR_LEN: usize = 10;
@@ -48,6 +57,14 @@ const RX_HEADROOM: usize = 14 + 2 * 4 + 16;
 const RX_MAX_FRAME: usize = 65536;
 /// Socket buffer sizes asked for.
 const SOCKET_BUFFER_BYTES: libc::c_int = 8 << 20;
+/// `TPACKET_V2` for `PACKET_VERSION`.
+const TPACKET_V2: libc::c_int = 1;
+/// Receive ring: blocks of this size (a frame never spans two) ...
+const RING_BLOCK_BYTES: usize = 256 << 10;
+/// ... this many bytes in all (5120 slots at MTU 1500).
+const RING_BYTES: usize = 8 << 20;
+/// How often `recv_batch` reads the kernel's drop count.
+const DROP_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// Room for one `PACKET_AUXDATA` control message (`CMSG_SPACE(20)` is 40 on 64-bit).
 const CMSG_SLOT_WORDS: usize = 8;
 
@@ -72,17 +89,42 @@ struct EthtoolValue {
     data: u32,
 }
 
+/// How a port takes received frames from the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxMode {
+    /// A `PACKET_RX_RING` (TPACKET_V2) shared with the kernel: no system call per batch (the default).
+    Ring,
+    /// `recvmmsg` into our own buffers (selected with `LOSSLESS_AFPACKET_RX=recvmmsg`).
+    Recvmmsg,
+}
+
+impl RxMode {
+    /// `LOSSLESS_AFPACKET_RX=recvmmsg` selects the copying path; anything else the ring.
+    pub fn from_env() -> RxMode {
+        match std::env::var("LOSSLESS_AFPACKET_RX").as_deref() {
+            Ok("recvmmsg") => RxMode::Recvmmsg,
+            _ => RxMode::Ring,
+        }
+    }
+}
+
 /// A port on an existing interface through a batched AF_PACKET socket.
 pub struct AfPacketPort {
     name: String,
     fd: OwnedFd,
-    /// `RX_SLOTS` receive slots of `rx_slot_len` bytes each, one allocation.
+    /// The receive ring, when the port reads through one (else `recvmmsg` into `rx_buf`).
+    ring: Option<RxRing>,
+    /// `RX_SLOTS` receive slots of `rx_slot_len` bytes each, one allocation (the `recvmmsg` path).
     rx_buf: Vec<u8>,
     rx_slot_len: usize,
     /// One control-message buffer per slot (u64 words keep `cmsghdr` aligned).
     rx_cmsg: Vec<[u64; CMSG_SLOT_WORDS]>,
     stats: RxStats,
     tx_dropped: u64,
+    /// Frames the kernel dropped at this socket (ring or buffer full), summed from `PACKET_STATISTICS`.
+    kernel_drops: Cell<u64>,
+    /// When `recv_batch` last read `PACKET_STATISTICS`.
+    drops_checked: Instant,
 }
 
 /// What receive-side fix-ups did; shared with the pnet backend, which reads the same kind of socket.
@@ -97,22 +139,95 @@ impl AfPacketPort {
     /// Opens `interface`: fails at once (never hangs) with `interface "NAME" not found` when it does not
     /// exist, and with the kernel's reason when the socket cannot be set up as described in the module doc.
     pub fn open(interface: &str) -> io::Result<AfPacketPort> {
+        AfPacketPort::open_with(interface, RxMode::from_env())
+    }
+
+    /// [`AfPacketPort::open`] with the receive path chosen by the caller.
+    pub fn open_with(interface: &str, mode: RxMode) -> io::Result<AfPacketPort> {
         let ifindex = if_index(interface)?;
         let ctl = ControlSocket::new()?;
         ctl.set_up(interface)?;
         ctl.disable_gro_lro(interface);
         let mtu = ctl.mtu(interface)?;
         let fd = packet_socket(interface, ifindex, true)?;
-        let rx_slot_len = rx_slot_len_for(mtu);
+        let (ring, rx_slot_len) = match mode {
+            RxMode::Ring => {
+                let context = |e: io::Error| {
+                    io::Error::new(e.kind(), format!("interface {interface:?}: PACKET_RX_RING: {e}"))
+                };
+                setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2).map_err(context)?;
+                (Some(RxRing::new(&fd, ring_frame_size_for(mtu)).map_err(context)?), 0)
+            }
+            RxMode::Recvmmsg => (None, rx_slot_len_for(mtu)),
+        };
+        let slots = if ring.is_some() { 0 } else { RX_SLOTS };
         Ok(AfPacketPort {
             name: interface.to_owned(),
             fd,
-            rx_buf: vec![0; RX_SLOTS * rx_slot_len],
+            ring,
+            rx_buf: vec![0; slots * rx_slot_len],
             rx_slot_len,
-            rx_cmsg: vec![[0; CMSG_SLOT_WORDS]; RX_SLOTS],
+            rx_cmsg: vec![[0; CMSG_SLOT_WORDS]; slots],
             stats: RxStats::default(),
             tx_dropped: 0,
+            kernel_drops: Cell::new(0),
+            drops_checked: Instant::now(),
         })
+    }
+
+    /// Which receive path the port uses.
+    pub fn rx_mode(&self) -> RxMode {
+        if self.ring.is_some() { RxMode::Ring } else { RxMode::Recvmmsg }
+    }
+
+    /// Frames the kernel dropped at this port's socket because the switch did not take them in time (a full
+    /// ring or socket buffer): invisible to every other counter.
+    pub fn rx_kernel_drops(&self) -> u64 {
+        self.poll_kernel_drops();
+        self.kernel_drops.get()
+    }
+
+    /// Adds the kernel's drop count since the last read (`PACKET_STATISTICS` resets on read) to the total;
+    /// returns what was added.
+    #[allow(unsafe_code)]
+    fn poll_kernel_drops(&self) -> u64 {
+        // SAFETY: tpacket_stats is two u32s; all-zero is valid.
+        let mut st: libc::tpacket_stats = unsafe { mem::zeroed() };
+        let mut len = mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `st` and `len` are live and describe a buffer of `len` bytes the kernel may fill.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        if r < 0 {
+            return 0;
+        }
+        let drops = u64::from(st.tp_drops);
+        self.kernel_drops.set(self.kernel_drops.get() + drops);
+        drops
+    }
+
+    /// Once a second at most: read the kernel's drop count and warn when it grew.
+    fn check_kernel_drops(&mut self) {
+        let now = Instant::now();
+        if now.duration_since(self.drops_checked) < DROP_CHECK_INTERVAL {
+            return;
+        }
+        self.drops_checked = now;
+        let new = self.poll_kernel_drops();
+        if new > 0 {
+            tracing::warn!(
+                interface = %self.name,
+                dropped = new,
+                total = self.kernel_drops.get(),
+                "frames dropped by the kernel at the receive socket: the switch is not keeping up"
+            );
+        }
     }
 
     /// GSO super-frames received and dropped (a sender with TSO/GSO on).
@@ -135,29 +250,73 @@ impl AfPacketPort {
         self.tx_dropped
     }
 
-    /// A truncated frame means the interface now takes larger frames than at open: size the slots for the
-    /// current MTU, or for the largest possible frame when the MTU does not explain it.
-    fn grow_rx_slots(&mut self) {
-        let by_mtu = ControlSocket::new().and_then(|c| c.mtu(&self.name)).map(rx_slot_len_for).unwrap_or(0);
-        let len = if by_mtu > self.rx_slot_len { by_mtu } else { VNET_HDR_LEN + RX_MAX_FRAME };
-        if len > self.rx_slot_len {
-            self.rx_slot_len = len;
-            self.rx_buf = vec![0; RX_SLOTS * len];
+    /// Takes up to `max` slots the kernel has filled from the ring, handing each back at once.
+    fn recv_ring(&mut self, out: &mut Vec<Vec<u8>>, max: usize) -> usize {
+        let Some(ring) = self.ring.as_mut() else { return 0 };
+        let mut taken = 0;
+        let mut truncated = false;
+        for _ in 0..max {
+            let head = ring.head;
+            if ring.status(head).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                break;
+            }
+            if let Some(frame) = ring_frame(ring, head) {
+                if frame.bytes.len() - VNET_HDR_LEN < frame.len {
+                    // A GSO super-frame is larger than any slot: it is dropped as one, not as a truncation.
+                    if is_gso(frame.bytes) {
+                        take_vnet_frame(&self.name, frame.bytes, None, &mut self.stats);
+                    } else {
+                        if self.stats.truncated == 0 {
+                            tracing::warn!(interface = %self.name, "frame longer than the receive ring's slots dropped (MTU raised after open?)");
+                        }
+                        self.stats.truncated += 1;
+                        truncated = true;
+                    }
+                } else {
+                    let vlan = (frame.status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                        let tpid = if frame.status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                            frame.vlan_tpid
+                        } else {
+                            0x8100
+                        };
+                        (tpid, frame.vlan_tci)
+                    });
+                    if let Some(f) = take_vnet_frame(&self.name, frame.bytes, vlan, &mut self.stats) {
+                        out.push(f);
+                        taken += 1;
+                    }
+                }
+            }
+            ring.status(head).store(libc::TP_STATUS_KERNEL, Ordering::Release);
+            ring.head = (head + 1) % ring.frame_nr;
         }
+        if truncated {
+            self.grow_ring();
+        }
+        taken
     }
-}
 
-fn rx_slot_len_for(mtu: usize) -> usize {
-    VNET_HDR_LEN + (mtu.max(1500) + RX_HEADROOM).min(RX_MAX_FRAME)
-}
-
-impl PortBackend for AfPacketPort {
-    fn name(&self) -> &str {
-        &self.name
+    /// As [`AfPacketPort::grow_rx_slots`], for the ring: rebuilt with slots for the current MTU, or for the
+    /// largest possible frame when the MTU does not explain the truncation. Frames in the old ring are lost.
+    fn grow_ring(&mut self) {
+        let Some(ring) = self.ring.as_mut() else { return };
+        let by_mtu =
+            ControlSocket::new().and_then(|c| c.mtu(&self.name)).map(ring_frame_size_for).unwrap_or(0);
+        let size = if by_mtu > ring.frame_size { by_mtu } else { ring_frame_size_for(RX_MAX_FRAME) };
+        if size > ring.frame_size
+            && let Err(e) = ring.rebuild(&self.fd, size)
+        {
+            // Without a ring the socket falls back to its receive queue: read it with recvmmsg.
+            tracing::warn!(interface = %self.name, "receive ring not rebuilt, using recvmmsg: {e}");
+            self.ring = None;
+            self.rx_slot_len = VNET_HDR_LEN + RX_MAX_FRAME;
+            self.rx_buf = vec![0; RX_SLOTS * self.rx_slot_len];
+            self.rx_cmsg = vec![[0; CMSG_SLOT_WORDS]; RX_SLOTS];
+        }
     }
 
     #[allow(unsafe_code)]
-    fn recv_batch(&mut self, out: &mut Vec<Vec<u8>>, max: usize) -> io::Result<usize> {
+    fn recv_mmsg(&mut self, out: &mut Vec<Vec<u8>>, max: usize) -> io::Result<usize> {
         let slots = max.min(RX_SLOTS);
         if slots == 0 {
             return Ok(0);
@@ -227,6 +386,178 @@ impl PortBackend for AfPacketPort {
             self.grow_rx_slots();
         }
         Ok(taken)
+    }
+
+    /// A truncated frame means the interface now takes larger frames than at open: size the slots for the
+    /// current MTU, or for the largest possible frame when the MTU does not explain it.
+    fn grow_rx_slots(&mut self) {
+        let by_mtu = ControlSocket::new().and_then(|c| c.mtu(&self.name)).map(rx_slot_len_for).unwrap_or(0);
+        let len = if by_mtu > self.rx_slot_len { by_mtu } else { VNET_HDR_LEN + RX_MAX_FRAME };
+        if len > self.rx_slot_len {
+            self.rx_slot_len = len;
+            self.rx_buf = vec![0; RX_SLOTS * len];
+        }
+    }
+}
+
+fn rx_slot_len_for(mtu: usize) -> usize {
+    VNET_HDR_LEN + (mtu.max(1500) + RX_HEADROOM).min(RX_MAX_FRAME)
+}
+
+const fn tpacket_align(x: usize) -> usize {
+    (x + libc::TPACKET_ALIGNMENT - 1) & !(libc::TPACKET_ALIGNMENT - 1)
+}
+
+/// Where `tpacket_rcv` puts a frame's network header in a ring slot (SOCK_RAW, link header ≤ 16 bytes,
+/// `PACKET_VNET_HDR`): after the tpacket2_hdr + sockaddr_ll, 16 bytes for the link header, and the
+/// virtio_net_hdr, which sits right before the link header (`tp_mac - VNET_HDR_LEN`).
+const RING_NET_OFFSET: usize = tpacket_align(libc::TPACKET2_HDRLEN + 16) + VNET_HDR_LEN;
+
+/// A ring slot big enough for a frame of the interface's MTU (+ headroom) after the slot's headers.
+fn ring_frame_size_for(mtu: usize) -> usize {
+    tpacket_align(RING_NET_OFFSET + (mtu.max(1500) + RX_HEADROOM).min(RX_MAX_FRAME))
+}
+
+/// A `PACKET_RX_RING` (TPACKET_V2) mapped into our address space. TPACKET_V2 rather than V3: a V3 block is
+/// handed over only when full or when its timer (whole milliseconds, ≥ 1 ms) retires it, which at low rates
+/// delays every frame by up to that long; a V2 slot is ours as soon as the kernel has written it.
+struct RxRing {
+    base: *mut u8,
+    len: usize,
+    block_size: usize,
+    frame_size: usize,
+    frames_per_block: usize,
+    frame_nr: usize,
+    /// The next slot to look at: the kernel fills slots in order, so it is the oldest unread one.
+    head: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone (nothing else holds `base`), so it may move between
+// threads with it; the kernel side is synchronised through each slot's status word.
+#[allow(unsafe_code)]
+unsafe impl Send for RxRing {}
+
+impl RxRing {
+    /// Sets up a ring of `frame_size`-byte slots on `fd` (which has `PACKET_VERSION` = V2 and no ring yet)
+    /// and maps it.
+    #[allow(unsafe_code)]
+    fn new(fd: &OwnedFd, frame_size: usize) -> io::Result<RxRing> {
+        let block_size = RING_BLOCK_BYTES.max(frame_size.next_power_of_two());
+        let block_nr = (RING_BYTES / block_size).max(2);
+        let frames_per_block = block_size / frame_size;
+        let frame_nr = frames_per_block * block_nr;
+        let req = libc::tpacket_req {
+            tp_block_size: block_size as u32,
+            tp_block_nr: block_nr as u32,
+            tp_frame_size: frame_size as u32,
+            tp_frame_nr: frame_nr as u32,
+        };
+        setsockopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
+        let len = block_size * block_nr;
+        // SAFETY: maps the ring just set up on `fd` (its documented use); the kernel checks the length.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            let none =
+                libc::tpacket_req { tp_block_size: 0, tp_block_nr: 0, tp_frame_size: 0, tp_frame_nr: 0 };
+            let _ = setsockopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &none);
+            return Err(e);
+        }
+        Ok(RxRing { base: base.cast(), len, block_size, frame_size, frames_per_block, frame_nr, head: 0 })
+    }
+
+    /// Unmaps the ring, takes it off `fd`, and sets up one of `frame_size`-byte slots instead.
+    fn rebuild(&mut self, fd: &OwnedFd, frame_size: usize) -> io::Result<()> {
+        self.unmap();
+        let none = libc::tpacket_req { tp_block_size: 0, tp_block_nr: 0, tp_frame_size: 0, tp_frame_nr: 0 };
+        setsockopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &none)?;
+        *self = RxRing::new(fd, frame_size)?;
+        Ok(())
+    }
+
+    #[allow(unsafe_code)]
+    fn unmap(&mut self) {
+        if !self.base.is_null() {
+            // SAFETY: `base`/`len` are the mapping made in `new`, unmapped once (base is nulled after).
+            unsafe { libc::munmap(self.base.cast(), self.len) };
+            self.base = std::ptr::null_mut();
+        }
+    }
+
+    /// Slot `i`'s first byte.
+    fn slot(&self, i: usize) -> *mut u8 {
+        let offset =
+            (i / self.frames_per_block) * self.block_size + (i % self.frames_per_block) * self.frame_size;
+        self.base.wrapping_add(offset)
+    }
+
+    /// Slot `i`'s status word (the first field of its tpacket2_hdr), shared with the kernel.
+    #[allow(unsafe_code)]
+    fn status(&self, i: usize) -> &AtomicU32 {
+        // SAFETY: every slot starts with a 16-byte-aligned tpacket2_hdr inside the live mapping, whose first
+        // field is the u32 tp_status; the kernel and we access it only as a whole word.
+        unsafe { &*self.slot(i).cast::<AtomicU32>() }
+    }
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        self.unmap();
+    }
+}
+
+/// One ring slot the kernel has handed over: header fields, and the virtio_net_hdr + frame bytes.
+struct RingFrame<'a> {
+    status: u32,
+    len: usize,
+    vlan_tci: u16,
+    vlan_tpid: u16,
+    /// virtio_net_hdr followed by the (possibly truncated) frame.
+    bytes: &'a mut [u8],
+}
+
+/// The header and bytes of a slot whose status has TP_STATUS_USER; None when its offsets are impossible.
+#[allow(unsafe_code)]
+fn ring_frame(ring: &mut RxRing, i: usize) -> Option<RingFrame<'_>> {
+    let slot = ring.slot(i);
+    // SAFETY: the slot is ours (TP_STATUS_USER was read with Acquire ordering, after which the kernel does
+    // not touch it until we hand it back); it starts with a tpacket2_hdr inside the mapping.
+    let hdr: libc::tpacket2_hdr = unsafe { std::ptr::read(slot.cast()) };
+    let mac = usize::from(hdr.tp_mac);
+    let snap = hdr.tp_snaplen as usize;
+    if mac < libc::TPACKET2_HDRLEN + VNET_HDR_LEN || mac + snap > ring.frame_size {
+        return None;
+    }
+    // SAFETY: `mac - VNET_HDR_LEN .. mac + snap` lies inside this slot (checked above) past its header, and
+    // the slot is exclusively ours until its status is set back to TP_STATUS_KERNEL, which happens only
+    // after this borrow (tied to `ring`) ends.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(slot.add(mac - VNET_HDR_LEN), VNET_HDR_LEN + snap) };
+    Some(RingFrame {
+        status: hdr.tp_status,
+        len: hdr.tp_len as usize,
+        vlan_tci: hdr.tp_vlan_tci,
+        vlan_tpid: hdr.tp_vlan_tpid,
+        bytes,
+    })
+}
+
+impl PortBackend for AfPacketPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn recv_batch(&mut self, out: &mut Vec<Vec<u8>>, max: usize) -> io::Result<usize> {
+        self.check_kernel_drops();
+        if self.ring.is_some() { Ok(self.recv_ring(out, max)) } else { self.recv_mmsg(out, max) }
     }
 
     #[allow(unsafe_code)]
@@ -758,6 +1089,43 @@ mod tests {
         // Single frames still pass.
         socket.send_to(&[7u8; 500], "10.9.0.2:4791").unwrap();
         assert_eq!(recv_frames(&mut sw, 1).len(), 1);
+    }
+
+    /// The `recvmmsg` path (`LOSSLESS_AFPACKET_RX=recvmmsg`) still does everything the ring does.
+    #[test]
+    fn recvmmsg_path_still_fixes_up_frames() {
+        let _ns = offload_lab();
+        let mut sw = AfPacketPort::open_with("sw0", RxMode::Recvmmsg).unwrap();
+        assert_eq!(sw.rx_mode(), RxMode::Recvmmsg);
+        kernel_udp_arrives_with_valid_checksum(&mut sw);
+        assert_eq!(sw.checksums_completed(), 1);
+        let mut host = port("h0");
+        let frames: Vec<Vec<u8>> =
+            sample_frames().into_iter().chain((0..200).map(|n| numbered_frame(64, n))).collect();
+        send_all(&mut host, &frames);
+        assert_eq!(recv_frames(&mut sw, frames.len()), frames);
+    }
+
+    /// Frames the switch does not take in time are dropped by the kernel and counted.
+    #[test]
+    fn kernel_drops_are_counted() {
+        let _ns = lab();
+        // The ring, whatever LOSSLESS_AFPACKET_RX says: 8 MiB of socket buffer may hold all 8000 frames.
+        let mut sw = AfPacketPort::open_with("sw0", RxMode::Ring).unwrap();
+        let mut host = port("h0");
+        assert_eq!(sw.rx_kernel_drops(), 0);
+        let frames: Vec<Vec<u8>> = (0..8000).map(|n| numbered_frame(64, n)).collect();
+        send_all(&mut host, &frames);
+        let drops = sw.rx_kernel_drops();
+        let ring_slots = sw.ring.as_ref().map_or(0, |r| r.frame_nr) as u64;
+        assert!(drops > 0 && drops <= 8000 - ring_slots, "{drops} dropped, {ring_slots} slots");
+        assert_eq!(sw.rx_kernel_drops(), drops, "the total keeps what was read before");
+        // What the ring held arrives (the veth backlog may drop some too, uncounted here).
+        let got = recv_nothing(&mut sw, Duration::from_millis(100)).len() as u64;
+        assert!(
+            got + drops <= 8000 && got >= ring_slots.min(8000 - drops),
+            "{got} received, {drops} dropped"
+        );
     }
 
     #[test]
