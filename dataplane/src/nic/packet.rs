@@ -202,19 +202,7 @@ pub fn emit_l2(env: &Envelope, ethertype: EtherType, frame: &mut [u8]) {
 
 /// A BTH with the fields a RoCEv2 RC packet of this model carries (P_Key 0xFFFF, TVer 0, M set).
 pub fn bth(opcode: Opcode, dest_qp: u32, psn: u32, ack_request: bool) -> BthRepr {
-    BthRepr {
-        opcode,
-        solicited_event: false,
-        migration_req: true,
-        pad_count: 0,
-        transport_version: 0,
-        partition_key: 0xffff,
-        fecn: false,
-        becn: opcode.is_cnp(),
-        dest_qp,
-        ack_request,
-        psn: psn & PSN_MASK,
-    }
+    BthRepr::rc(opcode, dest_qp, psn & PSN_MASK, ack_request)
 }
 
 #[cfg(test)]

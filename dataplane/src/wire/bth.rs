@@ -309,6 +309,24 @@ pub struct Repr {
 }
 
 impl Repr {
+    /// The BTH of a RoCEv2 RC packet as NICs send it: P_Key 0xFFFF (default partition), TVer 0, MigReq set,
+    /// no padding; BECN set on a CNP. `dest_qp` and `psn` are masked to 24 bits.
+    pub fn rc(opcode: Opcode, dest_qp: u32, psn: u32, ack_request: bool) -> Repr {
+        Repr {
+            opcode,
+            solicited_event: false,
+            migration_req: true,
+            pad_count: 0,
+            transport_version: 0,
+            partition_key: 0xffff,
+            fecn: false,
+            becn: opcode.is_cnp(),
+            dest_qp: dest_qp & 0x00ff_ffff,
+            ack_request,
+            psn: psn & 0x00ff_ffff,
+        }
+    }
+
     /// Reads every field. Only truncation is an error: each bit pattern of the 12 bytes is a valid BTH
     /// here (reserved bits are ignored, unknown opcodes kept).
     pub fn parse<T: AsRef<[u8]>>(header: &Header<T>) -> Result<Repr> {

@@ -155,17 +155,5 @@ pub fn rocev2_v4_example(dscp: u8, ecn: Ecn, frame_len: usize) -> Vec<u8> {
 
 /// The BTH of [`rocev2_v4_example`].
 pub fn example_bth() -> BthRepr {
-    BthRepr {
-        opcode: super::BthOpcode::from(0x04),
-        solicited_event: false,
-        migration_req: true,
-        pad_count: 0,
-        transport_version: 0,
-        partition_key: 0xffff,
-        fecn: false,
-        becn: false,
-        dest_qp: 0x11,
-        ack_request: true,
-        psn: 0x12_3456,
-    }
+    BthRepr::rc(super::BthOpcode::from(0x04), 0x11, 0x12_3456, true)
 }
