@@ -82,54 +82,12 @@ const PS_PER_NS: u128 = 1000;
 const PS_PER_BIT_AT_1_MBPS: u128 = 1_000_000;
 
 /// How one egress queue is scheduled (from its `QUEUE|<port>|<q>` `scheduler`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QueueSettings {
-    pub kind: SchedulerKind,
-    /// 1..=100; 0 is treated as 1.
-    pub weight: u8,
-    /// STRICT order (higher first); `None` ranks below every explicit priority.
-    pub priority: Option<u8>,
-    /// Units of `cir`/`cbs`/`pir`/`pbs`.
-    pub meter_type: MeterType,
-    pub cir: Option<u64>,
-    pub cbs: Option<u64>,
-    pub pir: Option<u64>,
-    pub pbs: Option<u64>,
-    /// On a STRICT queue with `pir`: drop above the rate at enqueue instead of shaping.
-    pub policer: bool,
-}
-
-impl Default for QueueSettings {
-    /// A queue without a scheduler: DWRR weight 1, unshaped.
-    fn default() -> Self {
-        QueueSettings {
-            kind: SchedulerKind::Dwrr,
-            weight: 1,
-            priority: None,
-            meter_type: MeterType::Bytes,
-            cir: None,
-            cbs: None,
-            pir: None,
-            pbs: None,
-            policer: false,
-        }
-    }
-}
+pub use super::config::SchedulerParams as QueueSettings;
 
 impl QueueSettings {
     /// The settings of a `SCHEDULER` profile; `None` (no `scheduler` on the queue) is DWRR weight 1, unshaped.
     pub fn from_profile(profile: Option<&SchedulerProfile>) -> Self {
-        profile.map_or_else(QueueSettings::default, |p| QueueSettings {
-            kind: p.kind,
-            weight: p.weight,
-            priority: p.priority,
-            meter_type: p.meter_type,
-            cir: p.cir,
-            cbs: p.cbs,
-            pir: p.pir,
-            pbs: p.pbs,
-            policer: p.policer,
-        })
+        profile.map_or_else(QueueSettings::default, |p| p.params)
     }
 
     fn is_weighted(&self) -> bool {

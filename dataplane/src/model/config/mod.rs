@@ -352,15 +352,42 @@ pub enum MeterType {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedulerProfile {
     pub name: String,
+    pub params: SchedulerParams,
+}
+
+/// What a `SCHEDULER` profile says about a queue; also how the egress scheduler is configured per queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerParams {
     pub kind: SchedulerKind,
+    /// 1..=100; 0 is treated as 1.
     pub weight: u8,
+    /// STRICT order (higher first); `None` ranks below every explicit priority.
     pub priority: Option<u8>,
+    /// Units of `cir`/`cbs`/`pir`/`pbs`.
     pub meter_type: MeterType,
     pub cir: Option<u64>,
     pub cbs: Option<u64>,
     pub pir: Option<u64>,
     pub pbs: Option<u64>,
+    /// On a STRICT queue with `pir`: drop above the rate at enqueue instead of shaping.
     pub policer: bool,
+}
+
+impl Default for SchedulerParams {
+    /// A queue without a scheduler: DWRR weight 1, unshaped.
+    fn default() -> Self {
+        SchedulerParams {
+            kind: SchedulerKind::Dwrr,
+            weight: 1,
+            priority: None,
+            meter_type: MeterType::Bytes,
+            cir: None,
+            cbs: None,
+            pir: None,
+            pbs: None,
+            policer: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

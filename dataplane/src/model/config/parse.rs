@@ -1482,7 +1482,7 @@ CABLE_LENGTH:
         let config = full().config;
         let shapers: Vec<Option<usize>> = config.port_buffers.iter().map(|b| b.port_scheduler).collect();
         assert_eq!(shapers, [Some(0), Some(0), None, None]);
-        assert_eq!(config.schedulers[0].pir, Some(12_500_000_000));
+        assert_eq!(config.schedulers[0].params.pir, Some(12_500_000_000));
         assert_eq!(config.pools.len(), 1);
     }
 
@@ -2022,8 +2022,8 @@ DSCP_TO_TC_MAP:
 
     use crate::model::config::{
         AsicSettings, BufferPool, BufferProfile, EcnMarkPoint, MeterType, PfcWdAction, PfcWdDetectionRule,
-        PfcWdGlobal, PfcWdPort, PoolDirection, SchedulerKind, SchedulerProfile, Threshold, ThresholdMode,
-        WredColour, WredProfile,
+        PfcWdGlobal, PfcWdPort, PoolDirection, SchedulerKind, SchedulerParams, SchedulerProfile, Threshold,
+        ThresholdMode, WredColour, WredProfile,
     };
 
     const TH_BALANCED: &str = include_str!("../../../../configs/profiles/th_balanced.yaml");
@@ -2082,15 +2082,7 @@ DSCP_TO_TC_MAP:
     fn dwrr(name: &str, weight: u8) -> SchedulerProfile {
         SchedulerProfile {
             name: name.into(),
-            kind: SchedulerKind::Dwrr,
-            weight,
-            priority: None,
-            meter_type: MeterType::Bytes,
-            cir: None,
-            cbs: None,
-            pir: None,
-            pbs: None,
-            policer: false,
+            params: SchedulerParams { weight, ..SchedulerParams::default() },
         }
     }
 
@@ -2778,17 +2770,20 @@ WRED_PROFILE:
         assert_eq!(warnings, vec![]);
         let strict = SchedulerProfile {
             name: "strict".into(),
-            kind: SchedulerKind::Strict,
-            weight: 1,
-            priority: Some(7),
-            meter_type: MeterType::Packets,
-            cir: Some(1000),
-            cbs: Some(10),
-            pir: Some(2000),
-            pbs: Some(20),
-            policer: true,
+            params: SchedulerParams {
+                kind: SchedulerKind::Strict,
+                weight: 1,
+                priority: Some(7),
+                meter_type: MeterType::Packets,
+                cir: Some(1000),
+                cbs: Some(10),
+                pir: Some(2000),
+                pbs: Some(20),
+                policer: true,
+            },
         };
-        let wrr = SchedulerProfile { kind: SchedulerKind::Wrr, ..dwrr("wrr", 1) };
+        let mut wrr = dwrr("wrr", 1);
+        wrr.params.kind = SchedulerKind::Wrr;
         assert_eq!(config.schedulers, vec![strict, wrr]);
     }
 
@@ -2819,7 +2814,7 @@ WRED_PROFILE:
         let mut db = base_with("SCHEDULER", "s", "type", "DWRR");
         db.set("SCHEDULER", "s", "policer", "true").set("SCHEDULER", "s", "pir", "1000");
         assert_warning(&db, "SCHEDULER|s|policer", "STRICT");
-        assert!(!compile(&db).unwrap().config.schedulers[0].policer);
+        assert!(!compile(&db).unwrap().config.schedulers[0].params.policer);
         let db = base_with("SCHEDULER", "s", "type", "STRICT");
         let mut db = db.clone();
         db.set("SCHEDULER", "s", "policer", "true");

@@ -222,7 +222,7 @@ fn port_settings(config: &SwitchConfig, port: PortIndex) -> PortSettings {
         speed_mbps: config.ports[port].speed_mbps,
         queues: std::array::from_fn(|q| QueueSettings::from_profile(profile(buffers.queue_scheduler[q]))),
         shaper: profile(buffers.port_scheduler)
-            .and_then(|s| s.pir.map(|pir| (s.meter_type, pir, s.pbs.unwrap_or(0)))),
+            .and_then(|s| s.params.pir.map(|pir| (s.params.meter_type, pir, s.params.pbs.unwrap_or(0)))),
     }
 }
 

@@ -3,7 +3,7 @@
 use super::{Compiler, Entry, Named, PortMap, entries, parse_bool, parse_bytes, parse_keyword, parse_number};
 use crate::model::config::{
     MeterType, PfcWdAction, PfcWdDetectionRule, PfcWdGlobal, PfcWdPort, PortBuffers, SchedulerKind,
-    SchedulerProfile, WredColour, WredProfile,
+    SchedulerParams, SchedulerProfile, WredColour, WredProfile,
 };
 use std::collections::HashMap;
 
@@ -149,15 +149,7 @@ impl<'a> Compiler<'a> {
         }
         SchedulerProfile {
             name: e.key.to_owned(),
-            kind,
-            weight,
-            priority,
-            meter_type,
-            cir,
-            cbs,
-            pir,
-            pbs,
-            policer,
+            params: SchedulerParams { kind, weight, priority, meter_type, cir, cbs, pir, pbs, policer },
         }
     }
 
