@@ -1,6 +1,36 @@
-//! PTF-style packet tests for Lossless.
+//! PTF-style packet tests for Lossless: sonic-mgmt's QoS and PFC-watchdog procedures, with real frames on
+//! a real `switchd` in network namespaces.
 //!
-//! The harness (fresh topologies in network namespaces, PTF's send/verify verbs and frame builders) and the
-//! sonic-mgmt catalog of QoS and PFC-watchdog tests will live here, driving real `switchd` processes.
+//! - [`harness`]: the fixture ([`Ptf`]: switch + test ports + gRPC client) and PTF's verbs;
+//! - [`packet`]: PTF's frame builders and masks;
+//! - [`qos`]: expected numbers computed from a profile's tables (sonic-mgmt's `qos_params`);
+//! - [`report`]: the sonic-mgmt-like summary (`cargo run -p lossless-ptf --bin ptf-summary`).
+//!
+//! The catalog itself is in `tests/`: one file per sonic-mgmt area, each test run on the shipped
+//! vendor-like profiles ([`profiles`]).
 
 #![forbid(unsafe_code)]
+
+pub mod harness;
+pub mod packet;
+pub mod qos;
+pub mod report;
+
+pub use harness::Ptf;
+use lossless_dataplane::model::config::ConfigDb;
+
+/// The shipped vendor-like profiles the catalog runs on: (name, CONFIG_DB).
+pub fn profiles() -> Vec<(&'static str, ConfigDb)> {
+    [
+        ("th_balanced", include_str!("../../configs/profiles/th_balanced.yaml")),
+        ("sn2700", include_str!("../../configs/profiles/sn2700.yaml")),
+    ]
+    .into_iter()
+    .map(|(name, text)| (name, ConfigDb::from_yaml_str(text).unwrap_or_else(|e| panic!("{name}: {e}"))))
+    .collect()
+}
+
+/// One shipped profile by name.
+pub fn profile(name: &str) -> ConfigDb {
+    profiles().into_iter().find(|(n, _)| *n == name).map(|(_, db)| db).unwrap_or_else(|| panic!("no profile {name}"))
+}
