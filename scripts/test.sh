@@ -8,4 +8,19 @@ cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked --doc
-cargo nextest run --workspace --locked --no-fail-fast
+
+# The PTF catalog (ptf-tests/) first and on its own: its buffer tests fill switch buffers with tens of
+# thousands of frames. Then its sonic-mgmt-like summary (test, profile, result, key numbers).
+cargo build --locked -p lossless-dataplane --bin switchd
+rm -rf target/ptf-results
+ptf_status=0
+cargo nextest run -p lossless-ptf --locked --no-fail-fast || ptf_status=$?
+cargo run -q --locked -p lossless-ptf --bin ptf-summary || true
+
+# Everything else; its summary closes the log.
+status=0
+cargo nextest run --workspace --exclude lossless-ptf --locked --no-fail-fast || status=$?
+if [ "$ptf_status" != 0 ]; then
+  echo "the PTF catalog failed: see its summary above" >&2
+fi
+exit $((status != 0 ? status : ptf_status))
