@@ -142,6 +142,9 @@ struct Args {
     /// The switchd binary (default: next to this example's directory, i.e. target/release/switchd).
     #[arg(long)]
     switchd: Option<PathBuf>,
+    /// An extra switchd argument (repeatable), e.g. `--switchd-arg=--busy-poll-us=200`.
+    #[arg(long = "switchd-arg", value_name = "ARG", allow_hyphen_values = true)]
+    switchd_args: Vec<String>,
     /// Print a machine-readable summary (JSON) on stdout instead of the tables.
     #[arg(long)]
     json: bool,
@@ -243,7 +246,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     for fwd in forwarders {
         check_stop()?;
         eprintln!("== {}: building h1 — mid — h2", fwd.name());
-        let mut lab = Lab::build(fwd, switchd_bin.as_deref())?;
+        let mut lab = Lab::build(fwd, switchd_bin.as_deref(), &args.switchd_args)?;
         results.push(measure(&mut lab, &args)?);
         lab.check_switchd_alive()?;
     }
@@ -319,7 +322,7 @@ struct Lab {
 }
 
 impl Lab {
-    fn build(fwd: Forwarder, switchd_bin: Option<&Path>) -> anyhow::Result<Lab> {
+    fn build(fwd: Forwarder, switchd_bin: Option<&Path>, extra: &[String]) -> anyhow::Result<Lab> {
         let h1 = Netns::new(&unique_name("fbh1-")).context("creating a namespace (run as root)")?;
         let mid = Netns::new(&unique_name("fbmid-"))?;
         let h2 = Netns::new(&unique_name("fbh2-"))?;
@@ -343,7 +346,7 @@ impl Lab {
             Forwarder::Switchd => {
                 let bin = switchd_bin.context("no switchd binary")?;
                 let config = switchd_config(h1_mac, h2_mac)?;
-                (Some(Switchd::start(bin, &mid, &config)?), EthernetAddress(ROUTER_MAC))
+                (Some(Switchd::start(bin, extra, &mid, &config)?), EthernetAddress(ROUTER_MAC))
             }
         };
         Ok(Lab { switchd, fwd, h1, mid, h2, router_mac })
@@ -382,7 +385,7 @@ struct Switchd {
 }
 
 impl Switchd {
-    fn start(bin: &Path, mid: &Netns, config_yaml: &str) -> anyhow::Result<Switchd> {
+    fn start(bin: &Path, extra: &[String], mid: &Netns, config_yaml: &str) -> anyhow::Result<Switchd> {
         let config = std::env::temp_dir().join(format!("{}.yaml", unique_name("fbcfg")));
         let socket = std::env::temp_dir().join(format!("{}.sock", unique_name("fbsock")));
         std::fs::write(&config, config_yaml).with_context(|| format!("writing {}", config.display()))?;
@@ -397,6 +400,7 @@ impl Switchd {
             .args(["--port", &format!("{}={}", SW_PORTS[1].0, SW_PORTS[1].1)])
             .arg("--grpc")
             .arg(format!("unix:{}", socket.display()))
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

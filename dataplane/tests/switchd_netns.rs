@@ -35,6 +35,11 @@ struct Lab {
 
 impl Lab {
     fn start() -> Lab {
+        Lab::start_with(&[])
+    }
+
+    /// Like [`Lab::start`], with extra switchd arguments.
+    fn start_with(extra: &[&str]) -> Lab {
         let sw = Netns::new(&unique_name("lsw")).unwrap();
         let hosts: Vec<Netns> = (0..3).map(|_| Netns::new(&unique_name("lh")).unwrap()).collect();
         for (i, h) in hosts.iter().enumerate() {
@@ -50,6 +55,7 @@ impl Lab {
             .args(["--port", "Ethernet0=p0", "--port", "Ethernet4=p1", "--port", "Ethernet8=p2"])
             .arg("--grpc")
             .arg(format!("unix:{}", socket.display()))
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -315,6 +321,21 @@ fn a_missing_interface_is_a_clear_start_up_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("interface \"nope0\" not found"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(5), "fails fast, no hang");
+}
+
+/// `--busy-poll-us`: the model thread spins instead of sleeping after traffic; frames, PFC, gRPC commands
+/// (found without the wake-up socket) and SIGTERM all still work, during and after the spinning.
+#[test]
+fn busy_polling_forwards_answers_and_stops() {
+    let mut lab = Lab::start_with(&["--busy-poll-us", "200000"]);
+    let (received, pfc) = two_to_one(&mut lab, 3, 300);
+    assert_eq!(received, 600, "every lossless frame arrives");
+    assert!(pfc.iter().all(|f| !f.is_empty()), "both senders were paused: {pfc:?}");
+    let c = lab.counters();
+    assert_eq!(Lab::port(&c, "Ethernet8").queues[3].packets, 600);
+    let mut child = lab.switchd.take().unwrap();
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(child.wait().unwrap().success(), "switchd exits 0 on SIGTERM");
 }
 
 #[test]

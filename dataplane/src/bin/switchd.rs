@@ -34,6 +34,11 @@ struct Args {
     /// Where to serve gRPC: unix:PATH (default unix:/run/lossless/<name>.sock) or tcp:127.0.0.1:PORT.
     #[arg(long)]
     grpc: Option<String>,
+    /// Keep polling the ports without sleeping for this many microseconds after the last frame received
+    /// or sent (0: sleep at once). Trades a busy CPU while traffic flows for no wake-up latency: the
+    /// latency tail of a software switch, as DPDK's poll mode and the kernel's SO_BUSY_POLL do.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    busy_poll_us: u64,
     /// Largest gRPC request accepted, in bytes.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_request_bytes: usize,
@@ -116,7 +121,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         Listen::parse(&args.grpc.clone().unwrap_or_else(|| format!("unix:/run/lossless/{}.sock", args.name)))
             .map_err(anyhow::Error::msg)?;
     let ports = switch.port_count();
-    let (runtime, handle) = Runtime::new(switch, db, backends).context("starting the runtime")?;
+    let (mut runtime, handle) = Runtime::new(switch, db, backends).context("starting the runtime")?;
+    runtime.set_busy_poll(args.busy_poll_us.saturating_mul(1000));
     let model = std::thread::Builder::new().name("model".into()).spawn(move || runtime.run())?;
 
     let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
