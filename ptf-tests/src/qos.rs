@@ -146,7 +146,8 @@ impl<'a> Qos<'a> {
 
     /// BUFFER_PG's profile for (port, PG).
     pub fn pg_profile(&self, port: &str, pg: u8) -> Option<Profile> {
-        self.covering("BUFFER_PG", port, Some(pg)).map(|f| self.profile(f.get("profile").expect("BUFFER_PG profile")))
+        self.covering("BUFFER_PG", port, Some(pg))
+            .map(|f| self.profile(f.get("profile").expect("BUFFER_PG profile")))
     }
 
     /// BUFFER_QUEUE's profile for (port, queue).
@@ -157,7 +158,8 @@ impl<'a> Qos<'a> {
 
     /// The port-level profile (BUFFER_PORT_INGRESS/EGRESS_PROFILE_LIST) on `pool`, if any.
     pub fn port_profile(&self, port: &str, ingress: bool, pool: &str) -> Option<Profile> {
-        let table = if ingress { "BUFFER_PORT_INGRESS_PROFILE_LIST" } else { "BUFFER_PORT_EGRESS_PROFILE_LIST" };
+        let table =
+            if ingress { "BUFFER_PORT_INGRESS_PROFILE_LIST" } else { "BUFFER_PORT_EGRESS_PROFILE_LIST" };
         let list = self.covering(table, port, None)?.get("profile_list")?;
         list.split(',').map(|p| self.profile(p)).find(|p| p.pool == pool)
     }
@@ -246,17 +248,21 @@ impl<'a> Qos<'a> {
         let prof = self.pg_profile(port, pg).unwrap_or_else(|| panic!("no BUFFER_PG for {port}|{pg}"));
         let pool = self.pool(&prof.pool);
         let own = self.shared_room(prof.threshold, pool);
-        let cap = self.port_profile(port, true, &prof.pool).map_or(u64::MAX, |p| self.shared_room(p.threshold, pool));
+        let cap = self
+            .port_profile(port, true, &prof.pool)
+            .map_or(u64::MAX, |p| self.shared_room(p.threshold, pool));
         own.min(cap)
     }
 
     /// Same for an egress queue.
     pub fn queue_shared_limit(&self, port: &str, queue: u8) -> u64 {
-        let prof = self.queue_profile(port, queue).unwrap_or_else(|| panic!("no BUFFER_QUEUE for {port}|{queue}"));
+        let prof =
+            self.queue_profile(port, queue).unwrap_or_else(|| panic!("no BUFFER_QUEUE for {port}|{queue}"));
         let pool = self.pool(&prof.pool);
         let own = self.shared_room(prof.threshold, pool);
-        let cap =
-            self.port_profile(port, false, &prof.pool).map_or(u64::MAX, |p| self.shared_room(p.threshold, pool));
+        let cap = self
+            .port_profile(port, false, &prof.pool)
+            .map_or(u64::MAX, |p| self.shared_room(p.threshold, pool));
         own.min(cap)
     }
 
@@ -265,6 +271,69 @@ impl<'a> Qos<'a> {
         let prof = self.pg_profile(port, pg).expect("BUFFER_PG");
         let pool = self.pool(&prof.pool);
         if pool.headroom > 0 { prof.xoff.min(pool.headroom) } else { prof.xoff }
+    }
+
+    /// The shared limit `threshold` sets while `pool` holds `pool_used` shared cells: `static_th` (no
+    /// limit: the pool), or `2^n × (size − pool_used)`.
+    pub fn limit(threshold: Threshold, pool: Pool, pool_used: u64) -> u64 {
+        match threshold {
+            Threshold::Static(Some(c)) => c,
+            Threshold::Static(None) => pool.size,
+            Threshold::Dynamic(n) => {
+                let free = pool.size.saturating_sub(pool_used);
+                if n >= 0 { free << n } else { free >> (-n) }
+            }
+        }
+    }
+
+    /// Shared cells a PG that starts empty can take when others already hold `others` shared cells of the
+    /// pool, under `threshold` applied to `own + its cells` (`own`: what else the threshold counts, e.g. the
+    /// port's other PGs under a port cap): the largest s with `own + s <= limit(others + s − 1)` and
+    /// `others + s <= size`.
+    fn room_after(threshold: Threshold, pool: Pool, others: u64, own: u64) -> u64 {
+        let fits = |s: u64| {
+            s == 0 || (others + s <= pool.size && own + s <= Self::limit(threshold, pool, others + s - 1))
+        };
+        // `fits` holds up to some s and fails beyond it (the limit only shrinks as s grows).
+        let (mut lo, mut hi) = (0u64, pool.size.saturating_sub(others));
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(mid) { lo = mid } else { hi = mid - 1 }
+        }
+        lo
+    }
+
+    /// Where a PG's shared usage stops when it fills after others: the pool already holds `pool_used`
+    /// shared cells, `port_used` of them on the same port (counted by the port's cap). With both 0 this
+    /// is [`pg_shared_limit`](Self::pg_shared_limit).
+    pub fn pg_shared_limit_after(&self, port: &str, pg: u8, pool_used: u64, port_used: u64) -> u64 {
+        let prof = self.pg_profile(port, pg).unwrap_or_else(|| panic!("no BUFFER_PG for {port}|{pg}"));
+        let pool = self.pool(&prof.pool);
+        let own = Self::room_after(prof.threshold, pool, pool_used, 0);
+        let cap = self
+            .port_profile(port, true, &prof.pool)
+            .map_or(u64::MAX, |p| Self::room_after(p.threshold, pool, pool_used, port_used));
+        own.min(cap)
+    }
+
+    /// The XON point of a lossless PG that alone uses its pool's shared space: the largest total usage
+    /// (cells) at which it releases XOFF, with no headroom in use: usage `<= max(xon, size + limit −
+    /// xon_offset)`, the dynamic limit evaluated at that usage (SAI's `XON_TH` / `XON_OFFSET_TH`,
+    /// `../shared/reference/sonic.md` §2.3). At most the XOFF point (`size` + the shared limit).
+    pub fn pg_xon_usage(&self, port: &str, pg: u8) -> u64 {
+        let prof = self.pg_profile(port, pg).unwrap_or_else(|| panic!("no BUFFER_PG for {port}|{pg}"));
+        let pool = self.pool(&prof.pool);
+        let releases = |shared: u64| {
+            let limit = Self::limit(prof.threshold, pool, shared);
+            prof.reserved + shared <= prof.xon.max((prof.reserved + limit).saturating_sub(prof.xon_offset))
+        };
+        // Draining lowers the usage and raises a dynamic limit: once it releases, it stays released.
+        match (0..=self.pg_shared_limit(port, pg)).rev().find(|&s| releases(s)) {
+            Some(s) => prof.reserved + s,
+            None => prof
+                .xon
+                .max((prof.reserved + Self::limit(prof.threshold, pool, 0)).saturating_sub(prof.xon_offset)),
+        }
     }
 }
 
@@ -300,7 +369,8 @@ impl Params {
         let pg_shared = qos.pg_shared_limit(src, pg);
         let lossless = qos.pfc_enabled(src).contains(&pg);
         let pg_headroom = if lossless { qos.pg_headroom(src, pg) } else { 0 };
-        let qprof = qos.queue_profile(dst, queue).unwrap_or_else(|| panic!("no BUFFER_QUEUE for {dst}|{queue}"));
+        let qprof =
+            qos.queue_profile(dst, queue).unwrap_or_else(|| panic!("no BUFFER_QUEUE for {dst}|{queue}"));
         let q_shared = qos.queue_shared_limit(dst, queue);
         Params {
             cell_occupancy: occ,
@@ -355,5 +425,27 @@ PORT_QOS_MAP: { Ethernet0: { pfc_enable: "3" } }
         let p = Params::compute(&q, "Ethernet0", 3, "Ethernet4", 0, 64);
         assert_eq!((p.pkts_num_trig_pfc, p.pkts_num_trig_ingr_drp), (10 + 450, 10 + 450 + 20 + 1));
         assert_eq!(p.pkts_num_trig_egr_drp, 5 + 300 + 1);
+    }
+
+    #[test]
+    fn later_consumers_share_what_is_left_and_xon_follows_the_limit() {
+        let text = r#"
+BUFFER_ASIC: { global: { cell_size: 100 } }
+BUFFER_POOL: { ing: { type: ingress, mode: dynamic, size: 90000 } }
+BUFFER_PROFILE:
+  pg3: { pool: ing, size: 1000, xon: 0, xoff: 2000, dynamic_th: 0, xon_offset: 1000 }
+  pg4: { pool: ing, size: 1000, xon: 0, xoff: 2000, dynamic_th: 0 }
+BUFFER_PG: { "Ethernet0|3": { profile: pg3 }, "Ethernet0|4": { profile: pg4 } }
+PORT_QOS_MAP: { Ethernet0: { pfc_enable: "3,4" } }
+"#;
+        let db = db(text);
+        let q = Qos::new(&db);
+        assert_eq!(q.pg_shared_limit_after("Ethernet0", 3, 0, 0), q.pg_shared_limit("Ethernet0", 3));
+        // 900 cells, 450 taken: the next alpha-1 PG takes half of the 450 left.
+        assert_eq!(q.pg_shared_limit_after("Ethernet0", 4, 450, 450), 225);
+        // XON at 10 + s with s <= 900 - s - 10 (xon_offset 10 cells): s <= 445.
+        assert_eq!(q.pg_xon_usage("Ethernet0", 3), 10 + 445);
+        // Without xon_offset the XON point is the XOFF point.
+        assert_eq!(q.pg_xon_usage("Ethernet0", 4), 10 + 450);
     }
 }
