@@ -14,7 +14,7 @@ cargo test --workspace --locked --doc
 cargo build --locked -p lossless-dataplane --bin switchd
 rm -rf target/ptf-results
 ptf_status=0
-cargo nextest run -p lossless-ptf --locked --no-fail-fast || ptf_status=$?
+LOSSLESS_SWITCHD="$PWD/target/debug/switchd" cargo nextest run -p lossless-ptf --locked --no-fail-fast || ptf_status=$?
 cargo run -q --locked -p lossless-ptf --bin ptf-summary || true
 
 # Everything else; its summary closes the log.
