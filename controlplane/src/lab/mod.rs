@@ -1,6 +1,6 @@
 //! Network-namespace labs: a topology file ([`topology`]) becomes one namespace per node, veth pairs
 //! between them, one `switchd` per switch and one `rocehost` per host ([`run`]); `swctl lab demo`
-//! ([`demo`]) runs the README's main scenario on one.
+//! ([`demo`]) runs the README's main scenario on one, `swctl lab run` ([`scenario`]) a scenario file.
 //!
 //! ```text
 //! swctl lab up configs/topologies/demo.yaml     # namespaces ll-demo-sw1, ll-demo-h1, ...; prints how to reach them
@@ -8,6 +8,7 @@
 //! swctl lab status                              # labs, nodes, pid alive, gRPC answering
 //! swctl lab down demo                           # or the topology file; also after a crash
 //! swctl lab demo --seconds 10                   # a 2:1 incast: lossless loses nothing, lossy tail-drops
+//! swctl lab run configs/scenarios/pfc-storm.yaml # a timeline of steps and expectations ([`scenario`])
 //! ```
 
 pub mod demo;
@@ -72,8 +73,9 @@ pub enum LabCommand {
     },
     /// Check a topology file (switch configurations included) without creating anything.
     Validate { file: PathBuf },
-    /// Run a scenario (configs/scenarios/*.yaml): a topology, a timeline of traffic, storms and FDB
-    /// flushes, and expectations; prints a report, exit 1 when an expectation fails; removes the lab.
+    /// Run a scenario (configs/scenarios/*.yaml): a topology, a timeline of steps (traffic, storm,
+    /// stop-host, flush-fdb, apply) and expectations; prints a report (--json: as JSON), exit 1 when an
+    /// expectation fails; removes the lab.
     Run {
         file: PathBuf,
         /// Only validate the scenario file.
@@ -188,11 +190,12 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
             let s = scenario::Scenario::load(&file)?;
             if check {
                 println!(
-                    "{}: valid: scenario {}, {} flow(s), {} storm(s), {} expectation(s)",
+                    "{}: valid: scenario {}, {} flow(s), {} storm(s), {} other step(s), {} expectation(s)",
                     file.display(),
                     s.name,
                     s.topology.traffic.len(),
                     s.storms.len(),
+                    s.actions.len(),
                     s.expect.len()
                 );
                 return Ok(ExitCode::SUCCESS);

@@ -574,10 +574,12 @@ fn build(
         let mut flow_args = Vec::new();
         for (index, f) in &flows {
             let Some(dst) = topology.host(&f.to) else { continue };
+            // Topology validation made sure an off-subnet destination has a gateway to go through.
+            let Some(next_hop) = h.next_hop_mac(dst) else { continue };
             let mut spec = format!(
                 "dst={},dst-mac={},dscp={},priority={},message={},dcqcn={},src-port={},qp={},start-ms={}",
                 dst.ip,
-                dst.mac,
+                next_hop,
                 f.dscp,
                 f.priority,
                 f.message_bytes,
@@ -777,7 +779,7 @@ fn wait_ready(lab: &mut Lab, node: &str) -> anyhow::Result<()> {
 }
 
 /// Applies `config` at the running generation; refused configurations name every issue.
-fn push_config(
+pub(super) fn push_config(
     tokio: &tokio::runtime::Handle,
     client: &mut pb::switch_client::SwitchClient<tonic::transport::Channel>,
     config: &lossless_dataplane::model::config::ConfigDb,

@@ -93,6 +93,19 @@ pub struct HostNode {
     pub attached: Option<End>,
 }
 
+impl HostNode {
+    /// Whether `ip` is on this host's subnet.
+    pub fn on_subnet(&self, ip: Ipv4Addr) -> bool {
+        let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix_len)).unwrap_or(0);
+        u32::from(self.ip) & mask == u32::from(ip) & mask
+    }
+
+    /// Where this host sends frames for `dst`: `dst` itself on its subnet, else the gateway (if any).
+    pub fn next_hop_mac(&self, dst: &HostNode) -> Option<EthernetAddress> {
+        if self.on_subnet(dst.ip) { Some(dst.mac) } else { self.gateway_mac }
+    }
+}
+
 /// One end of a link: `node:port`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct End {
@@ -416,7 +429,7 @@ fn check_netem_value(field: &str, value: &str) -> Result<(), String> {
 
 /// The switch's configuration, with NULL lossless PG profiles computed as `swctl apply` does (the lookup
 /// table of a known hwsku, else SONiC's dynamic formula with the vs ASIC's parameters).
-fn resolve_switch_config(db: &mut ConfigDb) -> Result<(), Vec<String>> {
+pub(super) fn resolve_switch_config(db: &mut ConfigDb) -> Result<(), Vec<String>> {
     use crate::headroom::{self, AsicParams, HeadroomModel, LookupTable, TrafficPattern};
     let hwsku = db
         .tables
@@ -794,6 +807,16 @@ fn build(
         if f.from == f.to {
             errors.push(format!("{label}: a host cannot send to itself"));
         }
+        if let (Some(src), Some(dst)) =
+            (hosts.iter().find(|h| h.name == f.from), hosts.iter().find(|h| h.name == f.to))
+            && !src.on_subnet(dst.ip)
+            && src.gateway_mac.is_none()
+        {
+            errors.push(format!(
+                "{label}: {} ({}) is not on {}'s subnet {}/{}: give {} a gateway-mac (auto: its switch port's MAC)",
+                f.to, dst.ip, f.from, src.ip, src.prefix_len, f.from
+            ));
+        }
         if f.priority > 7 {
             errors.push(format!("{label}: priority {} is outside 0..=7", f.priority));
         }
@@ -883,6 +906,27 @@ links:
         assert!(h2.gateway_mac.is_some());
         assert_ne!(h1.mac, h2.mac);
         assert_eq!(t.links[0].mtu, 9100);
+    }
+
+    #[test]
+    fn flows_off_the_subnet_go_to_the_gateway() {
+        let text = |gw: &str| {
+            format!(
+                "switches: {{ sw1: {{ config: sw.yaml }} }}\nhosts:\n  h1: {{ ip: 10.0.0.1/31, attach: 'sw1:Ethernet0'{gw} }}\n  \
+                 h2: {{ ip: 10.1.0.2/24, attach: 'sw1:Ethernet4', gateway-mac: auto }}\n  h3: {{ ip: 10.1.0.3/24, attach: 'sw1:Ethernet8' }}\n\
+                 traffic: [ {{ from: h1, to: h2, priority: 3, dscp: 3 }}, {{ from: h2, to: h3, priority: 3, dscp: 3 }} ]"
+            )
+        };
+        let t = parse(&text(", gateway-mac: '02:aa:00:00:00:01'")).unwrap();
+        let (h1, h2, h3) = (t.host("h1").unwrap(), t.host("h2").unwrap(), t.host("h3").unwrap());
+        assert_eq!(h1.next_hop_mac(h2), Some("02:aa:00:00:00:01".parse().unwrap()), "routed: the gateway");
+        assert_eq!(h2.next_hop_mac(h3), Some(h3.mac), "same subnet: the host itself");
+        assert!(!h1.on_subnet(std::net::Ipv4Addr::new(10, 0, 0, 2)) && h1.on_subnet(h1.ip));
+        let e = error_of(&text(""));
+        assert!(
+            e.contains("traffic[0] (h1 -> h2): h2 (10.1.0.2) is not on h1's subnet 10.0.0.1/31: give h1 a gateway-mac"),
+            "{e}"
+        );
     }
 
     #[test]
