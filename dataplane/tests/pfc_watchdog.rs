@@ -157,13 +157,14 @@ fn storm_detected_dropped_and_restored() {
     // Lossless traffic in the other direction still arrives: rx counters count PG 3 packets of Ethernet8.
     assert!(lab.sw.pfc_state(lab.dst).unwrap().1 & (1 << 3) == 0, "priority 3 no longer honoured");
 
-    // The storm stops: restored after restoration_time (400 ms) with no XOFF, within one more poll.
+    // The storm stops: restored after restoration_time (400 ms) with no XOFF, within one more poll
+    // (sonic-mgmt test_pfcwd_timer_accuracy: restore_time < real < restore_time + poll).
     let stop = lab.now;
     lab.advance(stop + 700 * MS);
     let restored =
         lab.event_time("PFC Watchdog storm restored on port Ethernet8, queue index 3").expect("restored");
     let quiet = restored - (stop - MS);
-    assert!(quiet > 400 * MS && quiet <= 600 * MS, "restored {} ms after the last XOFF", quiet / MS);
+    assert!(quiet > 400 * MS && quiet <= 500 * MS, "restored {} ms after the last XOFF", quiet / MS);
     assert_eq!(lab.wd(3).deadlock_restored, 1);
     lab.send(3, 7);
     lab.advance(lab.now + MS);

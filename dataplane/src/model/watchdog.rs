@@ -16,10 +16,13 @@
 //! (SONiC's scripts declare one poll earlier, `time_left <= poll`, which can fire slightly before
 //! `detection_time`; sonic-mgmt's timer test expects the window used here.)
 //! Restoration: a stormed queue (action drop/forward) is restored after `restoration_time` of polls with no
-//! PFC XOFF frame received for its priority. XON frames (quanta 0) do not reset the countdown: an XON storm
-//! must not keep a queue stormed (the fix sonic-swss#4581 asks for; SONiC today resets on any frame). An
-//! `alert` queue is restored as soon as the condition stops holding. `BIG_RED_SWITCH` puts every monitored
-//! queue under the drop action at once and suspends detection.
+//! PFC XOFF frame received for its priority: the poll that sees the storm's last frames (or the fake storm
+//! on since the previous poll) restarts the countdown, each later poll subtracts the poll interval, and the
+//! poll that brings it to zero restores: more than `restoration_time` and at most `restoration_time` + one
+//! poll after the last XOFF (the window sonic-mgmt's timer test expects). XON frames (quanta 0) do not
+//! reset the countdown: an XON storm must not keep a queue stormed (the fix sonic-swss#4581 asks for; SONiC
+//! today resets on any frame). An `alert` queue is restored as soon as the condition stops holding.
+//! `BIG_RED_SWITCH` puts every monitored queue under the drop action at once and suspends detection.
 //!
 //! This module only decides; the switch carries out the actions (see `Switch`): drop and forward stop
 //! honouring and generating PFC on the priority; drop also flushes the queue and drops what is sent to it
@@ -82,6 +85,9 @@ struct QueueWatch {
     last: Option<QueueObservation>,
     storm_start: QueueObservation,
     debug_storm: bool,
+    /// The fake storm was on at some time since the last poll (it counts as storm evidence for that
+    /// interval, as XOFF frames received in it do).
+    debug_seen: bool,
     counters: PfcWdCounters,
 }
 
@@ -156,7 +162,9 @@ impl Watchdog {
     /// Forces (or stops forcing) the storm condition on a queue, as SONiC's `DEBUG_STORM`.
     pub fn set_debug_storm(&mut self, port: usize, queue: u8, on: bool) {
         if let Some(p) = self.ports.get_mut(port) {
-            p.queues[usize::from(queue & 7)].debug_storm = on;
+            let w = &mut p.queues[usize::from(queue & 7)];
+            w.debug_storm = on;
+            w.debug_seen |= on;
         }
     }
 
@@ -228,6 +236,7 @@ impl Watchdog {
                 let Some(priority) = w.priority else { continue };
                 let now = observe(port, q, priority);
                 let last = w.last.replace(now);
+                let debug_seen = std::mem::replace(&mut w.debug_seen, w.debug_storm);
                 if brs {
                     continue;
                 }
@@ -251,15 +260,13 @@ impl Watchdog {
                     w.update_storm_counters(&now);
                     let restore = if cfg.action == PfcWdAction::Alert {
                         !condition
-                    } else if now.pfc_rx - now.pfc_rx_xon != last.pfc_rx - last.pfc_rx_xon || w.debug_storm {
+                    } else if now.pfc_rx - now.pfc_rx_xon != last.pfc_rx - last.pfc_rx_xon || debug_seen {
                         w.restoration_left_ns =
                             cfg.restoration_time_ms.map_or(u64::MAX, |r| u64::from(r) * MS);
                         false
-                    } else if w.restoration_left_ns == 0 {
-                        true
                     } else {
                         w.restoration_left_ns = w.restoration_left_ns.saturating_sub(poll);
-                        false
+                        w.restoration_left_ns == 0
                     };
                     if restore {
                         w.stormed = false;
@@ -291,15 +298,15 @@ impl Watchdog {
         out
     }
 
-    /// Refreshes the storm counters of stormed queues from a fresh observation (called by the switch when
-    /// it reports counters, so they are exact between polls too).
-    pub fn refresh(&mut self, port: usize, queue: u8, now: &QueueObservation) {
-        if let Some(p) = self.ports.get_mut(port) {
-            let w = &mut p.queues[usize::from(queue & 7)];
-            if w.stormed {
-                w.update_storm_counters(now);
-            }
+    /// The counters of a queue as of a fresh observation `now`: a stormed queue's storm counters brought up
+    /// to date (the switch reports these, so they are exact between polls too).
+    pub fn counters_now(&self, port: usize, queue: u8, now: &QueueObservation) -> PfcWdCounters {
+        let Some(p) = self.ports.get(port) else { return PfcWdCounters::default() };
+        let mut w = p.queues[usize::from(queue & 7)];
+        if w.stormed {
+            w.update_storm_counters(now);
         }
+        w.counters
     }
 }
 

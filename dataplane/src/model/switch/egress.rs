@@ -357,7 +357,13 @@ impl Switch {
     // ---------------------------------------------------------------------------------------------
     // The watchdog
 
-    fn observe_queue(&self, port: PortId, queue: u8, priority: u8, now_ns: u64) -> QueueObservation {
+    pub(super) fn observe_queue(
+        &self,
+        port: PortId,
+        queue: u8,
+        priority: u8,
+        now_ns: u64,
+    ) -> QueueObservation {
         let s = &self.ports[port];
         let (q, p, g) = (usize::from(queue), usize::from(priority), usize::from(queue));
         QueueObservation {

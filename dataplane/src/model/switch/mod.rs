@@ -508,7 +508,10 @@ impl Switch {
         for (p, pfc) in c.pfc.iter_mut().enumerate() {
             pfc.rx_pause_ns = state.pfc.paused_ns(p, self.now_ns);
         }
-        c.pfc_wd = std::array::from_fn(|q| self.watchdog.counters(port, q as u8));
+        c.pfc_wd = std::array::from_fn(|q| {
+            let q = q as u8;
+            self.watchdog.counters_now(port, q, &self.observe_queue(port, q, q, self.now_ns))
+        });
         Some(c)
     }
 
