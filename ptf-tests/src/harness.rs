@@ -85,7 +85,8 @@ pub fn switchd_binary() -> PathBuf {
         }
         // target/<profile>/deps/<test binary>
         let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("the test runs from target/<profile>/deps");
+        let profile_dir =
+            exe.parent().and_then(Path::parent).expect("the test runs from target/<profile>/deps");
         let release = profile_dir.file_name().is_some_and(|n| n == "release");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = Command::new(cargo);
@@ -111,7 +112,8 @@ pub fn port_order(name: &str) -> (String, u64) {
 impl Ptf {
     /// Starts switchd on `db` with a test port for each of its PORT entries.
     pub fn start(profile: &str, db: ConfigDb) -> Ptf {
-        let mut names: Vec<String> = db.tables.get("PORT").map(|t| t.keys().cloned().collect()).unwrap_or_default();
+        let mut names: Vec<String> =
+            db.tables.get("PORT").map(|t| t.keys().cloned().collect()).unwrap_or_default();
         assert!(!names.is_empty(), "{profile}: the configuration has no PORT table");
         names.sort_by_key(|n| port_order(n));
         let switch_ns = Netns::new(&unique_name("ptfsw")).expect("creating the switch namespace");
@@ -175,7 +177,9 @@ impl Ptf {
                 return;
             }
             if let Some(status) = self.switchd.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!("switchd exited during start-up ({status}); set LOSSLESS_PTF_SWITCHD_LOG=1 to see why");
+                panic!(
+                    "switchd exited during start-up ({status}); set LOSSLESS_PTF_SWITCHD_LOG=1 to see why"
+                );
             }
             assert!(Instant::now() < deadline, "switchd did not answer on {endpoint} within 20 s");
             std::thread::sleep(Duration::from_millis(20));
@@ -209,7 +213,10 @@ impl Ptf {
 
     /// The test port wired to switch port `name`.
     pub fn port_index(&self, name: &str) -> usize {
-        self.ports.iter().position(|p| p.switch_port == name).unwrap_or_else(|| panic!("no test port on {name}"))
+        self.ports
+            .iter()
+            .position(|p| p.switch_port == name)
+            .unwrap_or_else(|| panic!("no test port on {name}"))
     }
 
     /// The switch's router MAC (DEVICE_METADATA|localhost|mac).
@@ -330,14 +337,19 @@ impl Ptf {
         while sent < frames.len() {
             sent += self.ports[port].backend.send_batch(&frames[sent..]).expect("sending on a test port");
             if sent < frames.len() {
-                assert!(Instant::now() < deadline, "test port {port} would not take frames for {:?}", self.timeout);
+                assert!(
+                    Instant::now() < deadline,
+                    "test port {port} would not take frames for {:?}",
+                    self.timeout
+                );
                 std::thread::yield_now();
             }
         }
         let want = before + frames.len() as u64;
-        self.wait_until(&format!("switchd to receive {} frame(s) from test port {port}", frames.len()), |c| {
-            c.ledger.as_ref().map_or(0, |l| l.received) >= want
-        });
+        self.wait_until(
+            &format!("switchd to receive {} frame(s) from test port {port}", frames.len()),
+            |c| c.ledger.as_ref().map_or(0, |l| l.received) >= want,
+        );
     }
 
     /// Frames switchd has received in all (its ledger).
@@ -430,7 +442,8 @@ impl Ptf {
                 }
             }
             if Instant::now() >= deadline {
-                let seen: Vec<String> = ports.iter().map(|&p| format!("port {p}: {}", self.pending(p))).collect();
+                let seen: Vec<String> =
+                    ports.iter().map(|&p| format!("port {p}: {}", self.pending(p))).collect();
                 panic!(
                     "verify_packet_any_port: {expected:?} arrived on none of {ports:?} within {:?} ({})",
                     self.timeout,
@@ -465,7 +478,13 @@ impl Ptf {
 
     /// Counts frames matching `expected` on `port` until `want` arrived or `wait` passed without reaching
     /// it (PTF's `count_matched_packets`, which waits the whole timeout; passing `want` ends it on arrival).
-    pub fn count_matched_packets(&mut self, expected: impl Into<Mask>, port: usize, want: usize, wait: Duration) -> usize {
+    pub fn count_matched_packets(
+        &mut self,
+        expected: impl Into<Mask>,
+        port: usize,
+        want: usize,
+        wait: Duration,
+    ) -> usize {
         let expected = expected.into();
         let deadline = Instant::now() + wait;
         let mut n = 0;
@@ -547,7 +566,11 @@ impl Ptf {
     }
 
     /// Waits until `ok` holds for switchd's counters, failing after [`Ptf::timeout`] with `what`.
-    pub fn wait_until(&mut self, what: &str, mut ok: impl FnMut(&pb::GetCountersResponse) -> bool) -> pb::GetCountersResponse {
+    pub fn wait_until(
+        &mut self,
+        what: &str,
+        mut ok: impl FnMut(&pb::GetCountersResponse) -> bool,
+    ) -> pb::GetCountersResponse {
         let deadline = Instant::now() + self.timeout;
         loop {
             let c = self.counters();
@@ -561,7 +584,9 @@ impl Ptf {
 
     /// Watermarks (user copy unless `persistent`), clearing that copy after reading when `clear`.
     pub fn watermarks(&mut self, persistent: bool, clear: bool) -> pb::GetWatermarksResponse {
-        self.call(|mut c| async move { c.get_watermarks(pb::GetWatermarksRequest { persistent, clear }).await })
+        self.call(
+            |mut c| async move { c.get_watermarks(pb::GetWatermarksRequest { persistent, clear }).await },
+        )
     }
 
     /// Holds (or releases) the egress of a port or one of its queues: sai_thrift_port_tx_disable/enable.
@@ -572,8 +597,11 @@ impl Ptf {
 
     /// Applies a configuration (whole, replacing the running one), returning switchd's answer.
     pub fn apply(&mut self, db: &ConfigDb) -> pb::ApplyResponse {
-        let request =
-            pb::ApplyRequest { config: Some(server::config_db_to_proto(db)), dry_run: false, expected_generation: 0 };
+        let request = pb::ApplyRequest {
+            config: Some(server::config_db_to_proto(db)),
+            dry_run: false,
+            expected_generation: 0,
+        };
         let response = self.call(|mut c| async move { c.apply(request).await });
         if response.accepted {
             self.db = db.clone();
@@ -643,7 +671,11 @@ impl Drop for Events {
 
 impl Events {
     /// Waits up to `wait` for an event `matches` accepts; earlier events are skipped.
-    pub fn wait_for(&self, wait: Duration, mut matches: impl FnMut(&pb::SwitchEvent) -> bool) -> Option<pb::SwitchEvent> {
+    pub fn wait_for(
+        &self,
+        wait: Duration,
+        mut matches: impl FnMut(&pb::SwitchEvent) -> bool,
+    ) -> Option<pb::SwitchEvent> {
         let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -32,5 +32,9 @@ pub fn profiles() -> Vec<(&'static str, ConfigDb)> {
 
 /// One shipped profile by name.
 pub fn profile(name: &str) -> ConfigDb {
-    profiles().into_iter().find(|(n, _)| *n == name).map(|(_, db)| db).unwrap_or_else(|| panic!("no profile {name}"))
+    profiles()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, db)| db)
+        .unwrap_or_else(|| panic!("no profile {name}"))
 }

@@ -29,8 +29,10 @@ pub const DEFAULT_SRC_MAC: EthernetAddress = EthernetAddress([0x00, 0x06, 0x07, 
 
 /// Parses `aa:bb:cc:dd:ee:ff`; panics on anything else (test input).
 pub fn mac(text: &str) -> EthernetAddress {
-    let bytes: Vec<u8> =
-        text.split(':').map(|b| u8::from_str_radix(b, 16).unwrap_or_else(|_| panic!("bad MAC {text}"))).collect();
+    let bytes: Vec<u8> = text
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).unwrap_or_else(|_| panic!("bad MAC {text}")))
+        .collect();
     EthernetAddress(bytes.try_into().unwrap_or_else(|_| panic!("bad MAC {text}")))
 }
 
@@ -431,7 +433,11 @@ impl Mask {
     /// TTL (IPv4) or hop limit (IPv6).
     pub fn ignore_ttl(self) -> Mask {
         let l3 = self.l3_offset();
-        if self.is_ipv4() { self.dont_care(l3 + 8, 1, "ip.ttl") } else { self.dont_care(l3 + 7, 1, "ipv6.hlim") }
+        if self.is_ipv4() {
+            self.dont_care(l3 + 8, 1, "ip.ttl")
+        } else {
+            self.dont_care(l3 + 7, 1, "ipv6.hlim")
+        }
     }
 
     /// The IPv4 header checksum.
@@ -443,7 +449,11 @@ impl Mask {
     /// The ECN bits (and, for IPv4, the header checksum they change).
     pub fn ignore_ecn(self) -> Mask {
         let l3 = self.l3_offset();
-        let m = if self.is_ipv4() { self.dont_care(l3 + 1, 1, "ip.tos") } else { self.dont_care(l3, 2, "ipv6.tc") };
+        let m = if self.is_ipv4() {
+            self.dont_care(l3 + 1, 1, "ip.tos")
+        } else {
+            self.dont_care(l3, 2, "ipv6.tc")
+        };
         m.ignore_ip_checksum()
     }
 
@@ -525,7 +535,9 @@ pub fn describe(frame: &[u8]) -> String {
                     header.hop_limit,
                     l4_text(&l4)
                 ),
-                L3::Arp(a) => format!(" arp {:?} {} > {}", a.operation, a.source_protocol_addr, a.target_protocol_addr),
+                L3::Arp(a) => {
+                    format!(" arp {:?} {} > {}", a.operation, a.source_protocol_addr, a.target_protocol_addr)
+                }
                 L3::MacControl(m) => format!(" {m:?}"),
                 other => format!(" {other:?}"),
             };
@@ -559,7 +571,8 @@ mod tests {
             let v6 = simple_udpv6_packet(&Udpv6 { pktlen: len.max(70), ..Udpv6::default() });
             assert_eq!(v6.len(), len.max(70));
         }
-        let tagged = simple_udp_packet(&Udp { dl_vlan_enable: true, vlan_vid: 10, vlan_pcp: 5, ..Udp::default() });
+        let tagged =
+            simple_udp_packet(&Udp { dl_vlan_enable: true, vlan_vid: 10, vlan_pcp: 5, ..Udp::default() });
         let d = wire::decode(&tagged).unwrap();
         assert_eq!(d.vlan.map(|v| (v.vid, v.pcp)), Some((10, 5)));
         assert_eq!(ds_field(&simple_roce_packet(&Roce::default())), Some((3, Ecn::Ect0)));

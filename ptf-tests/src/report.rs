@@ -113,14 +113,27 @@ pub fn summary(records: &[Record]) -> String {
         })
         .collect();
     let header = ["Test", "Profile", "Result", "Key numbers"];
-    let widths: Vec<usize> =
-        (0..3).map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..3)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     let line = |cells: [&str; 4], out: &mut String| {
-        out.push_str(&format!("{:<w0$}  {:<w1$}  {:<w2$}  {}\n", cells[0], cells[1], cells[2], cells[3], w0 = widths[0], w1 = widths[1], w2 = widths[2]));
+        out.push_str(&format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {}\n",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        ));
     };
     line(header, &mut out);
-    line(["-".repeat(widths[0]).as_str(), &"-".repeat(widths[1]), &"-".repeat(widths[2]), "-----------"], &mut out);
+    line(
+        ["-".repeat(widths[0]).as_str(), &"-".repeat(widths[1]), &"-".repeat(widths[2]), "-----------"],
+        &mut out,
+    );
     for r in &rows {
         line([&r[0], &r[1], &r[2], &r[3]], &mut out);
     }
