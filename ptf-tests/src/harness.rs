@@ -312,7 +312,8 @@ impl Ptf {
     }
 
     /// Sends `count` copies of `frame` from `port` (PTF's `send_packet(..., count)`), and waits until
-    /// switchd has received all of them.
+    /// switchd has received all of them. The wait reads switchd's switch-wide frame ledger: while another
+    /// thread also sends (a PFC storm generator), it may end early; wait on that port's counters instead.
     pub fn send_packets(&mut self, port: usize, frame: &[u8], count: usize) {
         let frames = vec![frame.to_vec(); count.min(BURST)];
         let mut left = count;
