@@ -106,6 +106,24 @@ enum Command {
         #[arg(long)]
         release: bool,
     },
+    /// The MAC table: `show mac`, and `sonic-clear fdb all` / per VLAN / per port.
+    Fdb {
+        #[command(subcommand)]
+        cmd: Fdb,
+    },
+}
+
+#[derive(Subcommand)]
+enum Fdb {
+    /// `show mac`: every FDB entry (VLAN, MAC, port, static or dynamic).
+    Show,
+    /// `sonic-clear fdb all`: remove the dynamic entries (of one VLAN and/or port only, if given).
+    Flush {
+        #[arg(long)]
+        vlan: Option<u32>,
+        #[arg(long)]
+        port: Option<String>,
+    },
 }
 
 /// How headroom is computed (`swctl headroom`, and `NULL` BUFFER_PG profiles in validate/apply).
@@ -371,6 +389,14 @@ enum Pfcwd {
         #[arg(value_parser = ["enable", "disable"])]
         state: String,
     },
+    /// Force (or stop forcing) the storm condition on a queue: SONiC's `DEBUG_STORM` fake storm.
+    #[command(name = "debug_storm")]
+    DebugStorm {
+        port: String,
+        queue: u32,
+        #[arg(value_parser = ["enable", "disable"])]
+        state: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -520,6 +546,7 @@ async fn online(endpoint: &str, json: bool, command: Command) -> anyhow::Result<
             client.set_hold(pb::SetHoldRequest { port, queue, hold: !release }).await.map_err(status)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Fdb { cmd } => fdb_cmd(&mut client, json, cmd).await,
         Command::Demo
         | Command::Validate { .. }
         | Command::Import { .. }
@@ -836,7 +863,48 @@ async fn pfcwd_cmd(
             })
             .await
         }
+        Pfcwd::DebugStorm { port, queue, state } => {
+            let request = pb::SetDebugStormRequest { port, queue, enabled: state == "enable" };
+            client.set_debug_storm(request).await.map_err(status)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+async fn fdb_cmd(client: &mut SwitchClient<Channel>, json: bool, cmd: Fdb) -> anyhow::Result<ExitCode> {
+    match cmd {
+        Fdb::Show => {
+            let entries = client.dump_fdb(pb::DumpFdbRequest {}).await.map_err(status)?.into_inner().entries;
+            if json {
+                let rows: Vec<serde_json::Value> = entries
+                    .iter()
+                    .map(|e| {
+                        let kind = if e.is_static { "Static" } else { "Dynamic" };
+                        serde_json::json!({"Vlan": e.vlan, "MacAddress": e.mac, "Port": e.port, "Type": kind})
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!("{:>5}  {:>6}  {:<17}  {:<12}  Type", "No.", "Vlan", "MacAddress", "Port");
+                println!("-----  ------  -----------------  ------------  -------");
+                for (i, e) in entries.iter().enumerate() {
+                    let kind = if e.is_static { "Static" } else { "Dynamic" };
+                    println!("{:>5}  {:>6}  {:<17}  {:<12}  {kind}", i + 1, e.vlan, e.mac, e.port);
+                }
+                println!("Total number of entries {}", entries.len());
+            }
+        }
+        Fdb::Flush { vlan, port } => {
+            let request = pb::FlushFdbRequest { vlan, port };
+            let flushed = client.flush_fdb(request).await.map_err(status)?.into_inner().flushed;
+            if json {
+                println!("{}", serde_json::json!({ "flushed": flushed }));
+            } else {
+                println!("Flushed {flushed} FDB entries");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn watch(client: &mut SwitchClient<Channel>, json: bool, counters_ms: u32) -> anyhow::Result<ExitCode> {
