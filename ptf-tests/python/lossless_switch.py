@@ -19,7 +19,6 @@ import re
 import subprocess
 import time
 
-import yaml
 
 import ptf
 import ptf.testutils as testutils
@@ -56,8 +55,8 @@ class Swctl:
     # ---- configuration ----------------------------------------------------------------------------
 
     def running_config(self):
-        """`swctl get`: the running CONFIG_DB (YAML, after a `# generation N` comment line)."""
-        return yaml.safe_load(self.run("get", json_out=False)) or {}
+        """`swctl --json get`: the running CONFIG_DB as config_db.json tables."""
+        return self.run("get") or {}
 
     # ---- counters (each a fresh read; deltas are the tests' business) -----------------------------
 
@@ -79,9 +78,9 @@ class Swctl:
         return {row["Port"]: [row["PG%d" % i] for i in range(8)] for row in self.run("show", "priority-group", "drop", "counters")}
 
     def interfaces(self):
-        """{port: {RX_OK, RX_DRP, TX_OK, TX_DRP, ...}} from `show interfaces counters` (takes about 1 s:
-        portstat samples twice for its rates)."""
-        return self.run("show", "interfaces", "counters")
+        """{port: {RX_OK, RX_DRP, TX_OK, TX_DRP, ...}} from `show interfaces counters -p 0` (one sample,
+        no rates)."""
+        return self.run("show", "interfaces", "counters", "-p", "0")
 
     def pfcwd_stats(self):
         """{'Ethernet4:3': {status, detected, restored, tx_ok, tx_drop, rx_ok, rx_drop, *_last}}."""

@@ -70,7 +70,8 @@ enum Command {
         #[command(flatten)]
         headroom: HeadroomArgs,
     },
-    /// Print the running configuration (YAML) and its generation.
+    /// Print the running configuration and its generation: YAML with the generation as a comment, or
+    /// with --json the tables alone as a config_db.json (the generation on stderr).
     Get,
     /// SONiC-style show commands.
     Show {
@@ -267,7 +268,12 @@ enum Show {
 
 #[derive(Subcommand)]
 enum InterfacesWhat {
-    Counters,
+    /// Port counters with rates over a sampling period (portstat).
+    Counters {
+        /// Seconds between the two samples the rates come from (portstat -p); 0: one sample, no rates.
+        #[arg(short = 'p', long, default_value_t = 1)]
+        period: u64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -534,8 +540,13 @@ async fn online(endpoint: &str, json: bool, command: Command) -> anyhow::Result<
         Command::Get => {
             let r = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
             let db = config_db_from_proto(r.config.unwrap_or_default());
-            println!("# generation {}", r.generation);
-            print!("{}", serde_yaml::to_string(&db)?);
+            if json {
+                eprintln!("generation {}", r.generation);
+                println!("{}", serde_json::to_string_pretty(&db)?);
+            } else {
+                println!("# generation {}", r.generation);
+                print!("{}", serde_yaml::to_string(&db)?);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Show { what } => show_cmd(&mut client, endpoint, json, what).await,
@@ -688,13 +699,18 @@ async fn show_cmd(
     what: Show,
 ) -> anyhow::Result<ExitCode> {
     match what {
-        Show::Interfaces { what: InterfacesWhat::Counters } => {
-            // Rates need two samples: take one, wait a second, take another (as portstat does).
-            let first = counters_since(client, endpoint, "counters").await?;
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        Show::Interfaces { what: InterfacesWhat::Counters { period } } => {
+            // Rates need two samples: take one, wait the period, take another (as portstat -p does).
+            let first = if period > 0 {
+                let first = counters_since(client, endpoint, "counters").await?;
+                tokio::time::sleep(std::time::Duration::from_secs(period)).await;
+                Some(first)
+            } else {
+                None
+            };
             let c = counters_since(client, endpoint, "counters").await?;
-            emit(json, show::interfaces_counters(&c, Some(&first)), || {
-                show::interfaces_counters_json(&c, Some(&first))
+            emit(json, show::interfaces_counters(&c, first.as_ref()), || {
+                show::interfaces_counters_json(&c, first.as_ref())
             });
         }
         Show::Queue { what: QueueWhat::Counters { port } } => {
