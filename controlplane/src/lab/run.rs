@@ -571,6 +571,12 @@ fn build(
         if let Some(gw) = h.gateway_mac {
             args.extend(["--gateway-mac".into(), gw.to_string()]);
         }
+        if h.dcqcn_time_scale != 1 {
+            args.extend(["--dcqcn-time-scale".into(), h.dcqcn_time_scale.to_string()]);
+        }
+        for (name, value) in &h.dcqcn_params {
+            args.extend(["--dcqcn-param".into(), format!("{name}={value}")]);
+        }
         let mut flow_args = Vec::new();
         for (index, f) in &flows {
             let Some(dst) = topology.host(&f.to) else { continue };

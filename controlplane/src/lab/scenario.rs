@@ -32,7 +32,8 @@
 //! - per flow, summed over the flows listed: `goodput_mbps` (receiver), `psn_gaps` (receiver), `cnps`
 //!   (CNPs the sender received), `pause_ms` (time the sender's NIC was paused on the flow's priority; a host
 //!   sending two flows on one priority counts it for each), `retransmitted` (sender packets),
-//!   `dcqcn_rate_decreases` (the sender's DCQCN reaction point; 0 with DCQCN off).
+//!   `dcqcn_rate_decreases` and `dcqcn_rate_mbps` (the sender's DCQCN reaction point: rate cuts, and its
+//!   rate when the run ended; 0 with DCQCN off).
 //!
 //! Steps:
 //! - `storm` runs in the host's own rocehost (`--storm`, `--storm-from`, `--storm-until`);
@@ -169,6 +170,7 @@ pub enum FlowMetric {
     PauseMs,
     Retransmitted,
     RateDecreases,
+    RateMbps,
 }
 
 impl FlowMetric {
@@ -180,6 +182,7 @@ impl FlowMetric {
             "pause_ms" => FlowMetric::PauseMs,
             "retransmitted" => FlowMetric::Retransmitted,
             "dcqcn_rate_decreases" => FlowMetric::RateDecreases,
+            "dcqcn_rate_mbps" => FlowMetric::RateMbps,
             _ => return None,
         })
     }
@@ -193,6 +196,7 @@ impl FlowMetric {
             FlowMetric::PauseMs => "pause_ms",
             FlowMetric::Retransmitted => "retransmitted_packets",
             FlowMetric::RateDecreases => "dcqcn_rate_decreases",
+            FlowMetric::RateMbps => "dcqcn_rate_mbps",
         }
     }
 
@@ -204,6 +208,7 @@ impl FlowMetric {
             FlowMetric::PauseMs => "sender paused (ms)",
             FlowMetric::Retransmitted => "retransmitted packets",
             FlowMetric::RateDecreases => "DCQCN rate decreases",
+            FlowMetric::RateMbps => "DCQCN rate at the end (Mb/s)",
         }
     }
 }
@@ -552,7 +557,7 @@ fn parse_metric(t: &Topology, name: &str, v: &Yaml, what: &str) -> anyhow::Resul
             None => bail!(
                 "{what}: unknown expectation {other} (pfcwd_detected, drop_reason, flooded_frames, fdb_entry, \
                  neighbor, ratio, pfc_tx, queue_depth, goodput_mbps, goodput_mbps_at_least, psn_gaps, cnps, \
-                 pause_ms, retransmitted, dcqcn_rate_decreases)"
+                 pause_ms, retransmitted, dcqcn_rate_decreases, dcqcn_rate_mbps)"
             ),
         },
     })

@@ -9,6 +9,7 @@
 //!   h1: { ip: 10.0.0.1/24, mac: "02:00:00:00:00:01", pfc: [3, 4], line-rate-mbps: 1000, mtu: 4096 }
 //!   h2: { ip: 10.0.0.2/24, attach: sw1:Ethernet4 }         # attach: shorthand for a link to the host's eth0
 //!   h3: { ip: 10.1.0.3/24, gateway-mac: auto }              # auto: the attached switch's router MAC
+//!   h4: { ip: 10.0.0.4/24, dcqcn: { time-scale: 500, cnp_interval_ns: 0 } }   # rocehost's DCQCN options
 //! links:
 //!   - sw1:Ethernet0 -- h1:eth0                              # "—", "--" or "<->" between the ends
 //!   - { link: sw1:Ethernet8 -- sw2:Ethernet0, delay: 2ms, jitter: 100us, loss: 0.01% }   # tc netem
@@ -22,6 +23,7 @@
 
 use anyhow::{Context, bail};
 use lossless_dataplane::model::config::{ConfigDb, SwitchConfig, compile};
+use lossless_dataplane::nic::NicConfig;
 use lossless_dataplane::wire::EthernetAddress;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -91,6 +93,10 @@ pub struct HostNode {
     pub interface: String,
     /// The switch port the host is attached to, if its link goes to a switch.
     pub attached: Option<End>,
+    /// rocehost's `--dcqcn-time-scale` (1 = NVIDIA's parameters as they are).
+    pub dcqcn_time_scale: u32,
+    /// rocehost's `--dcqcn-param NAME=VALUE`s, validated, in name order.
+    pub dcqcn_params: Vec<(String, String)>,
 }
 
 impl HostNode {
@@ -185,6 +191,8 @@ struct RawHost {
     /// `switch:port`: a link from there to this host's `interface`.
     attach: Option<String>,
     interface: Option<String>,
+    /// `{ time-scale: N, PARAMETER: VALUE, ... }`: rocehost's DCQCN options.
+    dcqcn: Option<BTreeMap<String, serde_yaml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -375,6 +383,47 @@ fn parse_ip_prefix(text: &str) -> Result<(Ipv4Addr, u8), String> {
         return Err(format!("{text}: not a host address"));
     }
     Ok((ip, prefix))
+}
+
+/// A host's validated DCQCN options: rocehost's `--dcqcn-time-scale` and its `--dcqcn-param`s.
+type DcqcnOptions = (u32, Vec<(String, String)>);
+
+/// A host's `dcqcn:` mapping: `time-scale` (rocehost's `--dcqcn-time-scale`) and any DCQCN parameter by
+/// the name rocehost's `--dcqcn-param` takes, checked as rocehost will check them. Errors start with the
+/// key (`rpg_bogus: unknown DCQCN parameter ...`).
+fn parse_dcqcn(map: &BTreeMap<String, serde_yaml::Value>) -> Result<DcqcnOptions, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut nic = NicConfig::default();
+    let text = |key: &str, v: &serde_yaml::Value| match v {
+        serde_yaml::Value::Number(n) => Ok(n.to_string()),
+        serde_yaml::Value::Bool(b) => Ok(b.to_string()),
+        serde_yaml::Value::String(s) => Ok(s.clone()),
+        _ => Err(format!("{key}: expected a number (or true/false)")),
+    };
+    let mut time_scale = 1;
+    if let Some(v) = map.get("time-scale") {
+        match text("time-scale", v).and_then(|t| {
+            nic.set_dcqcn_param("time_scale", &t).map_err(|e| format!("time-scale: {e}"))?;
+            Ok(nic.dcqcn.time_scale)
+        }) {
+            Ok(n) => time_scale = n,
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut params = Vec::new();
+    for (key, v) in map.iter().filter(|(k, _)| k.as_str() != "time-scale") {
+        if key == "time_scale" {
+            errors.push(format!("{key}: write time-scale"));
+            continue;
+        }
+        match text(key, v)
+            .and_then(|t| nic.set_dcqcn_param(key, &t).map(|()| t).map_err(|e| format!("{key}: {e}")))
+        {
+            Ok(t) => params.push((key.clone(), t)),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() { Ok((time_scale, params)) } else { Err(errors) }
 }
 
 fn parse_priorities(value: &serde_yaml::Value) -> Result<Vec<u8>, String> {
@@ -771,6 +820,13 @@ fn build(
                 }
             },
         };
+        let (dcqcn_time_scale, dcqcn_params) = match &spec.dcqcn {
+            None => (1, Vec::new()),
+            Some(map) => parse_dcqcn(map).unwrap_or_else(|e| {
+                errors.extend(e.into_iter().map(|e| format!("{}.{e}", field("dcqcn"))));
+                (1, Vec::new())
+            }),
+        };
         if spec.interface.is_some() && spec.attach.is_none() {
             errors.push(format!(
                 "hosts.{h}.interface: only with attach (a link names the host's interface itself)"
@@ -787,6 +843,8 @@ fn build(
             mtu,
             interface,
             attached,
+            dcqcn_time_scale,
+            dcqcn_params,
         });
     }
 
@@ -986,6 +1044,39 @@ links:
         );
         assert!(e.contains("delay \"fast\": expected a time"), "{e}");
         assert!(e.contains("both ends are on a"), "{e}");
+    }
+
+    #[test]
+    fn dcqcn_options_are_checked_as_rocehost_checks_them() {
+        let host = |dcqcn: &str| {
+            format!(
+                "switches: {{ sw1: {{ config: sw.yaml }} }}\nhosts:\n  h1: {{ ip: 10.0.0.1/24, attach: 'sw1:Ethernet0', dcqcn: {dcqcn} }}"
+            )
+        };
+        let t = parse(&host("{ time-scale: 500, cnp_interval_ns: 0, clamp_tgt_rate: true }")).unwrap();
+        let h1 = t.host("h1").unwrap();
+        assert_eq!(h1.dcqcn_time_scale, 500);
+        assert_eq!(
+            h1.dcqcn_params,
+            [
+                ("clamp_tgt_rate".to_owned(), "true".to_owned()),
+                ("cnp_interval_ns".to_owned(), "0".to_owned())
+            ]
+        );
+        let t = parse(&host("{}")).unwrap();
+        assert_eq!((t.hosts[0].dcqcn_time_scale, t.hosts[0].dcqcn_params.len()), (1, 0));
+        let e = error_of(&host(
+            "{ time-scale: 0, rpg_bogus: 1, rpg_min_dec_fac: 101, cnp_dscp: [1], time_scale: 5 }",
+        ));
+        for needle in [
+            "hosts.h1.dcqcn.time-scale: time_scale: 0 is outside 1..=1000000",
+            "hosts.h1.dcqcn.rpg_bogus: unknown DCQCN parameter \"rpg_bogus\" (reaction point: clamp_tgt_rate, ",
+            "hosts.h1.dcqcn.rpg_min_dec_fac: rpg_min_dec_fac: 101 is above 100 (%)",
+            "hosts.h1.dcqcn.cnp_dscp: expected a number",
+            "hosts.h1.dcqcn.time_scale: write time-scale",
+        ] {
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
     }
 
     #[test]

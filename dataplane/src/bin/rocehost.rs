@@ -21,6 +21,11 @@
 //! data came from (the first-hop router in a routed lab). The host answers ARP for `--ip`; do not give the
 //! interface that address in the kernel too (the kernel would answer RoCE with ICMP port unreachable).
 //!
+//! DCQCN runs NVIDIA's defaults, which are tuned for 25–100 Gb/s. On a slower lab link, `--dcqcn-time-scale
+//! N` runs them N times slower (periods × N, rates ÷ N, bytes unchanged: the NIC at R/N then behaves as the
+//! one at R, N times slower; see `lossless_dataplane::nic::dcqcn`), and `--dcqcn-param NAME=VALUE` sets any
+//! reaction-point or notification-point parameter by its name.
+//!
 //! It stops after `--duration`, or else once every flow finished plus [`DRAIN_NS`] (for ACKs still in
 //! flight), or else on SIGTERM/SIGINT; then it writes the report (`--report`, `--json` or a table on
 //! stdout) and exits 0. Errors exit 2.
@@ -29,7 +34,10 @@ use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use lossless_dataplane::io::runtime::{libc_pollfd, monotonic_ns, poll_fds};
 use lossless_dataplane::io::{self, PortBackend, PortSpec};
-use lossless_dataplane::nic::{FIRST_AUTO_QP, FlowConfig, Nic, NicConfig, NicReport, Retransmit};
+use lossless_dataplane::nic::dcqcn::MAX_TIME_SCALE;
+use lossless_dataplane::nic::{
+    DcqcnParams, FIRST_AUTO_QP, FlowConfig, Nic, NicConfig, NicReport, NpParams, Retransmit,
+};
 use lossless_dataplane::wire::EthernetAddress;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -75,12 +83,29 @@ FLOW SPEC (--flow, repeatable): comma-separated KEY=VALUE
   qp=N            QP number of both ends (default: 0x100 + flow index, skipping given ones)
   start-ms=N      start this long after start-up (default 0)";
 
+/// FLOW SPEC and DCQCN PARAMETERS (names and defaults from the NIC model, so they cannot drift).
+fn after_help() -> String {
+    let list = |value: serde_json::Value| -> String {
+        let serde_json::Value::Object(map) = value else { return String::new() };
+        map.iter().map(|(k, v)| format!("  {k}={v}\n")).collect()
+    };
+    format!(
+        "{FLOW_HELP}\n\nDCQCN PARAMETERS (--dcqcn-param NAME=VALUE, repeatable; the unit is in the name)\n\
+         Reaction point (the flows of this host with dcqcn=on), NVIDIA's defaults:\n{}\
+         Notification point (CNPs this host sends as a receiver; the interval is the DCQCN paper's 50 µs,\n\
+         NVIDIA's min_time_between_cnps is 0 on recent firmware):\n{}\
+         time_scale is what --dcqcn-time-scale sets; it also multiplies cnp_interval_ns.",
+        list(serde_json::to_value(DcqcnParams::default()).unwrap_or_default()),
+        list(serde_json::to_value(NpParams::default()).unwrap_or_default()),
+    )
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "rocehost",
     version,
     about = "A RoCEv2 host NIC (PFC, DCQCN, go-back-N/0) on a real interface, for netns labs",
-    after_help = FLOW_HELP
+    after_help = after_help()
 )]
 struct Args {
     /// The interface: IFNAME (batched AF_PACKET), pnet:IFNAME or tap:IFNAME, as for switchd.
@@ -114,6 +139,18 @@ struct Args {
     /// Flows do not react to CNPs unless their spec says dcqcn=on (the receiver still sends CNPs).
     #[arg(long)]
     no_dcqcn: bool,
+    /// Run DCQCN N times slower, for a line N times slower than the one its parameters are tuned for:
+    /// every period × N (α update, decrease monitor period, rate-increase timer, and the CNP interval
+    /// of this host as a receiver), every rate step ÷ N (additive and hyper increase, minimum rate), byte
+    /// counter unchanged. 500 makes NVIDIA's defaults (tuned for 100 Gb/s) do at 200 Mb/s what they do
+    /// at 100 Gb/s, 500 times slower; at 1 they hardly react to congestion at lab rates.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TIME_SCALE)))]
+    dcqcn_time_scale: u32,
+    /// Set a DCQCN parameter by name, e.g. cnp_interval_ns=0 or rpg_time_reset_ns=55000 (repeatable;
+    /// names and defaults under DCQCN PARAMETERS below).
+    #[arg(long = "dcqcn-param", value_name = "NAME=VALUE")]
+    dcqcn_params: Vec<String>,
     /// DSCP → PFC priority of data (flows without priority=) and of the ACK/NAKs answering it; DSCPs not
     /// listed use DSCP >> 3. The default is the lossless classes of SONiC's AZURE DSCP_TO_TC_MAP; "none"
     /// leaves only DSCP >> 3.
@@ -228,7 +265,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         dscp_to_priority: args.dscp_to_priority.0.clone(),
         ..NicConfig::default()
     };
-    let cfg = NicConfig { rto_ns: args.rto_us.unwrap_or(cfg.rto_ns), ..cfg };
+    let mut cfg = NicConfig { rto_ns: args.rto_us.unwrap_or(cfg.rto_ns), ..cfg };
+    apply_dcqcn_options(&mut cfg, args.dcqcn_time_scale, &args.dcqcn_params).map_err(anyhow::Error::msg)?;
     let mut nic = Nic::new(cfg.clone())?;
     let epoch = monotonic_ns();
     let flows =
@@ -245,7 +283,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     });
     tracing::info!(
         interface = %interface, %mac, ip = %args.ip, line_rate_mbps = args.line_rate_mbps,
-        flows = args.flows.len(), "rocehost running"
+        flows = args.flows.len(), dcqcn_time_scale = cfg.dcqcn.time_scale,
+        cnp_interval_ns = cfg.cnp_interval_ns(), "rocehost running"
     );
 
     let options = LoopOptions {
@@ -751,6 +790,30 @@ impl FlowSpec {
     }
 }
 
+/// `--dcqcn-time-scale` and then every `--dcqcn-param NAME=VALUE` in order; the error names the option
+/// and the parameter.
+fn apply_dcqcn_options(cfg: &mut NicConfig, time_scale: u32, params: &[String]) -> Result<(), String> {
+    cfg.set_dcqcn_param("time_scale", &time_scale.to_string())
+        .map_err(|e| format!("--dcqcn-time-scale: {e}"))?;
+    let mut seen = BTreeSet::new();
+    for text in params {
+        let Some((name, value)) = text.split_once('=') else {
+            return Err(format!("--dcqcn-param {text}: expected NAME=VALUE (e.g. cnp_interval_ns=0)"));
+        };
+        let name = name.trim();
+        if !seen.insert(name) {
+            return Err(format!("--dcqcn-param {text}: {name} given twice"));
+        }
+        if name == "time_scale" && time_scale != 1 {
+            return Err(format!(
+                "--dcqcn-param {text}: the time scale is already --dcqcn-time-scale {time_scale}"
+            ));
+        }
+        cfg.set_dcqcn_param(name, value).map_err(|e| format!("--dcqcn-param {text}: {e}"))?;
+    }
+    Ok(())
+}
+
 /// A decimal or 0x-prefixed hexadecimal number.
 fn parse_number(text: &str) -> anyhow::Result<u64> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
@@ -1091,6 +1154,57 @@ mod tests {
         assert_eq!(flows[2].src_qp, 0x102);
         assert_eq!(flows.iter().map(|f| f.id).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(flows[0].src_port + 1, flows[1].src_port);
+    }
+
+    #[test]
+    fn dcqcn_options_scale_and_set_by_name() {
+        let mut cfg = NicConfig::default();
+        let params = ["cnp_interval_ns=0".to_owned(), "rpg_ai_rate_mbps=10".to_owned()];
+        apply_dcqcn_options(&mut cfg, 500, &params).unwrap();
+        assert_eq!((cfg.dcqcn.time_scale, cfg.np.cnp_interval_ns, cfg.dcqcn.rpg_ai_rate_mbps), (500, 0, 10));
+        let mut cfg = NicConfig::default();
+        apply_dcqcn_options(&mut cfg, 1, &["time_scale=125".to_owned()]).unwrap();
+        assert_eq!((cfg.dcqcn.time_scale, cfg.cnp_interval_ns()), (125, 50_000 * 125));
+        for (scale, param, needle) in [
+            (
+                1,
+                "rpg_bogus=1",
+                "--dcqcn-param rpg_bogus=1: unknown DCQCN parameter \"rpg_bogus\" (reaction point: ",
+            ),
+            (1, "cnp_dscp=64", "--dcqcn-param cnp_dscp=64: cnp_dscp: 64 is above 63"),
+            (1, "rpg_min_dec_fac=101", "rpg_min_dec_fac: 101 is above 100 (%)"),
+            (1, "rpg_ai_rate_mbps", "--dcqcn-param rpg_ai_rate_mbps: expected NAME=VALUE"),
+            (1, "rpg_ai_rate_mbps=fast", "rpg_ai_rate_mbps=fast: expected a whole number"),
+            (500, "time_scale=2", "the time scale is already --dcqcn-time-scale 500"),
+            (
+                1_000_001,
+                "cnp_interval_ns=0",
+                "--dcqcn-time-scale: time_scale: 1000001 is outside 1..=1000000",
+            ),
+        ] {
+            let e = apply_dcqcn_options(&mut NicConfig::default(), scale, &[param.to_owned()]).unwrap_err();
+            assert!(e.contains(needle), "{param}: {e}");
+        }
+        let twice = ["cnp_interval_ns=0".to_owned(), "cnp_interval_ns=4000".to_owned()];
+        let e = apply_dcqcn_options(&mut NicConfig::default(), 1, &twice).unwrap_err();
+        assert!(e.contains("cnp_interval_ns given twice"), "{e}");
+        let help = after_help();
+        assert!(
+            help.contains("  rpg_time_reset_ns=300000\n") && help.contains("  cnp_interval_ns=50000\n"),
+            "{help}"
+        );
+        assert!(
+            Args::try_parse_from([
+                "rocehost",
+                "--interface",
+                "x",
+                "--ip",
+                "10.0.0.1",
+                "--dcqcn-time-scale",
+                "0"
+            ])
+            .is_err()
+        );
     }
 
     #[test]

@@ -30,11 +30,37 @@
 //!   but can change nothing until the next decrease, which resets the stages anyway).
 //!
 //! Rates are bits per second (`u64`), so the arithmetic is exact integer arithmetic.
+//!
+//! # Time scale
+//!
+//! NVIDIA's defaults are tuned for 25–100 Gb/s, where a congested QP gets a CNP every few microseconds.
+//! On a lab link N times slower everything that happens per packet happens N times less often: at
+//! 200 Mb/s a QP sees a CNP about once a millisecond, α (1 µs period, g = 5/1024) has decayed to nothing
+//! between two of them, each cut is a fraction of a percent and DCQCN does nothing visible.
+//! [`DcqcnParams::time_scale`] = N runs the same firmware N times slower, so that a NIC at line rate R/N
+//! behaves as the one at R with time stretched by N:
+//!
+//! * every period × N: `dce_tcp_rtt`, `rate_reduce_monitor_period`, `rpg_time_reset` (and the decrease
+//!   grid's 1 ns offset), and the notification point's CNP interval (`NpParams::cnp_interval_ns`, applied
+//!   by the NIC);
+//! * every rate ÷ N: `rpg_ai_rate`, `rpg_hai_rate`, `rpg_min_rate`, `rate_to_set_on_first_cnp`,
+//!   `rpg_max_rate` (kept in bits per second inside, so 5 Mb/s ÷ 500 is exactly 10 kb/s);
+//! * unchanged: bytes and ratios. `rpg_byte_reset` is a number of bytes, which a flow at rate r/N sends in
+//!   N times the time the flow at r takes, so the byte counter keeps its place among the timers; α, G,
+//!   `rpg_gd`, `rpg_min_dec_fac`, `rpg_threshold` and the stage counts are dimensionless.
+//!
+//! The mapping is t → N·t, rate → rate/N, bytes → bytes. The rest of the loop maps the same way on its
+//! own: a packet takes N times longer on an N times slower line, a switch's ECN and PFC thresholds are in
+//! bytes, and PFC quanta are bit times of the port. What does not scale is the lab's own latency (kernel,
+//! switch model, scheduling), which at 200 Mb/s is of the order of what a 100 Gb/s fabric's microseconds
+//! become × 500. With scale 1 (the default) nothing changes.
 
 use serde::{Deserialize, Serialize};
 
 /// α is a fixed-point fraction with 10 fractional bits.
 pub const ALPHA_ONE: u32 = 1024;
+/// The largest [`DcqcnParams::time_scale`] (100 Gb/s down to 100 kb/s).
+pub const MAX_TIME_SCALE: u32 = 1_000_000;
 
 /// DCQCN reaction-point parameters, named as MLNX_OFED names them. `Default` is NVIDIA's ConnectX-4+
 /// firmware default (models.md §5.2).
@@ -76,6 +102,10 @@ pub struct DcqcnParams {
     /// `clamp_tgt_rate_after_time_inc`: a decrease sets target = current if the rate timer has fired
     /// since the previous decrease. NVIDIA 1.
     pub clamp_tgt_rate_after_time_inc: bool,
+    /// N ≥ 1: run the parameters above N times slower (periods × N, rates ÷ N, bytes unchanged; see the
+    /// module documentation), for a line N times slower than the one they are tuned for. The NIC applies
+    /// it to its notification point's CNP interval too. 1 = as written.
+    pub time_scale: u32,
 }
 
 impl Default for DcqcnParams {
@@ -97,6 +127,7 @@ impl Default for DcqcnParams {
             rpg_max_rate_mbps: 0,
             clamp_tgt_rate: false,
             clamp_tgt_rate_after_time_inc: true,
+            time_scale: 1,
         }
     }
 }
@@ -125,6 +156,7 @@ impl DcqcnParams {
             rpg_max_rate_mbps: 0,
             clamp_tgt_rate: false,
             clamp_tgt_rate_after_time_inc: true,
+            time_scale: 1,
         }
     }
 
@@ -142,6 +174,9 @@ impl DcqcnParams {
         if self.rpg_gd > 40 {
             return Err(format!("rpg_gd: {} is above 40", self.rpg_gd));
         }
+        if !(1..=MAX_TIME_SCALE).contains(&self.time_scale) {
+            return Err(format!("time_scale: {} is outside 1..={MAX_TIME_SCALE}", self.time_scale));
+        }
         for (name, v) in [
             ("dce_tcp_rtt_ns", self.dce_tcp_rtt_ns),
             ("rate_reduce_monitor_period_ns", self.rate_reduce_monitor_period_ns),
@@ -150,9 +185,66 @@ impl DcqcnParams {
             if v == 0 {
                 return Err(format!("{name}: must be > 0"));
             }
+            // Periods up to ~1.8 × 10^14 ns (about two days) after scaling: no overflow in the timers.
+            if v.checked_mul(u64::from(self.time_scale)).is_none_or(|t| t > MAX_PERIOD_NS) {
+                return Err(format!(
+                    "{name}: {v} ns × time_scale {} is above {MAX_PERIOD_NS} ns",
+                    self.time_scale
+                ));
+            }
         }
         Ok(())
     }
+
+    /// The parameter names [`DcqcnParams::set`] takes: the field names, units included.
+    pub fn names() -> Vec<String> {
+        match serde_json::to_value(DcqcnParams::default()) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Sets one parameter by its field name from text (a decimal number, or true/false/on/off/1/0 for the
+    /// two clamp flags) and validates the result; on error nothing changes and the message names the
+    /// parameter.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let updated = set_field(self, name, value).ok_or_else(|| {
+            format!("unknown DCQCN parameter {name:?} (known: {})", Self::names().join(", "))
+        })??;
+        updated.validate()?;
+        *self = updated;
+        Ok(())
+    }
+}
+
+/// The longest DCQCN period once scaled.
+pub const MAX_PERIOD_NS: u64 = 1 << 47;
+
+/// `params` with the field `name` set from `value`, through serde (so the names are the field names and
+/// the types are the fields'): `None` when there is no such field, `Some(Err)` when the value does not
+/// fit it.
+pub(crate) fn set_field<T: Serialize + serde::de::DeserializeOwned>(
+    params: &T,
+    name: &str,
+    value: &str,
+) -> Option<Result<T, String>> {
+    use serde_json::Value;
+    let Ok(Value::Object(mut map)) = serde_json::to_value(params) else { return None };
+    let old = map.get(name)?;
+    let text = value.trim();
+    let new = match old {
+        Value::Bool(_) => match text {
+            "true" | "on" | "1" | "yes" => Value::Bool(true),
+            "false" | "off" | "0" | "no" => Value::Bool(false),
+            _ => return Some(Err(format!("{name}={value}: expected true or false"))),
+        },
+        _ => match text.parse::<u64>() {
+            Ok(n) => Value::from(n),
+            Err(_) => return Some(Err(format!("{name}={value}: expected a whole number ≥ 0"))),
+        },
+    };
+    map.insert(name.to_owned(), new);
+    Some(serde_json::from_value(Value::Object(map)).map_err(|e| format!("{name}={value}: {e}")))
 }
 
 /// What triggered a rate increase.
@@ -162,10 +254,29 @@ enum IncreaseEvent {
     Bytes,
 }
 
+/// The parameters in the units the state machine runs on, with the time scale applied.
+#[derive(Debug, Clone, Copy)]
+struct Scaled {
+    alpha_period_ns: u64,
+    decrease_period_ns: u64,
+    /// Offset of the decrease grid from the first CNP (1 ns × N).
+    decrease_offset_ns: u64,
+    timer_ns: u64,
+    ai_bps: u64,
+    hai_bps: u64,
+}
+
+/// `mbps` Mb/s ÷ `scale` in bits per second, rounded to the nearest; a non-zero rate stays ≥ 1 b/s.
+fn scaled_bps(mbps: u32, scale: u64) -> u64 {
+    let bps = u64::from(mbps) * 1_000_000;
+    if bps == 0 { 0 } else { ((bps + scale / 2) / scale).max(1) }
+}
+
 /// The reaction-point state of one flow.
 #[derive(Debug, Clone)]
 pub struct Dcqcn {
     params: DcqcnParams,
+    scaled: Scaled,
     max_rate_bps: u64,
     min_rate_bps: u64,
     current_bps: u64,
@@ -193,16 +304,28 @@ pub struct Dcqcn {
 impl Dcqcn {
     /// A flow that may send at up to `max_rate_bps` (the line rate, or the flow's configured rate); it
     /// starts there.
+    /// With `params.time_scale` = N, `max_rate_bps` is the slow line's rate (R/N), not the rate the
+    /// parameters are tuned for. A `time_scale` of 0 counts as 1 (`validate` refuses it).
     pub fn new(params: DcqcnParams, max_rate_bps: u64) -> Dcqcn {
+        let n = u64::from(params.time_scale.max(1));
         let max_rate_bps = match params.rpg_max_rate_mbps {
             0 => max_rate_bps,
-            cap => max_rate_bps.min(u64::from(cap) * 1_000_000),
+            cap => max_rate_bps.min(scaled_bps(cap, n)),
         }
         .max(1);
+        let scaled = Scaled {
+            alpha_period_ns: params.dce_tcp_rtt_ns.saturating_mul(n).max(1),
+            decrease_period_ns: params.rate_reduce_monitor_period_ns.saturating_mul(n).max(1),
+            decrease_offset_ns: n,
+            timer_ns: params.rpg_time_reset_ns.saturating_mul(n).max(1),
+            ai_bps: scaled_bps(params.rpg_ai_rate_mbps, n),
+            hai_bps: scaled_bps(params.rpg_hai_rate_mbps, n),
+        };
         Dcqcn {
             params,
+            scaled,
             max_rate_bps,
-            min_rate_bps: (u64::from(params.rpg_min_rate_mbps) * 1_000_000).clamp(1, max_rate_bps),
+            min_rate_bps: scaled_bps(params.rpg_min_rate_mbps, n).clamp(1, max_rate_bps),
             current_bps: max_rate_bps,
             target_bps: max_rate_bps,
             active: false,
@@ -273,18 +396,19 @@ impl Dcqcn {
             self.alpha_origin_ns = now_ns;
             self.alpha_ticks_done = 0;
             if self.params.rate_to_set_on_first_cnp_mbps > 0 {
-                let rate = u64::from(self.params.rate_to_set_on_first_cnp_mbps) * 1_000_000;
+                let n = u64::from(self.params.time_scale.max(1));
+                let rate = scaled_bps(self.params.rate_to_set_on_first_cnp_mbps, n);
                 self.current_bps = rate.clamp(self.min_rate_bps, self.max_rate_bps);
             }
             self.target_bps = self.current_bps;
-            self.decrease_origin_ns = now_ns + 1;
-            self.next_decrease_ns = Some(self.decrease_origin_ns + self.params.rate_reduce_monitor_period_ns);
+            self.decrease_origin_ns = now_ns + self.scaled.decrease_offset_ns;
+            self.next_decrease_ns = Some(self.decrease_origin_ns + self.scaled.decrease_period_ns);
             return;
         }
         self.settle_alpha(now_ns);
         self.alpha_cnp_arrived = true;
         if self.next_decrease_ns.is_none() {
-            let period = self.params.rate_reduce_monitor_period_ns;
+            let period = self.scaled.decrease_period_ns;
             let k = now_ns.saturating_sub(self.decrease_origin_ns) / period + 1;
             let mut at = self.decrease_origin_ns + k * period;
             if at <= now_ns {
@@ -323,7 +447,7 @@ impl Dcqcn {
             match (decrease, timer) {
                 (Some(d), t) if t.is_none_or(|t| d <= t) => self.decrease(d),
                 (_, Some(t)) => {
-                    self.rate_timer_ns = Some(t + self.params.rpg_time_reset_ns);
+                    self.rate_timer_ns = Some(t + self.scaled.timer_ns);
                     self.increase(IncreaseEvent::Timer);
                 }
                 _ => break,
@@ -335,7 +459,7 @@ impl Dcqcn {
         if !self.active {
             return;
         }
-        let due = now_ns.saturating_sub(self.alpha_origin_ns) / self.params.dce_tcp_rtt_ns;
+        let due = now_ns.saturating_sub(self.alpha_origin_ns) / self.scaled.alpha_period_ns;
         let mut pending = due.saturating_sub(self.alpha_ticks_done);
         if pending == 0 {
             return;
@@ -375,7 +499,7 @@ impl Dcqcn {
         self.time_stage = 0;
         self.byte_stage = 0;
         self.bytes_since_event = 0;
-        self.rate_timer_ns = Some(at_ns + p.rpg_time_reset_ns);
+        self.rate_timer_ns = Some(at_ns + self.scaled.timer_ns);
         self.decreases += 1;
     }
 
@@ -388,8 +512,8 @@ impl Dcqcn {
             (self.time_stage.max(self.byte_stage), self.time_stage.min(self.byte_stage))
         };
         if high >= f {
-            let step = if low > f { p.rpg_hai_rate_mbps } else { p.rpg_ai_rate_mbps };
-            self.target_bps = (self.target_bps + u64::from(step) * 1_000_000).min(self.max_rate_bps);
+            let step = if low > f { self.scaled.hai_bps } else { self.scaled.ai_bps };
+            self.target_bps = (self.target_bps + step).min(self.max_rate_bps);
         }
         // Rounded up, so that current reaches a target it is one bit/s below.
         self.current_bps = (self.current_bps + self.target_bps).div_ceil(2);
@@ -581,5 +705,129 @@ mod tests {
         assert_eq!(rp.poll_at(), Some(304_001), "no check pending: no CNP after the decrease");
         rp.on_cnp(4_001);
         assert_eq!(rp.poll_at(), Some(8_001));
+    }
+
+    /// xorshift64*: a deterministic event schedule.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state >> 12;
+        *state ^= *state << 25;
+        *state ^= *state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// The same firmware at 100 Gb/s and, time-scaled by 500, at 200 Mb/s, fed the same CNPs and bytes
+    /// with the slow one's clock stretched 500×: the same α, the same decisions at 500× the instants, and
+    /// rates 500× lower within rounding. Both with the byte counter and with the timer only.
+    #[test]
+    fn time_scale_stretches_the_trajectory() {
+        const N: u64 = 500;
+        for byte_reset in [32_767, 0] {
+            let p = DcqcnParams { rpg_byte_reset_bytes: byte_reset, ..DcqcnParams::default() };
+            let mut fast = Dcqcn::new(p, G100);
+            let mut slow = Dcqcn::new(DcqcnParams { time_scale: N as u32, ..p }, G100 / N);
+            let (mut t, mut rng, mut worst) = (0u64, 0x5eed_u64, 0u64);
+            for step in 0..200_000u32 {
+                let r = next(&mut rng);
+                t += r % 1_500; // a 4 KB packet at 100 G takes ~330 ns; CNPs come in bursts
+                fast.handle_timeout(t);
+                slow.handle_timeout(t * N);
+                // CNPs in bursts: a congested phase of every 2^14 steps, quiet otherwise.
+                let congested = (step >> 14) % 3 != 2;
+                if congested && r.is_multiple_of(7) {
+                    fast.on_cnp(t);
+                    slow.on_cnp(t * N);
+                } else {
+                    fast.on_sent(4_136);
+                    slow.on_sent(4_136);
+                }
+                assert_eq!(slow.next_decrease_ns, fast.next_decrease_ns.map(|p| p * N), "step {step} at {t}");
+                assert_eq!(slow.alpha_at(t * N), fast.alpha_at(t), "step {step}");
+                assert_eq!(slow.decreases(), fast.decreases(), "step {step}");
+                if slow.is_limited() && fast.is_limited() {
+                    assert_eq!(slow.rate_timer_ns, fast.rate_timer_ns.map(|p| p * N), "step {step}");
+                    assert_eq!((slow.time_stage, slow.byte_stage), (fast.time_stage, fast.byte_stage));
+                } else if slow.is_limited() != fast.is_limited() {
+                    // Recovery ends when current reaches the line rate. Halving the gap, the slow flow is
+                    // within 1 b/s of it (500 b/s at 100 G) some increase events before the fast one:
+                    // rounding, which the next decrease (it resets the stages) wipes out.
+                    let limited = if fast.is_limited() { fast.rate_bps() } else { slow.rate_bps() * N };
+                    assert!(limited >= G100 - G100 / 1_000_000, "step {step}: {fast:?}");
+                }
+                for (s, f) in [(slow.rate_bps(), fast.rate_bps()), (slow.target_bps(), fast.target_bps())] {
+                    worst = worst.max((s * N).abs_diff(f));
+                }
+            }
+            assert!(fast.decreases() > 1_000 && fast.increases() > 100, "{fast:?}");
+            // Rounding: tens of bit/s at 200 Mb/s at worst (× 500 at 100 Gb/s), carried from one decision
+            // to the next: within 10^-6 of the line rate.
+            assert!(worst <= G100 / 1_000_000, "byte_reset {byte_reset}: off by {worst} b/s at 100 G");
+        }
+    }
+
+    #[test]
+    fn time_scale_divides_the_rate_steps() {
+        let p = DcqcnParams {
+            time_scale: 500,
+            rpg_byte_reset_bytes: 0,
+            rpg_min_rate_mbps: 10,
+            rate_to_set_on_first_cnp_mbps: 50_000,
+            ..DcqcnParams::default()
+        };
+        let line = 200_000_000;
+        let mut rp = Dcqcn::new(p, line);
+        rp.on_cnp(0);
+        assert_eq!(rp.rate_bps(), 100_000_000, "50 G on the first CNP ÷ 500");
+        assert_eq!(rp.poll_at(), Some(500 + 2_000_000), "the 4 µs check × 500, from 1 ns × 500");
+        rp.handle_timeout(2_000_500);
+        assert_eq!(rp.alpha_at(2_000_500), 1003, "four 500 µs α periods");
+        assert_eq!(rp.poll_at(), Some(2_000_500 + 150_000_000), "the 300 µs timer × 500");
+        let target = rp.target_bps();
+        rp.handle_timeout(152_000_500); // fast recovery
+        rp.handle_timeout(302_000_500); // additive increase: 5 Mb/s ÷ 500
+        assert_eq!(rp.target_bps(), target + 10_000);
+        assert_eq!(scaled_bps(1, 3), 333_333);
+        assert_eq!(scaled_bps(1, 1_000_000), 1);
+        assert_eq!(scaled_bps(0, 7), 0);
+        // The floor: 10 Mb/s ÷ 500 = 20 kb/s.
+        let mut rp = Dcqcn::new(DcqcnParams { rpg_min_dec_fac: 0, ..p }, line);
+        for k in 0..200 {
+            rp.on_cnp(k * 2_000_000);
+            rp.handle_timeout(k * 2_000_000 + 1_999_999);
+        }
+        assert_eq!(rp.rate_bps(), 20_000);
+    }
+
+    #[test]
+    fn parameters_set_by_name_with_errors_that_name_them() {
+        let mut p = DcqcnParams::default();
+        p.set("time_scale", "500").unwrap();
+        p.set("rpg_time_reset_ns", " 55000 ").unwrap();
+        p.set("clamp_tgt_rate", "on").unwrap();
+        assert_eq!((p.time_scale, p.rpg_time_reset_ns, p.clamp_tgt_rate), (500, 55_000, true));
+        let names = DcqcnParams::names();
+        assert_eq!(names.len(), 17);
+        for name in &names {
+            let e = p.clone().set(name, "x").unwrap_err();
+            assert!(e.starts_with(&format!("{name}=x: expected")), "{e}");
+        }
+        let before = p;
+        for (name, value, needle) in [
+            ("rpg_bogus", "1", "unknown DCQCN parameter \"rpg_bogus\" (known: clamp_tgt_rate, "),
+            ("time_scale", "0", "time_scale: 0 is outside 1..=1000000"),
+            ("time_scale", "-3", "time_scale=-3: expected a whole number"),
+            ("dce_tcp_g", "5000000000", "dce_tcp_g=5000000000: invalid value"),
+            ("rpg_min_dec_fac", "101", "rpg_min_dec_fac: 101 is above 100 (%)"),
+            ("dce_tcp_rtt_ns", "0", "dce_tcp_rtt_ns: must be > 0"),
+            (
+                "rpg_time_reset_ns",
+                "1000000000000",
+                "rpg_time_reset_ns: 1000000000000 ns × time_scale 500 is above",
+            ),
+            ("clamp_tgt_rate", "maybe", "clamp_tgt_rate=maybe: expected true or false"),
+        ] {
+            let e = p.set(name, value).unwrap_err();
+            assert!(e.starts_with(needle), "{name}={value}: {e}");
+            assert_eq!(p, before, "nothing changes on error");
+        }
     }
 }

@@ -42,6 +42,8 @@ pub mod dcqcn;
 pub mod flow;
 pub mod packet;
 mod receiver;
+#[cfg(test)]
+mod scale_tests;
 pub mod stats;
 #[cfg(test)]
 mod tests;
@@ -96,6 +98,7 @@ pub enum Retransmit {
 pub struct NpParams {
     /// At most one CNP per QP per interval (DCQCN paper N = 50 µs; NVIDIA `min_time_between_cnps`, whose
     /// default differs between firmware generations, models.md §5.2). 0 = a CNP for every CE packet.
+    /// The NIC multiplies it by `DcqcnParams::time_scale` ([`NicConfig::cnp_interval_ns`]).
     pub cnp_interval_ns: u64,
     /// DSCP of CNPs (NVIDIA `cnp_dscp`, common default 48).
     pub cnp_dscp: u8,
@@ -106,6 +109,45 @@ pub struct NpParams {
 impl Default for NpParams {
     fn default() -> Self {
         NpParams { cnp_interval_ns: 50_000, cnp_dscp: 48, cnp_priority: 6 }
+    }
+}
+
+impl NpParams {
+    /// A field out of range, by name.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.cnp_dscp > 63 {
+            return Err(format!("cnp_dscp: {} is above 63", self.cnp_dscp));
+        }
+        if self.cnp_priority > 7 {
+            return Err(format!("cnp_priority: {} is above 7", self.cnp_priority));
+        }
+        if self.cnp_interval_ns > dcqcn::MAX_PERIOD_NS {
+            return Err(format!(
+                "cnp_interval_ns: {} is above {}",
+                self.cnp_interval_ns,
+                dcqcn::MAX_PERIOD_NS
+            ));
+        }
+        Ok(())
+    }
+
+    /// The parameter names [`NpParams::set`] takes: the field names.
+    pub fn names() -> Vec<String> {
+        match serde_json::to_value(NpParams::default()) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Sets one parameter by its field name from a decimal number and validates the result; on error
+    /// nothing changes and the message names the parameter.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let updated = dcqcn::set_field(self, name, value).ok_or_else(|| {
+            format!("unknown notification point parameter {name:?} (known: {})", Self::names().join(", "))
+        })??;
+        updated.validate()?;
+        *self = updated;
+        Ok(())
     }
 }
 
@@ -196,11 +238,8 @@ impl NicConfig {
         if self.vlan_id.is_some_and(|v| v == 0 || v > vlan::VID_MAX - 1) {
             return bad("vlan_id", format!("{} is outside 1..=4094", self.vlan_id.unwrap_or_default()));
         }
-        if self.np.cnp_dscp > 63 {
-            return bad("np.cnp_dscp", format!("{} is above 63", self.np.cnp_dscp));
-        }
-        if self.np.cnp_priority > 7 {
-            return bad("np.cnp_priority", format!("{} is above 7", self.np.cnp_priority));
+        if let Err(e) = self.np.validate() {
+            return bad("np", e);
         }
         if self.rto_ns == 0 {
             return bad("rto_ns", "must be > 0".into());
@@ -212,6 +251,36 @@ impl NicConfig {
             return bad("dscp_to_priority", format!("{d} → {p}: DSCP ≤ 63 and priority ≤ 7"));
         }
         self.dcqcn.validate().or_else(|e| bad("dcqcn", e))
+    }
+
+    /// The notification point's CNP interval in effect: `np.cnp_interval_ns × dcqcn.time_scale`.
+    pub fn cnp_interval_ns(&self) -> u64 {
+        self.np.cnp_interval_ns.saturating_mul(u64::from(self.dcqcn.time_scale.max(1)))
+    }
+
+    /// The names [`NicConfig::set_dcqcn_param`] takes: the reaction point's ([`DcqcnParams`]) and the
+    /// notification point's ([`NpParams`]) field names.
+    pub fn dcqcn_param_names() -> Vec<String> {
+        let mut names = DcqcnParams::names();
+        names.extend(NpParams::names());
+        names
+    }
+
+    /// Sets a DCQCN parameter by name (`rpg_time_reset_ns=300000`, `time_scale=500`, `cnp_interval_ns=0`,
+    /// ...): a [`DcqcnParams`] or [`NpParams`] field. The error names the parameter and, for an unknown
+    /// one, lists the known names.
+    pub fn set_dcqcn_param(&mut self, name: &str, value: &str) -> Result<(), String> {
+        if DcqcnParams::names().iter().any(|n| n == name) {
+            self.dcqcn.set(name, value)
+        } else if NpParams::names().iter().any(|n| n == name) {
+            self.np.set(name, value)
+        } else {
+            Err(format!(
+                "unknown DCQCN parameter {name:?} (reaction point: {}; notification point: {})",
+                DcqcnParams::names().join(", "),
+                NpParams::names().join(", ")
+            ))
+        }
     }
 }
 
@@ -428,7 +497,7 @@ impl Nic {
             let params = RxParams {
                 ack_every: self.cfg.ack_every,
                 nak_interval_ns: self.cfg.nak_interval_ns,
-                cnp_interval_ns: self.cfg.np.cnp_interval_ns,
+                cnp_interval_ns: self.cfg.cnp_interval_ns(),
                 mode: self.cfg.retransmit,
             };
             let key = (p.src_ip, p.bth.dest_qp);
