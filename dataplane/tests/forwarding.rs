@@ -394,6 +394,32 @@ fn pfc_and_link_local_frames_are_consumed_never_forwarded() {
     assert_eq!(sw.port_counters(e8).unwrap().trapped, 2);
 }
 
+/// sonic-mgmt's test_pfc_counters.py: PFC pause (quanta > 0) and unpause (quanta 0) frames raise the PFC RX
+/// counter of their priority, 802.3x PAUSE frames do not, and none of them counts as RX_OK or RX_DRP.
+#[test]
+fn pfc_and_pause_frames_count_as_pfc_rx_not_rx_ok_or_rx_drp() {
+    let mut sw = t0_switch();
+    let e8 = port(&sw, "Ethernet8");
+    let frame = |repr: wire::MacControlRepr| {
+        let mut f = vec![0u8; wire::mac_control::FRAME_LEN];
+        repr.emit_frame(HOST2_MAC, &mut f);
+        f
+    };
+    for quanta in [0xffff, 0] {
+        for _ in 0..5 {
+            sw.handle_frame(e8, frame(wire::MacControlRepr::Pfc(wire::PfcRepr::xoff(0b1_1000, quanta))), 0);
+        }
+    }
+    for _ in 0..3 {
+        sw.handle_frame(e8, frame(wire::MacControlRepr::Pause(wire::PauseRepr { pause_time: 0xffff })), 0);
+    }
+    let c = sw.port_counters(e8).unwrap();
+    assert_eq!((c.rx_ok, c.rx_drp, c.rx_err), (0, 0, 0), "MAC Control frames are not RX_OK/RX_DRP");
+    assert_eq!(c.rx_mac_control, 13);
+    assert_eq!((c.pfc[3].rx, c.pfc[4].rx), (10, 10), "pause and unpause both count, per priority");
+    assert_eq!(c.pfc.iter().map(|p| p.rx).sum::<u64>(), 20, "PAUSE frames are not PFC");
+}
+
 #[test]
 fn malformed_frames_are_rx_errors_with_a_reason() {
     let mut sw = t0_switch();

@@ -141,7 +141,7 @@ proptest! {
         prop_assert_eq!(tx, transmitted);
         prop_assert_eq!(transmitted, l.copies + l.originated);
         prop_assert!(l.copies >= l.forwarded);
-        let rx: u64 = sw.counters().ports.values().map(|c| c.rx_ok + c.rx_err).sum();
+        let rx: u64 = sw.counters().ports.values().map(|c| c.rx_ok + c.rx_err + c.rx_mac_control).sum();
         prop_assert_eq!(rx, l.received);
     }
 }

@@ -167,6 +167,10 @@ pub struct PortCounters {
     /// Frames the switch itself consumed (ARP for its addresses, PFC/PAUSE, LLDP and other link-local
     /// control frames, packets to its own IP addresses).
     pub trapped: u64,
+    /// MAC Control frames (PFC, PAUSE) received. The MAC consumes them: they count here, in `trapped` and
+    /// in the PFC counters, never in `rx_ok`/`rx_drp` (sonic-mgmt's test_pfc_counters.py: PFC frames must
+    /// not count as RX_OK or RX_DRP).
+    pub rx_mac_control: u64,
     pub queues: [QueueCounters; 8],
     pub pgs: [PgCounters; 8],
     /// PFC frames per priority, received and sent, and pause time.

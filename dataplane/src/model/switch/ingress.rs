@@ -17,6 +17,12 @@ impl Switch {
         if frame.len() > port_cfg.mtu as usize + ethernet::HEADER_LEN + vlan::HEADER_LEN {
             return self.drop_ingress(port, DropReason::ExceedsL2Mtu);
         }
+        if let (L3::MacControl(repr), true) = (&decoded.l3, port_cfg.admin_up) {
+            // PFC/PAUSE are consumed by the MAC, never forwarded, and not counted as RX_OK.
+            self.ports[port].counters.rx_mac_control += 1;
+            self.receive_mac_control(port, repr, now_ns);
+            return self.trap(port);
+        }
         let counters = &mut self.ports[port].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
@@ -27,11 +33,6 @@ impl Switch {
         let dst_mac = decoded.ethernet.dst_addr;
         if src_mac.is_multicast() {
             return self.drop_ingress(port, DropReason::SmacMulticast);
-        }
-        if let L3::MacControl(repr) = &decoded.l3 {
-            // PFC/PAUSE are consumed by the MAC, never forwarded.
-            self.receive_mac_control(port, repr, now_ns);
-            return self.trap(port);
         }
         if dst_mac.is_link_local_reserved() {
             return self.trap(port);
