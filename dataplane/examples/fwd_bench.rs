@@ -14,7 +14,7 @@
 //!
 //! h1 sends IPv4/UDP frames (DSCP 3, ECT(0): the lossless class) to the router's MAC and h2's address. Both
 //! modes are measured the same way, by threads that enter h1's and h2's namespaces and use batched AF_PACKET
-//! ports (`io::open`):
+//! ports (ring receive, `sendmmsg` send, whatever switchd uses):
 //! - throughput: h1 sends prebuilt frames as fast as `sendmmsg` takes them for `--seconds` after a warm-up;
 //!   h2 counts the frames that arrive, per second, within that window;
 //! - latency: h1 sends at `--rate` (10 kpps) frames carrying a sequence number and the send time; h2 takes
@@ -39,8 +39,9 @@
 
 use anyhow::{Context, bail, ensure};
 use clap::{Parser, ValueEnum};
+use lossless_dataplane::io::PortBackend;
+use lossless_dataplane::io::afpacket::{AfPacketPort, RxMode, TxMode};
 use lossless_dataplane::io::netns::{Netns, unique_name};
-use lossless_dataplane::io::{self, PortBackend, PortSpec};
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server;
@@ -820,10 +821,14 @@ fn parse_bench(frame: &[u8]) -> Option<(u64, u64)> {
 
 // ---- sockets -------------------------------------------------------------------------------------
 
-/// Enters `ns` on this (spawned) thread and opens its eth0 as a batched AF_PACKET port.
+/// Enters `ns` on this (spawned) thread and opens its eth0 as a batched AF_PACKET port. The hosts always
+/// send with `sendmmsg` (and receive from the ring), whatever switchd's own sockets use: the harness stays
+/// the same when switchd's I/O changes, so figures from different versions compare.
 fn open_eth0(ns: &Netns) -> anyhow::Result<Box<dyn PortBackend>> {
     ns.enter_on_this_thread()?;
-    io::open(&PortSpec::Interface("eth0".into())).with_context(|| format!("opening eth0 in {}", ns.name()))
+    let port = AfPacketPort::open_with_modes("eth0", RxMode::Ring, TxMode::Sendmmsg)
+        .with_context(|| format!("opening eth0 in {}", ns.name()))?;
+    Ok(Box::new(port))
 }
 
 #[allow(unsafe_code)]
