@@ -286,9 +286,10 @@ impl Runtime {
             None => 100_000_000,
         };
         if now.saturating_sub(self.last_activity_ns) < self.busy_poll_ns {
-            // Give the CPU to whoever else is runnable here (the hosts of a lab share the machine); with
-            // nobody waiting this returns at once and the loop polls again.
-            std::thread::yield_now();
+            // Spin (the scheduler still shares the CPU with other runnable tasks at its time-slice): measured
+            // against yielding after every empty poll, this gave a lower and steadier latency tail
+            // (p99 1.5-1.7x kernel forwarding vs 1.6-2.5x) at the same throughput.
+            std::hint::spin_loop();
             return Ok(());
         }
         let mut fds = vec![libc_pollfd(self.wake_rx.as_raw_fd(), false)];
