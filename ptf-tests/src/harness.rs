@@ -20,6 +20,7 @@
 
 use crate::packet::{Mask, describe};
 use lossless_dataplane::io::PortBackend;
+use lossless_dataplane::io::afpacket::AfPacketPort;
 use lossless_dataplane::io::netns::{Netns, unique_name};
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server;
@@ -102,6 +103,23 @@ pub fn switchd_binary() -> PathBuf {
     .clone()
 }
 
+/// Receive ring of a test port: room for tens of thousands of frames, so a released queue's whole burst
+/// (switchd sends as fast as the kernel takes it) waits in the kernel until the test reads it.
+const TEST_PORT_RING_BYTES: usize = 64 << 20;
+
+/// Opens a test port inside `ns` (from a short-lived thread that enters it).
+fn open_test_port(ns: &Netns, interface: &str) -> std::io::Result<Box<dyn PortBackend>> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            ns.enter_on_this_thread()?;
+            let port = AfPacketPort::open_for_capture(interface, TEST_PORT_RING_BYTES)?;
+            Ok(Box::new(port) as Box<dyn PortBackend>)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the thread opening the port panicked")))
+    })
+}
+
 /// Natural order of port names: `Ethernet4` before `Ethernet12`.
 pub fn port_order(name: &str) -> (String, u64) {
     let digits = name.trim_start_matches(|c: char| !c.is_ascii_digit());
@@ -140,7 +158,7 @@ impl Ptf {
             .enumerate()
             .map(|(i, n)| TestPort {
                 switch_port: n.clone(),
-                backend: ptf_ns.open_port(&format!("eth{i}")).expect("opening a test port"),
+                backend: open_test_port(&ptf_ns, &format!("eth{i}")).expect("opening a test port"),
                 queue: VecDeque::new(),
             })
             .collect();

@@ -178,6 +178,16 @@ impl AfPacketPort {
 
     /// [`AfPacketPort::open`] with both paths chosen by the caller.
     pub fn open_with_modes(interface: &str, mode: RxMode, tx: TxMode) -> io::Result<AfPacketPort> {
+        AfPacketPort::open_inner(interface, mode, tx, RING_BYTES)
+    }
+
+    /// A port for a capture or test host that must absorb long bursts without reading constantly: a
+    /// receive ring of `rx_ring_bytes` (the default is 8 MiB, some 5,000 MTU-1500 slots), `sendmmsg` sends.
+    pub fn open_for_capture(interface: &str, rx_ring_bytes: usize) -> io::Result<AfPacketPort> {
+        AfPacketPort::open_inner(interface, RxMode::Ring, TxMode::Sendmmsg, rx_ring_bytes)
+    }
+
+    fn open_inner(interface: &str, mode: RxMode, tx: TxMode, ring_bytes: usize) -> io::Result<AfPacketPort> {
         let ifindex = if_index(interface)?;
         let ctl = ControlSocket::new()?;
         ctl.set_up(interface)?;
@@ -190,7 +200,9 @@ impl AfPacketPort {
                     io::Error::new(e.kind(), format!("interface {interface:?}: PACKET_RX_RING: {e}"))
                 };
                 setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2).map_err(context)?;
-                (Some(RxRing::new(&fd, ring_frame_size_for(mtu)).map_err(context)?), 0)
+                let frame_size = ring_frame_size_for(mtu);
+                let ring = RxRing::new_kind(&fd, frame_size, ring_bytes, libc::PACKET_RX_RING);
+                (Some(ring.map_err(context)?), 0)
             }
             RxMode::Recvmmsg => (None, rx_slot_len_for(mtu)),
         };
@@ -488,18 +500,13 @@ struct RxRing {
 unsafe impl Send for RxRing {}
 
 impl RxRing {
-    /// Sets up a ring of `frame_size`-byte slots on `fd` (which has `PACKET_VERSION` = V2 and no ring yet)
-    /// and maps it.
+    /// Sets up a ring of `kind` (`PACKET_RX_RING` or `PACKET_TX_RING`; the layout and mapping are the same)
+    /// of about `bytes` in `frame_size`-byte slots on `fd` (which has `PACKET_VERSION` = V2 and no such ring
+    /// yet), and maps it.
     #[allow(unsafe_code)]
-    fn new(fd: &OwnedFd, frame_size: usize) -> io::Result<RxRing> {
-        RxRing::new_kind(fd, frame_size, libc::PACKET_RX_RING)
-    }
-
-    /// A ring of `kind` (`PACKET_RX_RING` or `PACKET_TX_RING`): the layout and mapping are the same.
-    #[allow(unsafe_code)]
-    fn new_kind(fd: &OwnedFd, frame_size: usize, kind: libc::c_int) -> io::Result<RxRing> {
+    fn new_kind(fd: &OwnedFd, frame_size: usize, bytes: usize, kind: libc::c_int) -> io::Result<RxRing> {
         let block_size = RING_BLOCK_BYTES.max(frame_size.next_power_of_two());
-        let block_nr = (RING_BYTES / block_size).max(2);
+        let block_nr = (bytes / block_size).max(2);
         let frames_per_block = block_size / frame_size;
         let frame_nr = frames_per_block * block_nr;
         let req = libc::tpacket_req {
@@ -533,10 +540,11 @@ impl RxRing {
 
     /// Unmaps the ring, takes it off `fd`, and sets up one of `frame_size`-byte slots instead.
     fn rebuild(&mut self, fd: &OwnedFd, frame_size: usize) -> io::Result<()> {
+        let bytes = self.len;
         self.unmap();
         let none = libc::tpacket_req { tp_block_size: 0, tp_block_nr: 0, tp_frame_size: 0, tp_frame_nr: 0 };
         setsockopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &none)?;
-        *self = RxRing::new(fd, frame_size)?;
+        *self = RxRing::new_kind(fd, frame_size, bytes, libc::PACKET_RX_RING)?;
         Ok(())
     }
 
@@ -604,7 +612,8 @@ impl TxRing {
         setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2)
             .map_err(|e| context("version", e))?;
         let frame_size = tpacket_align(TX_DATA_OFFSET + mtu.max(1500) + RX_HEADROOM);
-        let ring = RxRing::new_kind(&fd, frame_size, libc::PACKET_TX_RING).map_err(|e| context("ring", e))?;
+        let ring = RxRing::new_kind(&fd, frame_size, RING_BYTES, libc::PACKET_TX_RING)
+            .map_err(|e| context("ring", e))?;
         let addr = libc::sockaddr_ll {
             sll_family: libc::AF_PACKET as libc::c_ushort,
             sll_protocol: 0,
@@ -1239,6 +1248,23 @@ mod tests {
         assert_eq!(old.tx_mode(), TxMode::Sendmmsg);
         send_all(&mut old, &frames[..40]);
         assert_eq!(recv_frames(&mut host, 40), frames[..40].to_vec());
+    }
+
+    /// A long burst through the TX ring (more frames than it has slots) arrives whole and in order at a
+    /// receiver that keeps reading.
+    #[test]
+    fn tx_ring_long_burst_arrives_whole() {
+        let _ns = lab();
+        let mut sw = AfPacketPort::open_with_modes("sw0", RxMode::Ring, TxMode::Ring).unwrap();
+        let mut host = port("h0");
+        let frames: Vec<Vec<u8>> = (0..12_000).map(|n| numbered_frame(64, n)).collect();
+        let got = std::thread::scope(|s| {
+            let rx = s.spawn(|| recv_frames(&mut host, frames.len()));
+            send_all(&mut sw, &frames);
+            rx.join().unwrap()
+        });
+        assert_eq!((sw.tx_dropped(), got.len()), (0, frames.len()));
+        assert!(got == frames, "in order");
     }
 
     /// The kernel's own UDP, sent from `h0` with TX checksum offload on (veth's default), leaves only the
