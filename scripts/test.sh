@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked --doc
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
 
 # The PTF catalog (ptf-tests/) first and on its own: its buffer tests fill switch buffers with tens of
 # thousands of frames. Then its sonic-mgmt-like summary (test, profile, result, key numbers).

@@ -1,5 +1,5 @@
 //! Network-namespace labs: a topology file ([`topology`]) becomes one namespace per node, veth pairs
-//! between them, one `switchd` per switch and one `rocehost` per host ([`run`]); `swctl lab demo`
+//! between them, one `switchd` per switch and one `rocehost` per host ([`run`](mod@run)); `swctl lab demo`
 //! ([`demo`]) runs the README's main scenario on one, `swctl lab run` ([`scenario`]) a scenario file.
 //!
 //! ```text
@@ -48,7 +48,7 @@ pub(crate) fn check_interrupted() -> anyhow::Result<()> {
 /// `swctl lab ...`
 #[derive(clap::Subcommand, Debug)]
 pub enum LabCommand {
-    /// Build a topology: namespaces ll-<lab>-<node>, veth pairs, switchd per switch, rocehost per host,
+    /// Build a topology: namespaces `ll-<lab>-<node>`, veth pairs, switchd per switch, rocehost per host,
     /// configurations pushed; prints how to reach each node.
     Up {
         /// Topology file (configs/topologies/*.yaml).

@@ -31,7 +31,7 @@ struct Args {
     /// Bind a port to an interface: NAME=IFNAME, NAME=pnet:IFNAME or NAME=tap:IFNAME (repeatable).
     #[arg(long = "port", value_name = "NAME=SPEC")]
     ports: Vec<String>,
-    /// Where to serve gRPC: unix:PATH (default unix:/run/lossless/<name>.sock) or tcp:127.0.0.1:PORT.
+    /// Where to serve gRPC: unix:PATH (default unix:/run/lossless/NAME.sock, NAME from --name) or tcp:127.0.0.1:PORT.
     #[arg(long)]
     grpc: Option<String>,
     /// Keep polling the ports without sleeping for this many microseconds after the last frame received

@@ -15,7 +15,7 @@
 //!
 //! Time is integer nanoseconds on any monotonic base the driver chooses.
 //!
-//! A frame's journey: parse ([`crate::wire::decode`]) → L2 domain (VLAN membership, learning) →
+//! A frame's journey: parse ([`crate::wire::decode()`]) → L2 domain (VLAN membership, learning) →
 //! classification ([`classify`]) → forwarding decision (route with TTL and MAC rewrite, bridge, flood, trap,
 //! or a counted drop with a [`DropReason`]) → buffer admission ([`mmu`]), WRED/ECN ([`wred`]) → egress queue ([`scheduler`]) with PFC ([`pfc`]) and the
 //! watchdog ([`watchdog`]) → `poll_transmit`.

@@ -111,7 +111,7 @@ impl fmt::Display for Listen {
 
 /// Serves `lossless.v1.Switch`, health and reflection on `listen` until `shutdown` resolves. Requests larger
 /// than `max_request_bytes` are refused with RESOURCE_EXHAUSTED. On shutdown, open `Subscribe` streams end,
-/// in-flight requests get [`SHUTDOWN_GRACE`] to finish, and a Unix socket file is removed (also on error).
+/// in-flight requests get a grace period (`SHUTDOWN_GRACE`) to finish, and a Unix socket file is removed (also on error).
 pub async fn serve(
     handle: Handle,
     listen: Listen,

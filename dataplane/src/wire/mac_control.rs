@@ -105,12 +105,12 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn pause_time(&self) -> u16 {
         self.read_u16(field::PAUSE_TIME)
     }
-    /// PFC: class-enable vector; bit n of the low byte ⇒ time[n] is valid. The high byte is reserved
+    /// PFC: class-enable vector; bit n of the low byte ⇒ `time[n]` is valid. The high byte is reserved
     /// (sent as zero, ignored on receipt).
     pub fn class_enable_vector(&self) -> u16 {
         self.read_u16(field::CLASS_ENABLE_VECTOR)
     }
-    /// PFC: time[priority] in quanta; 0 for `priority` > 7 (there is no such class).
+    /// PFC: `time[priority]` in quanta; 0 for `priority` > 7 (there is no such class).
     pub fn time(&self, priority: usize) -> u16 {
         if priority < PRIORITIES { self.read_u16(field::time(priority)) } else { 0 }
     }
@@ -135,7 +135,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     pub fn set_class_enable_vector(&mut self, value: u16) {
         self.write_u16(field::CLASS_ENABLE_VECTOR, value)
     }
-    /// Sets time[priority]; does nothing for `priority` > 7.
+    /// Sets `time[priority]`; does nothing for `priority` > 7.
     pub fn set_time(&mut self, priority: usize, value: u16) {
         if priority < PRIORITIES {
             self.write_u16(field::time(priority), value)

@@ -6,7 +6,7 @@
 //! path uses; `Repr`s are what tests, generators and the host emulator use.
 //!
 //! Every parser accepts any byte string and either succeeds or returns a typed [`Error`]; none panics.
-//! [`decode`] walks a whole Ethernet frame (802.1Q, ARP, IPv4/IPv6, UDP, RoCEv2 BTH, MAC Control).
+//! [`decode()`] walks a whole Ethernet frame (802.1Q, ARP, IPv4/IPv6, UDP, RoCEv2 BTH, MAC Control).
 
 mod field {
     pub type Field = core::ops::Range<usize>;
