@@ -592,7 +592,14 @@ const TP_STATUS_WRONG_FORMAT: u32 = 4;
 struct TxRing {
     fd: OwnedFd,
     ring: RxRing,
+    /// Longest frame the ring takes: a slot's room, and at most the device MTU + Ethernet and 802.1Q
+    /// headers as of opening (longer ones go by `sendmmsg`, which reports them).
+    max_len: usize,
 }
+
+/// `PACKET_LOSS` (linux/if_packet.h): a TX-ring frame the kernel cannot send is skipped (its slot made
+/// available again) instead of stopping the ring at it with TP_STATUS_WRONG_FORMAT.
+const PACKET_LOSS: libc::c_int = 14;
 
 impl TxRing {
     #[allow(unsafe_code)]
@@ -611,6 +618,8 @@ impl TxRing {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2)
             .map_err(|e| context("version", e))?;
+        let one: libc::c_int = 1;
+        setsockopt(&fd, libc::SOL_PACKET, PACKET_LOSS, &one).map_err(|e| context("PACKET_LOSS", e))?;
         let frame_size = tpacket_align(TX_DATA_OFFSET + mtu.max(1500) + RX_HEADROOM);
         let ring = RxRing::new_kind(&fd, frame_size, RING_BYTES, libc::PACKET_TX_RING)
             .map_err(|e| context("ring", e))?;
@@ -634,14 +643,15 @@ impl TxRing {
         if r < 0 {
             return Err(context("bind", io::Error::last_os_error()));
         }
-        Ok(TxRing { fd, ring })
+        let max_len = (frame_size - TX_DATA_OFFSET).min(mtu + 14 + 4);
+        Ok(TxRing { fd, ring, max_len })
     }
 
     /// Queues as many of `frames` as there are free slots and kicks the kernel; `None` when the first frame
     /// does not fit a slot (the caller sends that batch the other way).
     #[allow(unsafe_code)]
     fn send(&mut self, frames: &[Vec<u8>], dropped: &mut u64) -> io::Result<Option<usize>> {
-        let room = self.ring.frame_size - TX_DATA_OFFSET;
+        let room = self.max_len;
         if frames.first().is_none_or(|f| f.len() > room) {
             return Ok(if frames.is_empty() { Some(0) } else { None });
         }
@@ -650,6 +660,7 @@ impl TxRing {
             let i = self.ring.head;
             let status = self.ring.status(i).load(Ordering::Acquire);
             if status & TP_STATUS_WRONG_FORMAT != 0 {
+                // Not expected with PACKET_LOSS; counted if a kernel does it anyway.
                 *dropped += 1;
             } else if status != TP_STATUS_AVAILABLE {
                 break;
@@ -665,7 +676,10 @@ impl TxRing {
             self.ring.head = (i + 1) % self.ring.frame_nr;
             taken += 1;
         }
-        if taken > 0 {
+        // Kick when frames were queued, and also when the ring is full of frames an earlier kick left
+        // pending (the socket's send buffer was full then): otherwise nothing would ever send them.
+        let pending = self.ring.status(self.ring.head).load(Ordering::Acquire) == TP_STATUS_SEND_REQUEST;
+        if taken > 0 || pending {
             // SAFETY: a zero-length send on our socket: the kernel transmits the SEND_REQUEST slots.
             let r = unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
             if r < 0 {
