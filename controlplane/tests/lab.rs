@@ -13,7 +13,6 @@ use serde_json::Value;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -35,39 +34,11 @@ links:
   - sw1:Ethernet4 -- h2:eth0
 "#;
 
-/// switchd and rocehost next to swctl, built (or brought up to date) once per test process.
-fn binaries() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let swctl = PathBuf::from(env!("CARGO_BIN_EXE_swctl"));
-        let profile = swctl.parent().and_then(Path::file_name).and_then(|s| s.to_str()).unwrap_or("debug");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "lossless-dataplane", "--bin", "switchd", "--bin", "rocehost"]);
-        if profile == "release" {
-            build.arg("--release");
-        }
-        let status = build.status().expect("running cargo build");
-        assert!(status.success(), "building switchd and rocehost");
-    });
-}
+mod common;
 
-/// A test's own run directory and lab names.
-struct Env {
-    base: PathBuf,
-    tmp: PathBuf,
-}
+use common::{Env, namespaces_of, text};
 
 impl Env {
-    fn new() -> Env {
-        binaries();
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!("{:x}{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-        let tmp = std::env::temp_dir().join(format!("ll-labtest-{id}"));
-        std::fs::create_dir_all(&tmp).unwrap();
-        Env { base: tmp.join("labs"), tmp }
-    }
-
     /// A lab name unique to this test process and call.
     fn name(&self, tag: &str) -> String {
         static N: AtomicU32 = AtomicU32::new(0);
@@ -78,19 +49,6 @@ impl Env {
         let path = self.tmp.join(file);
         std::fs::write(&path, text).unwrap();
         path
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_swctl"));
-        c.args(args)
-            .env("LOSSLESS_LAB_DIR", &self.base)
-            .env_remove("LOSSLESS_LAB")
-            .env_remove("LOSSLESS_SWITCH");
-        c
-    }
-
-    fn swctl(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
     }
 
     fn run_dir(&self, lab: &str) -> PathBuf {
@@ -106,38 +64,6 @@ impl Env {
         assert!(out.status.success(), "{}", text(&out));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()[0].clone()
     }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        // Whatever a failed test left behind.
-        if let Ok(entries) = std::fs::read_dir(&self.base) {
-            for e in entries.flatten() {
-                let _ = self.swctl(&["lab", "down", "--force", &e.file_name().to_string_lossy()]);
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.tmp);
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn namespaces_of(lab: &str) -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let prefix = format!("ll-{lab}-");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// (pid, start time) of every process the state records.
@@ -179,7 +105,7 @@ fn up(env: &Env, topology: &Path, lab: &str) -> Output {
 
 #[test]
 fn up_then_down_leaves_nothing() {
-    let env = Env::new();
+    let env = Env::new("labtest");
     let topology = env.write("small.yaml", SMALL);
     let lab = env.name("u");
     let out = up(&env, &topology, &lab);
@@ -253,7 +179,7 @@ fn up_then_down_leaves_nothing() {
 
 #[test]
 fn a_killed_switchd_shows_in_status_and_down_still_cleans_up() {
-    let env = Env::new();
+    let env = Env::new("labtest");
     let lab = env.name("k");
     let topology = env.write("small.yaml", &format!("name: {lab}\n{SMALL}"));
     let out = env.swctl(&["lab", "up", topology.to_str().unwrap()]);
@@ -294,7 +220,7 @@ fn down_cleans_a_half_finished_state() {
     // What a crash between recording and finishing leaves: a namespace recorded and created, another
     // recorded but never created, a process recorded with its pid, one without (caught inside its
     // namespace), and an owner that is gone.
-    let env = Env::new();
+    let env = Env::new("labtest");
     let lab = env.name("h");
     let dir = env.run_dir(&lab);
     std::fs::create_dir_all(&dir).unwrap();
@@ -346,7 +272,7 @@ fn down_cleans_a_half_finished_state() {
 
 #[test]
 fn an_interrupted_up_removes_what_it_created() {
-    let env = Env::new();
+    let env = Env::new("labtest");
     let topology = env.write("small.yaml", SMALL);
     let lab = env.name("i");
     let child = env
@@ -386,7 +312,7 @@ fn an_interrupted_up_removes_what_it_created() {
 
 #[test]
 fn topology_errors_are_named_and_create_nothing() {
-    let env = Env::new();
+    let env = Env::new("labtest");
     let lab = env.name("v");
     let switch =
         "switches: { sw1: { config: { PORT: { Ethernet0: { speed: 1000 }, Ethernet4: { speed: 1000 } } } } }";
@@ -434,7 +360,7 @@ fn topology_errors_are_named_and_create_nothing() {
 
 #[test]
 fn two_labs_of_one_topology_coexist() {
-    let env = Env::new();
+    let env = Env::new("labtest");
     let topology = env.write("small.yaml", SMALL);
     let (a, b) = (env.name("a"), env.name("b"));
     up(&env, &topology, &a);
@@ -458,7 +384,7 @@ fn two_labs_of_one_topology_coexist() {
 
 #[test]
 fn demo_json_backs_its_claims() {
-    let env = Env::new();
+    let env = Env::new("labtest");
     let lab = env.name("d");
     let out = env.swctl(&["lab", "demo", "--seconds", "4", "--json", "--name", &lab]);
     let summary: Value =

@@ -19,10 +19,8 @@
 //! the machine at a time (a 2-core CI runner also runs other tests).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/scenarios");
 
@@ -39,53 +37,29 @@ fn scenario_files_validate() {
     }
 }
 
-/// switchd and rocehost next to swctl, built (or brought up to date) once per test process.
-fn binaries() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let swctl = PathBuf::from(env!("CARGO_BIN_EXE_swctl"));
-        let profile = swctl.parent().and_then(Path::file_name).and_then(|s| s.to_str()).unwrap_or("debug");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "lossless-dataplane", "--bin", "switchd", "--bin", "rocehost"]);
-        if profile == "release" {
-            build.arg("--release");
-        }
-        let status = build.status().expect("running cargo build");
-        assert!(status.success(), "building switchd and rocehost");
-    });
-}
+mod common;
 
-/// A test's own run directory; dropping it removes whatever a failed run left.
+use common::{namespaces_of, text};
+
+/// A test's own run directory, held with the scenario lock; dropping it removes whatever a failed run left.
 struct Env {
-    base: PathBuf,
-    tmp: PathBuf,
+    // Field order: the labs go before the lock is released.
+    dir: common::Env,
     /// Held while the scenario runs.
     _lock: std::fs::File,
 }
 
 impl Env {
     fn new() -> Env {
-        binaries();
         let lock = std::fs::File::create(std::env::temp_dir().join("lossless-scenario-tests.lock")).unwrap();
         // Released when the file closes (also when the test process dies).
         let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
         assert_eq!(locked, 0, "flock: {}", std::io::Error::last_os_error());
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!("{:x}{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-        let tmp = std::env::temp_dir().join(format!("ll-scntest-{id}"));
-        std::fs::create_dir_all(&tmp).unwrap();
-        Env { base: tmp.join("labs"), tmp, _lock: lock }
+        Env { dir: common::Env::new("scntest"), _lock: lock }
     }
 
     fn swctl(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_swctl"))
-            .args(args)
-            .env("LOSSLESS_LAB_DIR", &self.base)
-            .env_remove("LOSSLESS_LAB")
-            .env_remove("LOSSLESS_SWITCH")
-            .output()
-            .unwrap()
+        self.dir.swctl(args)
     }
 
     /// `swctl lab run FILE --json`: the report, after checking that the lab is gone.
@@ -95,40 +69,9 @@ impl Env {
             .unwrap_or_else(|e| panic!("{}: no JSON report ({e}): {}", file.display(), text(&out)));
         let lab = report["lab"].as_str().unwrap();
         assert_eq!(namespaces_of(lab), Vec::<String>::new(), "namespaces of {lab} left");
-        assert!(!self.base.join(lab).join("state.json").exists(), "the state of {lab} is left");
+        assert!(!self.dir.base.join(lab).join("state.json").exists(), "the state of {lab} is left");
         (out, report)
     }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        if let Ok(entries) = std::fs::read_dir(&self.base) {
-            for e in entries.flatten() {
-                let _ = self.swctl(&["lab", "down", "--force", &e.file_name().to_string_lossy()]);
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.tmp);
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn namespaces_of(lab: &str) -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let prefix = format!("ll-{lab}-");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(&prefix))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Every expectation of the report holds, else the report in the message.
@@ -227,7 +170,8 @@ fn incast_with_and_without_dcqcn() {
     // The hosts' DCQCN options reached their rocehost (its start-up line, in the log the run leaves).
     let lab = report["lab"].as_str().unwrap();
     for h in ["h3", "h4", "h5", "h6"] {
-        let log = std::fs::read_to_string(env.base.join(lab).join(format!("{h}.log"))).unwrap_or_default();
+        let log =
+            std::fs::read_to_string(env.dir.base.join(lab).join(format!("{h}.log"))).unwrap_or_default();
         assert!(log.contains("dcqcn_time_scale=500 cnp_interval_ns=0"), "{h}.log: {log}");
     }
 }
@@ -235,7 +179,7 @@ fn incast_with_and_without_dcqcn() {
 #[test]
 fn an_apply_the_switch_refuses_fails_the_scenario() {
     let env = Env::new();
-    let file = env.tmp.join("refused.yaml");
+    let file = env.dir.tmp.join("refused.yaml");
     std::fs::write(
         &file,
         r#"
@@ -266,6 +210,6 @@ steps:
     );
     // The lab (refused-<swctl's pid>) is gone: namespaces ll-refused-*, its run directory.
     assert_eq!(namespaces_of("refused"), Vec::<String>::new());
-    let dirs: Vec<_> = std::fs::read_dir(&env.base).map(|d| d.flatten().collect()).unwrap_or_default();
-    assert!(dirs.is_empty(), "left in {}: {dirs:?}", env.base.display());
+    let dirs: Vec<_> = std::fs::read_dir(&env.dir.base).map(|d| d.flatten().collect()).unwrap_or_default();
+    assert!(dirs.is_empty(), "left in {}: {dirs:?}", env.dir.base.display());
 }

@@ -107,17 +107,10 @@ pub fn switchd_binary() -> PathBuf {
 /// (switchd sends as fast as the kernel takes it) waits in the kernel until the test reads it.
 const TEST_PORT_RING_BYTES: usize = 64 << 20;
 
-/// Opens a test port inside `ns` (from a short-lived thread that enters it).
+/// Opens a test port inside `ns`, with the big receive ring.
 fn open_test_port(ns: &Netns, interface: &str) -> std::io::Result<Box<dyn PortBackend>> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            ns.enter_on_this_thread()?;
-            let port = AfPacketPort::open_for_capture(interface, TEST_PORT_RING_BYTES)?;
-            Ok(Box::new(port) as Box<dyn PortBackend>)
-        })
-        .join()
-        .unwrap_or_else(|_| Err(std::io::Error::other("the thread opening the port panicked")))
-    })
+    let port = ns.within(|| AfPacketPort::open_for_capture(interface, TEST_PORT_RING_BYTES))?;
+    Ok(Box::new(port))
 }
 
 /// Natural order of port names: `Ethernet4` before `Ethernet12`.

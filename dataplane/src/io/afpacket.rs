@@ -139,7 +139,7 @@ pub struct AfPacketPort {
     name: String,
     fd: OwnedFd,
     /// The receive ring, when the port reads through one (else `recvmmsg` into `rx_buf`).
-    ring: Option<RxRing>,
+    ring: Option<PacketRing>,
     /// `RX_SLOTS` receive slots of `rx_slot_len` bytes each, one allocation (the `recvmmsg` path).
     rx_buf: Vec<u8>,
     rx_slot_len: usize,
@@ -201,7 +201,7 @@ impl AfPacketPort {
                 };
                 setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2).map_err(context)?;
                 let frame_size = ring_frame_size_for(mtu);
-                let ring = RxRing::new_kind(&fd, frame_size, ring_bytes, libc::PACKET_RX_RING);
+                let ring = PacketRing::new_kind(&fd, frame_size, ring_bytes, libc::PACKET_RX_RING);
                 (Some(ring.map_err(context)?), 0)
             }
             RxMode::Recvmmsg => (None, rx_slot_len_for(mtu)),
@@ -480,31 +480,33 @@ fn ring_frame_size_for(mtu: usize) -> usize {
     tpacket_align(RING_NET_OFFSET + (mtu.max(1500) + RX_HEADROOM).min(RX_MAX_FRAME))
 }
 
-/// A `PACKET_RX_RING` (TPACKET_V2) mapped into our address space. TPACKET_V2 rather than V3: a V3 block is
-/// handed over only when full or when its timer (whole milliseconds, ≥ 1 ms) retires it, which at low rates
-/// delays every frame by up to that long; a V2 slot is ours as soon as the kernel has written it.
-struct RxRing {
+/// A `PACKET_RX_RING` or `PACKET_TX_RING` (TPACKET_V2) mapped into our address space. TPACKET_V2 rather
+/// than V3: a V3 block is handed over only when full or when its timer (whole milliseconds, ≥ 1 ms) retires
+/// it, which at low rates delays every frame by up to that long; a V2 slot is ours as soon as the kernel
+/// has written it.
+struct PacketRing {
     base: *mut u8,
     len: usize,
     block_size: usize,
     frame_size: usize,
     frames_per_block: usize,
     frame_nr: usize,
-    /// The next slot to look at: the kernel fills slots in order, so it is the oldest unread one.
+    /// The next slot to look at: the kernel takes slots in order, so on receive it is the oldest unread
+    /// one, on transmit the next to fill.
     head: usize,
 }
 
 // SAFETY: the mapping is owned by this value alone (nothing else holds `base`), so it may move between
 // threads with it; the kernel side is synchronised through each slot's status word.
 #[allow(unsafe_code)]
-unsafe impl Send for RxRing {}
+unsafe impl Send for PacketRing {}
 
-impl RxRing {
+impl PacketRing {
     /// Sets up a ring of `kind` (`PACKET_RX_RING` or `PACKET_TX_RING`; the layout and mapping are the same)
     /// of about `bytes` in `frame_size`-byte slots on `fd` (which has `PACKET_VERSION` = V2 and no such ring
     /// yet), and maps it.
     #[allow(unsafe_code)]
-    fn new_kind(fd: &OwnedFd, frame_size: usize, bytes: usize, kind: libc::c_int) -> io::Result<RxRing> {
+    fn new_kind(fd: &OwnedFd, frame_size: usize, bytes: usize, kind: libc::c_int) -> io::Result<PacketRing> {
         let block_size = RING_BLOCK_BYTES.max(frame_size.next_power_of_two());
         let block_nr = (bytes / block_size).max(2);
         let frames_per_block = block_size / frame_size;
@@ -535,7 +537,7 @@ impl RxRing {
             let _ = setsockopt(fd, libc::SOL_PACKET, kind, &none);
             return Err(e);
         }
-        Ok(RxRing { base: base.cast(), len, block_size, frame_size, frames_per_block, frame_nr, head: 0 })
+        Ok(PacketRing { base: base.cast(), len, block_size, frame_size, frames_per_block, frame_nr, head: 0 })
     }
 
     /// Unmaps the ring, takes it off `fd`, and sets up one of `frame_size`-byte slots instead.
@@ -544,7 +546,7 @@ impl RxRing {
         self.unmap();
         let none = libc::tpacket_req { tp_block_size: 0, tp_block_nr: 0, tp_frame_size: 0, tp_frame_nr: 0 };
         setsockopt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &none)?;
-        *self = RxRing::new_kind(fd, frame_size, bytes, libc::PACKET_RX_RING)?;
+        *self = PacketRing::new_kind(fd, frame_size, bytes, libc::PACKET_RX_RING)?;
         Ok(())
     }
 
@@ -573,7 +575,7 @@ impl RxRing {
     }
 }
 
-impl Drop for RxRing {
+impl Drop for PacketRing {
     fn drop(&mut self) {
         self.unmap();
     }
@@ -591,7 +593,7 @@ const TP_STATUS_WRONG_FORMAT: u32 = 4;
 /// msghdr and a `packet_sendmsg` per frame.
 struct TxRing {
     fd: OwnedFd,
-    ring: RxRing,
+    ring: PacketRing,
     /// Longest frame the ring takes: a slot's room, and at most the device MTU + Ethernet and 802.1Q
     /// headers as of opening (longer ones go by `sendmmsg`, which reports them).
     max_len: usize,
@@ -602,47 +604,19 @@ struct TxRing {
 const PACKET_LOSS: libc::c_int = 14;
 
 impl TxRing {
-    #[allow(unsafe_code)]
     fn new(interface: &str, ifindex: u32, mtu: usize) -> io::Result<TxRing> {
         let context = |what: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("interface {interface:?}: TX ring: {what}: {e}"))
         };
-        // SAFETY: plain system call with constant arguments.
-        let raw = unsafe {
-            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
-        };
-        if raw < 0 {
-            return Err(context("AF_PACKET socket", io::Error::last_os_error()));
-        }
-        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = raw_packet_socket().map_err(|e| context("AF_PACKET socket", e))?;
         setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2)
             .map_err(|e| context("version", e))?;
         let one: libc::c_int = 1;
         setsockopt(&fd, libc::SOL_PACKET, PACKET_LOSS, &one).map_err(|e| context("PACKET_LOSS", e))?;
         let frame_size = tpacket_align(TX_DATA_OFFSET + mtu.max(1500) + RX_HEADROOM);
-        let ring = RxRing::new_kind(&fd, frame_size, RING_BYTES, libc::PACKET_TX_RING)
+        let ring = PacketRing::new_kind(&fd, frame_size, RING_BYTES, libc::PACKET_TX_RING)
             .map_err(|e| context("ring", e))?;
-        let addr = libc::sockaddr_ll {
-            sll_family: libc::AF_PACKET as libc::c_ushort,
-            sll_protocol: 0,
-            sll_ifindex: ifindex as libc::c_int,
-            sll_hatype: 0,
-            sll_pkttype: 0,
-            sll_halen: 0,
-            sll_addr: [0; 8],
-        };
-        // SAFETY: `addr` is a valid sockaddr_ll and the length passed is its size.
-        let r = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_ll).cast(),
-                mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(context("bind", io::Error::last_os_error()));
-        }
+        bind_packet(&fd, ifindex as libc::c_int, 0).map_err(|e| context("bind", e))?;
         let max_len = (frame_size - TX_DATA_OFFSET).min(mtu + 14 + 4);
         Ok(TxRing { fd, ring, max_len })
     }
@@ -705,7 +679,7 @@ struct RingFrame<'a> {
 
 /// The header and bytes of a slot whose status has TP_STATUS_USER; None when its offsets are impossible.
 #[allow(unsafe_code)]
-fn ring_frame(ring: &mut RxRing, i: usize) -> Option<RingFrame<'_>> {
+fn ring_frame(ring: &mut PacketRing, i: usize) -> Option<RingFrame<'_>> {
     let slot = ring.slot(i);
     // SAFETY: the slot is ours (TP_STATUS_USER was read with Acquire ordering, after which the kernel does
     // not touch it until we hand it back); it starts with a tpacket2_hdr inside the mapping.
@@ -939,15 +913,7 @@ pub(crate) fn packet_socket(interface: &str, ifindex: u32, auxdata: bool) -> io:
     let context =
         |what: &str, e: io::Error| io::Error::new(e.kind(), format!("interface {interface:?}: {what}: {e}"));
     // Protocol 0 until bound: the socket sees no traffic from other interfaces meanwhile.
-    // SAFETY: plain system call with constant arguments.
-    let raw = unsafe {
-        libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
-    };
-    if raw < 0 {
-        return Err(context("AF_PACKET socket (needs CAP_NET_RAW)", io::Error::last_os_error()));
-    }
-    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let fd = raw_packet_socket().map_err(|e| context("AF_PACKET socket (needs CAP_NET_RAW)", e))?;
     let one: libc::c_int = 1;
     setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one).map_err(|e| {
         if e.raw_os_error() == Some(libc::ENOPROTOOPT) {
@@ -981,9 +947,32 @@ pub(crate) fn packet_socket(interface: &str, ifindex: u32, auxdata: bool) -> io:
     };
     setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
         .map_err(|e| context("promiscuous mode", e))?;
+    bind_packet(&fd, ifindex, (libc::ETH_P_ALL as u16).to_be()).map_err(|e| context("bind", e))?;
+    Ok(fd)
+}
+
+/// A fresh, unbound AF_PACKET `SOCK_RAW` socket (non-blocking, close-on-exec, protocol 0: it receives
+/// nothing until bound with a protocol).
+#[allow(unsafe_code)]
+fn raw_packet_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain system call with constant arguments.
+    let raw = unsafe {
+        libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
+    };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// Binds a packet socket to interface `ifindex` for frames of `protocol` (network byte order; 0: none,
+/// a send-only socket).
+#[allow(unsafe_code)]
+fn bind_packet(fd: &OwnedFd, ifindex: libc::c_int, protocol: u16) -> io::Result<()> {
     let addr = libc::sockaddr_ll {
         sll_family: libc::AF_PACKET as libc::c_ushort,
-        sll_protocol: (libc::ETH_P_ALL as u16).to_be(),
+        sll_protocol: protocol,
         sll_ifindex: ifindex,
         sll_hatype: 0,
         sll_pkttype: 0,
@@ -998,10 +987,7 @@ pub(crate) fn packet_socket(interface: &str, ifindex: u32, auxdata: bool) -> io:
             mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
         )
     };
-    if r < 0 {
-        return Err(context("bind", io::Error::last_os_error()));
-    }
-    Ok(fd)
+    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
 #[allow(unsafe_code)]

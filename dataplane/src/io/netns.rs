@@ -80,16 +80,21 @@ impl Netns {
         Ok(())
     }
 
-    /// Opens a port on `interface` inside this namespace (from a short-lived thread that enters it; the
-    /// socket stays bound to the namespace's interface afterwards).
+    /// Opens a port on `interface` inside this namespace (see [`Netns::within`]; the socket stays bound to
+    /// the namespace's interface afterwards).
     pub fn open_port(&self, interface: &str) -> io::Result<Box<dyn crate::io::PortBackend>> {
+        self.within(|| crate::io::open(&crate::io::PortSpec::Interface(interface.to_owned())))
+    }
+
+    /// Runs `f` on a short-lived thread that enters this namespace: sockets it opens live there.
+    pub fn within<T: Send>(&self, f: impl FnOnce() -> io::Result<T> + Send) -> io::Result<T> {
         std::thread::scope(|s| {
             s.spawn(|| {
                 self.enter_on_this_thread()?;
-                crate::io::open(&crate::io::PortSpec::Interface(interface.to_owned()))
+                f()
             })
             .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the thread opening the port panicked")))
+            .unwrap_or_else(|_| Err(io::Error::other("the thread inside the namespace panicked")))
         })
     }
 
