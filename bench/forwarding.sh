@@ -11,12 +11,17 @@
 #     them for --seconds (default 3, after 0.5 s of warm-up); h2 counts what arrives per second;
 #   - latency: h1 sends at 10 kpps frames stamped with CLOCK_MONOTONIC (one clock for the whole host);
 #     h2's application takes receive time − send time → p50/p99/p99.9/max and loss.
-# It closes with switchd/kernel ratios, PASS/FAIL against the targets (64 B pps ≥ 0.85×, p99 ≤ 1.5×).
+# switchd runs twice: as started by default, and with --busy-poll-us 1000 ("switchd-poll"). `--mode all` adds
+# "floor" and "floor-spin", a minimal user-space forwarder (AF_PACKET batches, MAC+TTL rewrite, nothing else;
+# sleeping or spinning): what leaving the kernel costs on this machine, whatever the forwarder does.
+# It closes with each forwarder's ratios to the kernel, PASS/FAIL against the targets (64 B pps ≥ 0.85×,
+# p99 ≤ 1.5×).
 # Results depend on the machine being otherwise idle; the example warns when it is not.
 #
 # Usage (root: namespaces and AF_PACKET sockets):
 #   sudo bench/forwarding.sh [--seconds 3] [--sizes 64,1500] [--rate 10000] [--latency-seconds 2] [--json]
 #   sudo bench/forwarding.sh --mode kernel      # a later --mode overrides the default "both"
+#   sudo bench/forwarding.sh --mode all         # kernel, floor, floor-spin, switchd, switchd-poll
 # Namespaces (fbh1-*, fbmid-*, fbh2-*) and switchd are removed on exit, on errors and on Ctrl-C.
 set -euo pipefail
 

@@ -10,7 +10,14 @@
 //! - `switchd`: the real switchd binary bound to m0 (Ethernet0, 10.1.0.1/24) and m1 (Ethernet4,
 //!   10.2.0.1/24) at 100 Gb/s (pacing is not the bottleneck), static NEIGH entries, and the full QoS pipeline
 //!   of `configs/profiles/th_balanced.yaml` (DSCP/TC/PG/queue maps, PFC on 3,4 with the watchdog, the
-//!   Tomahawk buffer pools/profiles/PGs/queues, DWRR scheduling, WRED/ECN) remapped to the two ports.
+//!   Tomahawk buffer pools/profiles/PGs/queues, DWRR scheduling, WRED/ECN) remapped to the two ports;
+//! - `switchd-poll`: the same with `--busy-poll-us 1000` (polls instead of sleeping while traffic flows);
+//! - with `--mode floor` or `--mode all`, also `floor` and `floor-spin`: a minimal forwarder thread of this
+//!   process on m0/m1 (AF_PACKET batches, MAC and TTL rewrite, nothing else), sleeping in `poll` or
+//!   spinning. It is the floor for any user-space forwarder on this machine: what leaving the kernel costs
+//!   by itself (a second thread wake-up per frame), apart from switchd's own work.
+//!
+//! `--mode both` (the default, and what `bench/forwarding.sh` runs) measures kernel, switchd, switchd-poll.
 //!
 //! h1 sends IPv4/UDP frames (DSCP 3, ECT(0): the lossless class) to the router's MAC and h2's address. Both
 //! modes are measured the same way, by threads that enter h1's and h2's namespaces and use batched AF_PACKET
@@ -55,8 +62,8 @@ use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 /// The switch profile whose QoS and buffer tables switchd runs with.
@@ -158,21 +165,43 @@ struct Args {
 enum Mode {
     Kernel,
     Switchd,
+    /// kernel, then switchd.
     Both,
+    /// kernel, then the floor forwarder (sleeping, then spinning): what any user-space forwarder on these
+    /// sockets can reach on this machine.
+    Floor,
+    /// kernel, floor, floor-spin, switchd.
+    All,
 }
 
 /// What forwards in one measured run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Forwarder {
     Kernel,
+    /// The least a user-space forwarder does (see [`Floor`]), sleeping in `poll` between frames.
+    Floor,
+    /// The same, polling its socket without sleeping.
+    FloorSpin,
     Switchd,
+    /// switchd with `--busy-poll-us` [`BUSY_POLL_US`]: its low-latency mode.
+    SwitchdPoll,
 }
 
+/// The busy-poll window of the `switchd-poll` runs, µs: longer than the gap between latency frames.
+const BUSY_POLL_US: u32 = 1000;
+
 impl Forwarder {
+    fn is_switchd(self) -> bool {
+        matches!(self, Forwarder::Switchd | Forwarder::SwitchdPoll)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Forwarder::Kernel => "kernel",
+            Forwarder::Floor => "floor",
+            Forwarder::FloorSpin => "floor-spin",
             Forwarder::Switchd => "switchd",
+            Forwarder::SwitchdPoll => "switchd-poll",
         }
     }
 }
@@ -228,10 +257,18 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     let forwarders = match args.mode {
         Mode::Kernel => vec![Forwarder::Kernel],
-        Mode::Switchd => vec![Forwarder::Switchd],
-        Mode::Both => vec![Forwarder::Kernel, Forwarder::Switchd],
+        Mode::Switchd => vec![Forwarder::Switchd, Forwarder::SwitchdPoll],
+        Mode::Both => vec![Forwarder::Kernel, Forwarder::Switchd, Forwarder::SwitchdPoll],
+        Mode::Floor => vec![Forwarder::Kernel, Forwarder::Floor, Forwarder::FloorSpin],
+        Mode::All => vec![
+            Forwarder::Kernel,
+            Forwarder::Floor,
+            Forwarder::FloorSpin,
+            Forwarder::Switchd,
+            Forwarder::SwitchdPoll,
+        ],
     };
-    let switchd_bin = if forwarders.contains(&Forwarder::Switchd) {
+    let switchd_bin = if forwarders.iter().any(|f| f.is_switchd()) {
         let path = args.switchd.clone().unwrap_or_else(default_switchd);
         ensure!(
             path.is_file(),
@@ -249,9 +286,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("== {}: building h1 — mid — h2", fwd.name());
         let mut lab = Lab::build(fwd, switchd_bin.as_deref(), &args.switchd_args)?;
         results.push(measure(&mut lab, &args)?);
-        lab.check_switchd_alive()?;
+        lab.check_forwarder_alive()?;
     }
-    let ratios = Ratios::of(&results);
+    let ratios = Ratios::all(&results);
     let busiest = results
         .iter()
         .flat_map(|r| r.throughput.iter().map(|t| t.others_cpu).chain(r.latency.iter().map(|l| l.others_cpu)))
@@ -268,7 +305,9 @@ fn run(args: Args) -> anyhow::Result<()> {
         for r in &results {
             print_mode(r, &args);
         }
-        print_ratios(&ratios);
+        for r in &ratios {
+            print_ratios(r);
+        }
     }
     Ok(())
 }
@@ -315,6 +354,7 @@ fn check_stop() -> anyhow::Result<()> {
 /// stops before the namespaces go.
 struct Lab {
     switchd: Option<Switchd>,
+    floor: Option<Floor>,
     fwd: Forwarder,
     h1: Netns,
     mid: Netns,
@@ -333,7 +373,12 @@ impl Lab {
         h2.ip(&["addr", "add", "10.2.0.2/24", "dev", "eth0"])?;
         let h1_mac = link_mac(&h1, "eth0")?;
         let h2_mac = link_mac(&h2, "eth0")?;
+        let mut floor = None;
         let (switchd, router_mac) = match fwd {
+            Forwarder::Floor | Forwarder::FloorSpin => {
+                floor = Some(Floor::start(&mid, h2_mac, fwd == Forwarder::FloorSpin)?);
+                (None, link_mac(&mid, "m0")?)
+            }
             Forwarder::Kernel => {
                 mid.ip(&["addr", "add", "10.1.0.1/24", "dev", "m0"])?;
                 mid.ip(&["addr", "add", "10.2.0.1/24", "dev", "m1"])?;
@@ -344,20 +389,28 @@ impl Lab {
                 }
                 (None, link_mac(&mid, "m0")?)
             }
-            Forwarder::Switchd => {
+            Forwarder::Switchd | Forwarder::SwitchdPoll => {
                 let bin = switchd_bin.context("no switchd binary")?;
+                let mut extra = extra.to_vec();
+                if fwd == Forwarder::SwitchdPoll {
+                    extra.push(format!("--busy-poll-us={BUSY_POLL_US}"));
+                }
+                let extra = &extra;
                 let config = switchd_config(h1_mac, h2_mac)?;
                 (Some(Switchd::start(bin, extra, &mid, &config)?), EthernetAddress(ROUTER_MAC))
             }
         };
-        Ok(Lab { switchd, fwd, h1, mid, h2, router_mac })
+        Ok(Lab { switchd, floor, fwd, h1, mid, h2, router_mac })
     }
 
     fn switchd_pid(&self) -> Option<u32> {
         self.switchd.as_ref().map(|sw| sw.child.id())
     }
 
-    fn check_switchd_alive(&mut self) -> anyhow::Result<()> {
+    fn check_forwarder_alive(&mut self) -> anyhow::Result<()> {
+        if let Some(floor) = self.floor.take() {
+            floor.stop()?;
+        }
         if let Some(sw) = self.switchd.as_mut()
             && let Some(status) = sw.child.try_wait()?
         {
@@ -374,6 +427,91 @@ impl Lab {
             h2: link_stats(&self.h2, "eth0")?,
         })
     }
+}
+
+/// The floor: the least a user-space forwarder on AF_PACKET sockets does, in a thread of this process in
+/// mid — receive a batch on m0 (from the ring), set the Ethernet addresses, decrement the TTL and redo the
+/// IPv4 header checksum, send the batch on m1 (sendmmsg, or the TX ring for bursts) — with no lookup, no
+/// queue and no QoS. Measured like the others, it tells how much of switchd's distance to the kernel is the
+/// cost of leaving the kernel at all on this machine (two more thread wake-ups and copies per frame), and how
+/// much is switchd's own.
+struct Floor {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Floor {
+    fn start(mid: &Netns, h2_mac: EthernetAddress, spin: bool) -> anyhow::Result<Floor> {
+        let (mut m0, mut m1) = mid
+            .within(|| Ok((AfPacketPort::open("m0")?, AfPacketPort::open("m1")?)))
+            .context("floor: opening m0 and m1 in mid")?;
+        let m1_mac = link_mac(mid, "m1")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread =
+            std::thread::Builder::new().name("floor".into()).spawn(move || -> anyhow::Result<()> {
+                let mut batch = Vec::with_capacity(64);
+                while !flag.load(Ordering::Relaxed) {
+                    batch.clear();
+                    if m0.recv_batch(&mut batch, 64)? == 0 {
+                        if spin {
+                            std::hint::spin_loop();
+                        } else {
+                            wait_readable(m0.raw_fd(), 10);
+                        }
+                        continue;
+                    }
+                    for frame in &mut batch {
+                        route_in_place(frame, h2_mac, m1_mac);
+                    }
+                    let mut sent = 0;
+                    while sent < batch.len() && !flag.load(Ordering::Relaxed) {
+                        sent += m1.send_batch(&batch[sent..])?;
+                    }
+                }
+                Ok(())
+            })?;
+        Ok(Floor { stop, thread: Some(thread) })
+    }
+
+    /// Stops the thread; its error, if it failed.
+    fn stop(mut self) -> anyhow::Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => bail!("the floor forwarder panicked"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Floor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What a router does to an IPv4 frame: new Ethernet addresses, TTL − 1, header checksum redone.
+fn route_in_place(frame: &mut [u8], dst: EthernetAddress, src: EthernetAddress) {
+    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
+        return;
+    }
+    frame[0..6].copy_from_slice(&dst.0);
+    frame[6..12].copy_from_slice(&src.0);
+    let ihl = usize::from(frame[14] & 0x0f) * 4;
+    if ihl < 20 || frame.len() < 14 + ihl {
+        return;
+    }
+    frame[22] = frame[22].saturating_sub(1);
+    frame[24..26].copy_from_slice(&[0, 0]);
+    let sum =
+        frame[14..14 + ihl].chunks(2).fold(0u32, |acc, w| acc + u32::from(u16::from_be_bytes([w[0], w[1]])));
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    frame[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
 }
 
 /// The switchd process in mid, its gRPC client, and its temporary files.
@@ -1153,6 +1291,10 @@ fn latency_run(lab: &Lab, h1_mac: EthernetAddress, size: usize, args: &Args) -> 
             let mut latencies = vec![u64::MAX; measured as usize];
             let end = t0 + interval.mul_f64(total as f64) + DRAIN;
             let mut buf = Vec::with_capacity(64);
+            let trace_us: Option<u64> = std::env::var("FWD_BENCH_TRACE_US").ok().and_then(|v| v.parse().ok());
+            let mut marker = trace_us.and_then(|_| {
+                std::fs::OpenOptions::new().write(true).open("/sys/kernel/tracing/trace_marker").ok()
+            });
             while !stopped() && Instant::now() < end {
                 buf.clear();
                 if port.recv_batch(&mut buf, 64)? == 0 {
@@ -1166,6 +1308,12 @@ fn latency_run(lab: &Lab, h1_mac: EthernetAddress, size: usize, args: &Args) -> 
                         && let Some(slot) = latencies.get_mut((seq - warm) as usize)
                     {
                         *slot = rx.saturating_sub(tx);
+                        if let (Some(t), Some(m)) = (trace_us, marker.as_mut())
+                            && *slot > t * 1000
+                        {
+                            use std::io::Write as _;
+                            let _ = writeln!(m, "SLOW seq={seq} lat_us={}", *slot / 1000);
+                        }
                     }
                 }
             }
@@ -1215,9 +1363,14 @@ fn us(ns: u64) -> f64 {
 fn print_mode(r: &ModeResult, args: &Args) {
     let title = match r.fwd {
         Forwarder::Kernel => "kernel IPv4 forwarding in mid (baseline)",
+        Forwarder::Floor => {
+            "minimal user-space forwarder in mid (AF_PACKET batches, MAC+TTL rewrite; sleeps in poll)"
+        }
+        Forwarder::FloorSpin => "minimal user-space forwarder in mid (as floor, polling without sleeping)",
         Forwarder::Switchd => {
             "switchd in mid (TH profile: routing, DSCP→TC/PG/queue, MMU, PFC+WD, DWRR, WRED/ECN)"
         }
+        Forwarder::SwitchdPoll => "switchd in mid, as above, with --busy-poll-us 1000 (its low-latency mode)",
     };
     println!();
     println!("== {}: {title}", r.fwd.name());
@@ -1325,8 +1478,9 @@ fn print_mode(r: &ModeResult, args: &Args) {
     }
 }
 
-/// switchd / kernel, per size.
+/// A forwarder / kernel, per size.
 struct Ratios {
+    fwd: Forwarder,
     /// (size, ratio of forwarded pps)
     pps: Vec<(usize, f64)>,
     /// (size, ratio of p99 latency)
@@ -1334,9 +1488,13 @@ struct Ratios {
 }
 
 impl Ratios {
-    fn of(results: &[ModeResult]) -> Option<Ratios> {
-        let kernel = results.iter().find(|r| r.fwd == Forwarder::Kernel)?;
-        let switchd = results.iter().find(|r| r.fwd == Forwarder::Switchd)?;
+    /// Every forwarder's ratios to the kernel of the same run (none without a kernel run).
+    fn all(results: &[ModeResult]) -> Vec<Ratios> {
+        let Some(kernel) = results.iter().find(|r| r.fwd == Forwarder::Kernel) else { return Vec::new() };
+        results.iter().filter(|r| r.fwd != Forwarder::Kernel).map(|r| Ratios::of(kernel, r)).collect()
+    }
+
+    fn of(kernel: &ModeResult, switchd: &ModeResult) -> Ratios {
         let pps = kernel
             .throughput
             .iter()
@@ -1349,7 +1507,7 @@ impl Ratios {
             .zip(&switchd.latency)
             .map(|(k, s)| (k.size, s.p99 as f64 / k.p99.max(1) as f64))
             .collect();
-        Some(Ratios { pps, p99 })
+        Ratios { fwd: switchd.fwd, pps, p99 }
     }
 }
 
@@ -1357,10 +1515,9 @@ fn verdict(pass: bool) -> &'static str {
     if pass { "PASS" } else { "FAIL" }
 }
 
-fn print_ratios(ratios: &Option<Ratios>) {
-    let Some(r) = ratios else { return };
+fn print_ratios(r: &Ratios) {
     println!();
-    println!("== switchd / kernel, same run, same measurement");
+    println!("== {} / kernel, same run, same measurement", r.fwd.name());
     for &(size, ratio) in &r.pps {
         let note = if size == 64 { "" } else { " (the issue's target is for 64 B)" };
         println!(
@@ -1382,7 +1539,7 @@ fn print_ratios(ratios: &Option<Ratios>) {
     );
 }
 
-fn json_summary(args: &Args, results: &[ModeResult], ratios: &Option<Ratios>) -> String {
+fn json_summary(args: &Args, results: &[ModeResult], ratios: &[Ratios]) -> String {
     let mut o = String::new();
     let _ = write!(
         o,
@@ -1442,33 +1599,47 @@ fn json_summary(args: &Args, results: &[ModeResult], ratios: &Option<Ratios>) ->
         o.push_str("]}");
     }
     o.push('}');
-    if let Some(r) = ratios {
-        o.push_str(",\"ratios\":{\"pps\":[");
-        for (j, &(size, x)) in r.pps.iter().enumerate() {
-            if j > 0 {
-                o.push(',');
-            }
-            let _ = write!(
-                o,
-                "{{\"size\":{size},\"ratio\":{x:.4},\"target\":{PPS_TARGET},\"pass\":{}}}",
-                x >= PPS_TARGET
-            );
-        }
-        o.push_str("],\"p99\":[");
-        for (j, &(size, x)) in r.p99.iter().enumerate() {
-            if j > 0 {
-                o.push(',');
-            }
-            let _ = write!(
-                o,
-                "{{\"size\":{size},\"ratio\":{x:.4},\"target\":{P99_TARGET},\"pass\":{}}}",
-                x <= P99_TARGET
-            );
-        }
-        o.push_str("]}");
+    // "ratios": switchd's (as before floor modes existed); "ratios_by_forwarder": every forwarder's.
+    if let Some(r) = ratios.iter().find(|r| r.fwd == Forwarder::Switchd) {
+        o.push_str(",\"ratios\":");
+        json_ratios(&mut o, r);
     }
-    o.push('}');
+    o.push_str(",\"ratios_by_forwarder\":{");
+    for (i, r) in ratios.iter().enumerate() {
+        if i > 0 {
+            o.push(',');
+        }
+        let _ = write!(o, "\"{}\":", r.fwd.name());
+        json_ratios(&mut o, r);
+    }
+    o.push_str("}}");
     o
+}
+
+fn json_ratios(o: &mut String, r: &Ratios) {
+    o.push_str("{\"pps\":[");
+    for (j, &(size, x)) in r.pps.iter().enumerate() {
+        if j > 0 {
+            o.push(',');
+        }
+        let _ = write!(
+            o,
+            "{{\"size\":{size},\"ratio\":{x:.4},\"target\":{PPS_TARGET},\"pass\":{}}}",
+            x >= PPS_TARGET
+        );
+    }
+    o.push_str("],\"p99\":[");
+    for (j, &(size, x)) in r.p99.iter().enumerate() {
+        if j > 0 {
+            o.push(',');
+        }
+        let _ = write!(
+            o,
+            "{{\"size\":{size},\"ratio\":{x:.4},\"target\":{P99_TARGET},\"pass\":{}}}",
+            x <= P99_TARGET
+        );
+    }
+    o.push_str("]}");
 }
 
 #[cfg(test)]
@@ -1492,5 +1663,33 @@ mod tests {
         let v: Vec<u64> = (1..=1000).collect();
         assert_eq!((percentile(&v, 0.5), percentile(&v, 0.99), percentile(&v, 0.999)), (500, 990, 999));
         assert_eq!(percentile(&[7], 0.99), 7);
+    }
+
+    #[test]
+    fn the_floor_routes_like_a_router() {
+        use lossless_dataplane::wire::{EthernetFrame, Ipv4Packet};
+        let (a, b, r) = ([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], [2, 0, 0, 0, 0, 3]);
+        let flow = Ipv4Flow {
+            src_mac: EthernetAddress(a),
+            dst_mac: EthernetAddress(r),
+            src_ip: H1_IP,
+            dst_ip: H2_IP,
+            src_port: SRC_PORT,
+            dscp: 3,
+            ecn: Ecn::Ect0,
+            ttl: 64,
+        };
+        let mut frame = flow.udp(DST_PORT, &[0u8; 30]);
+        route_in_place(&mut frame, EthernetAddress(b), EthernetAddress(r));
+        let eth = EthernetFrame::new_checked(&frame[..]).unwrap();
+        assert_eq!((eth.dst_addr(), eth.src_addr()), (EthernetAddress(b), EthernetAddress(r)));
+        let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
+        assert_eq!(ip.ttl(), 63);
+        assert!(ip.verify_checksum(), "header checksum redone");
+        let mut arp = vec![0u8; 60];
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let before = arp.clone();
+        route_in_place(&mut arp, EthernetAddress(b), EthernetAddress(r));
+        assert_eq!(arp, before, "only IPv4 is touched");
     }
 }

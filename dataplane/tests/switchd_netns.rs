@@ -327,15 +327,55 @@ fn a_missing_interface_is_a_clear_start_up_error() {
 /// (found without the wake-up socket) and SIGTERM all still work, during and after the spinning.
 #[test]
 fn busy_polling_forwards_answers_and_stops() {
-    let mut lab = Lab::start_with(&["--busy-poll-us", "200000"]);
+    let mut lab = Lab::start_with(&["--busy-poll-us", "1500000"]);
     let (received, pfc) = two_to_one(&mut lab, 3, 300);
     assert_eq!(received, 600, "every lossless frame arrives");
     assert!(pfc.iter().all(|f| !f.is_empty()), "both senders were paused: {pfc:?}");
     let c = lab.counters();
     assert_eq!(Lab::port(&c, "Ethernet8").queues[3].packets, 600);
+    // Polling with nothing to do, the model thread is in SCHED_IDLE (5); once the 1.5 s window has passed
+    // it sleeps, back in SCHED_OTHER (0).
+    let pid = lab.switchd.as_ref().unwrap().id();
+    let model = model_thread(pid);
+    let policy = || scheduling_policy(pid, model);
+    let seen = await_value(policy, 5, Duration::from_millis(1400));
+    assert_eq!(seen, 5, "the idle-polling model thread is in SCHED_IDLE");
+    let seen = await_value(policy, 0, Duration::from_secs(5));
+    assert_eq!(seen, 0, "the sleeping model thread is back in SCHED_OTHER");
     let mut child = lab.switchd.take().unwrap();
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(child.wait().unwrap().success(), "switchd exits 0 on SIGTERM");
+}
+
+/// The thread of `pid` named `model`.
+fn model_thread(pid: u32) -> u32 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|tid| {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).is_ok_and(|c| c.trim() == "model")
+        })
+        .expect("switchd has a thread named model")
+}
+
+/// A thread's scheduling policy, field 41 of its `stat` (0 SCHED_OTHER, 5 SCHED_IDLE).
+fn scheduling_policy(pid: u32, tid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
+    // Fields after the command name's closing parenthesis start at field 3.
+    let rest = &stat[stat.rfind(')').unwrap() + 1..];
+    rest.split_whitespace().nth(41 - 3).unwrap().parse().unwrap()
+}
+
+/// Reads `read` every millisecond until it returns `want` or `limit` passes; the last value read.
+fn await_value(read: impl Fn() -> u32, want: u32, limit: Duration) -> u32 {
+    let deadline = Instant::now() + limit;
+    loop {
+        let value = read();
+        if value == want || Instant::now() >= deadline {
+            return value;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 #[test]

@@ -36,7 +36,9 @@ struct Args {
     grpc: Option<String>,
     /// Keep polling the ports without sleeping for this many microseconds after the last frame received
     /// or sent (0: sleep at once). Trades a busy CPU while traffic flows for no wake-up latency: the
-    /// latency tail of a software switch, as DPDK's poll mode and the kernel's SO_BUSY_POLL do.
+    /// latency tail of a software switch, as DPDK's poll mode and the kernel's SO_BUSY_POLL do. Polling with
+    /// nothing to do, the model thread runs in SCHED_IDLE (needs root or CAP_SYS_NICE), so any task woken on
+    /// its CPU runs first; under a sustained load it is back in the normal class.
     #[arg(long, value_name = "US", default_value_t = 0)]
     busy_poll_us: u64,
     /// Largest gRPC request accepted, in bytes.
