@@ -164,13 +164,14 @@ struct Args {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Mode {
     Kernel,
+    /// switchd, then switchd-poll (no baseline, no ratios).
     Switchd,
-    /// kernel, then switchd.
+    /// kernel, switchd, switchd-poll.
     Both,
     /// kernel, then the floor forwarder (sleeping, then spinning): what any user-space forwarder on these
     /// sockets can reach on this machine.
     Floor,
-    /// kernel, floor, floor-spin, switchd.
+    /// kernel, floor, floor-spin, switchd, switchd-poll.
     All,
 }
 
@@ -494,24 +495,19 @@ impl Drop for Floor {
     }
 }
 
-/// What a router does to an IPv4 frame: new Ethernet addresses, TTL − 1, header checksum redone.
+/// What a router does to an IPv4 frame: new Ethernet addresses, TTL − 1, header checksum redone (anything
+/// else passes untouched).
 fn route_in_place(frame: &mut [u8], dst: EthernetAddress, src: EthernetAddress) {
-    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] {
+    use lossless_dataplane::wire::{EtherType, EthernetFrame, Ipv4Packet};
+    let Ok(mut eth) = EthernetFrame::new_checked(frame) else { return };
+    if eth.ethertype() != EtherType::Ipv4 {
         return;
     }
-    frame[0..6].copy_from_slice(&dst.0);
-    frame[6..12].copy_from_slice(&src.0);
-    let ihl = usize::from(frame[14] & 0x0f) * 4;
-    if ihl < 20 || frame.len() < 14 + ihl {
-        return;
-    }
-    frame[22] = frame[22].saturating_sub(1);
-    frame[24..26].copy_from_slice(&[0, 0]);
-    let sum =
-        frame[14..14 + ihl].chunks(2).fold(0u32, |acc, w| acc + u32::from(u16::from_be_bytes([w[0], w[1]])));
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    frame[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let Ok(mut ip) = Ipv4Packet::new_checked(eth.payload_mut()) else { return };
+    ip.set_ttl(ip.ttl().saturating_sub(1));
+    ip.fill_checksum();
+    eth.set_dst_addr(dst);
+    eth.set_src_addr(src);
 }
 
 /// The switchd process in mid, its gRPC client, and its temporary files.
@@ -1617,29 +1613,23 @@ fn json_summary(args: &Args, results: &[ModeResult], ratios: &[Ratios]) -> Strin
 }
 
 fn json_ratios(o: &mut String, r: &Ratios) {
-    o.push_str("{\"pps\":[");
-    for (j, &(size, x)) in r.pps.iter().enumerate() {
+    o.push_str("{\"pps\":");
+    json_ratio_list(o, &r.pps, PPS_TARGET, |x| x >= PPS_TARGET);
+    o.push_str(",\"p99\":");
+    json_ratio_list(o, &r.p99, P99_TARGET, |x| x <= P99_TARGET);
+    o.push('}');
+}
+
+/// `[{"size":…,"ratio":…,"target":…,"pass":…},…]`
+fn json_ratio_list(o: &mut String, ratios: &[(usize, f64)], target: f64, pass: impl Fn(f64) -> bool) {
+    o.push('[');
+    for (j, &(size, x)) in ratios.iter().enumerate() {
         if j > 0 {
             o.push(',');
         }
-        let _ = write!(
-            o,
-            "{{\"size\":{size},\"ratio\":{x:.4},\"target\":{PPS_TARGET},\"pass\":{}}}",
-            x >= PPS_TARGET
-        );
+        let _ = write!(o, "{{\"size\":{size},\"ratio\":{x:.4},\"target\":{target},\"pass\":{}}}", pass(x));
     }
-    o.push_str("],\"p99\":[");
-    for (j, &(size, x)) in r.p99.iter().enumerate() {
-        if j > 0 {
-            o.push(',');
-        }
-        let _ = write!(
-            o,
-            "{{\"size\":{size},\"ratio\":{x:.4},\"target\":{P99_TARGET},\"pass\":{}}}",
-            x <= P99_TARGET
-        );
-    }
-    o.push_str("]}");
+    o.push(']');
 }
 
 #[cfg(test)]
