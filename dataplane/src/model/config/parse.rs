@@ -14,6 +14,7 @@
 //! the compiler does not know is a warning, as is an unknown field.
 
 mod buffers;
+mod names;
 mod scheduling;
 
 use super::{
@@ -24,7 +25,7 @@ use super::{
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
 use std::collections::btree_map::Entry as Slot;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 /// Tables a later version of the model may use (the dynamic buffer model's inputs, from which the control
@@ -99,6 +100,23 @@ const PORT_FIELDS: &[&str] = &[
     "tpid",
     "parent_port",
     "role",
+    "adv_interface_types",
+    "adv_speeds",
+    "asic_port_name",
+    "core_id",
+    "core_port_id",
+    "dhcp_rate_limit",
+    "dom_polling",
+    "fast_linkup",
+    "interface_type",
+    "laser_freq",
+    "link_training",
+    "macsec",
+    "mode",
+    "mux_cable",
+    "num_voq",
+    "subport",
+    "tx_power",
 ];
 const VLAN_FIELDS: &[&str] =
     &["vlanid", "mac", "admin_status", "mtu", "dhcp_servers", "dhcpv6_servers", "members", "description"];
@@ -184,7 +202,7 @@ const MAP_SPECS: [&MapSpec; 6] =
 
 /// Compiles a whole CONFIG_DB. On success the warnings come with the config; on failure every error found.
 pub fn compile(db: &ConfigDb) -> Result<Compiled, ConfigErrors> {
-    let mut cx = Compiler { db, errors: Vec::new(), warnings: Vec::new() };
+    let mut cx = Compiler { db, errors: Vec::new(), warnings: Vec::new(), misspelled: HashSet::new() };
     cx.check_tables();
     let device_mac = cx.device_mac();
     let switch = cx.switch_settings();
@@ -286,6 +304,9 @@ struct Compiler<'a> {
     db: &'a ConfigDb,
     errors: Vec<ConfigIssue>,
     warnings: Vec<ConfigIssue>,
+    /// (table, key, field) of known fields an entry probably misspelled (an unknown field was close to
+    /// it): their absence is not reported again, so one typo gives one error.
+    misspelled: HashSet<(String, String, String)>,
 }
 
 // Reporting helpers.
@@ -319,13 +340,19 @@ impl<'a> Compiler<'a> {
         self.report(e, field, value, parse(value))
     }
 
-    /// The value of a mandatory field, reporting its absence.
+    /// The value of a mandatory field, reporting its absence (unless an unknown field of the entry was
+    /// already reported as its likely misspelling).
     fn require(&mut self, e: Entry<'a>, field: &str) -> Option<&'a str> {
         let value = e.get(field);
-        if value.is_none() {
+        if value.is_none() && !self.is_misspelled(e, field) {
             self.error(e, field, "", format!("{field} is required"));
         }
         value
+    }
+
+    /// Was `field` of this entry reported as probably misspelled?
+    fn is_misspelled(&self, e: Entry<'_>, field: &str) -> bool {
+        self.misspelled.contains(&(e.table.to_owned(), e.key.to_owned(), field.to_owned()))
     }
 
     fn required<T>(
@@ -357,11 +384,22 @@ impl<'a> Compiler<'a> {
         parts
     }
 
+    /// Every field of the entry must be one of `known` (the fields SONiC defines for the table, whether
+    /// or not the model uses them); an unknown one is an error with the closest known name.
     fn check_fields(&mut self, e: Entry<'_>, known: &[&str]) {
         for (field, value) in e.fields {
-            if !known.contains(&field.as_str()) {
-                self.warn(e, field, value, "unknown field, ignored");
+            if known.contains(&field.as_str()) {
+                continue;
             }
+            let close = names::closest(field, known.iter().copied());
+            let message = match close {
+                Some(name) if !e.fields.contains_key(name) => {
+                    self.misspelled.insert((e.table.to_owned(), e.key.to_owned(), name.to_owned()));
+                    format!("unknown field {field}; did you mean {name}?")
+                }
+                _ => format!("unknown field {field} (fields of {}: {})", e.table, known.join(", ")),
+            };
+            self.error(e, field, value, message);
         }
     }
 
@@ -478,14 +516,24 @@ impl<'a> Compiler<'a> {
 
 // Switch-wide tables and ports.
 impl<'a> Compiler<'a> {
+    /// Tables the model reads or defers are fine; another SONiC table is accepted and reported once as
+    /// not modelled; a name that is no SONiC table is an error, with the closest table name.
     fn check_tables(&mut self) {
         for table in self.db.tables.keys() {
-            let known = [COMPILED_TABLES, DEFERRED_TABLES, IGNORED_TABLES]
+            let used = [COMPILED_TABLES, DEFERRED_TABLES, IGNORED_TABLES]
                 .iter()
                 .any(|t| t.contains(&table.as_str()));
-            if !known {
-                self.warnings.push(ConfigIssue::new(table, "", "", "", "unknown table, ignored"));
+            if used {
+                continue;
             }
+            if names::SONIC_TABLES.contains(&table.as_str()) {
+                let message = "SONiC table not modelled by Lossless: accepted, ignored";
+                self.warnings.push(ConfigIssue::new(table, "", "", "", message));
+                continue;
+            }
+            let all = COMPILED_TABLES.iter().chain(DEFERRED_TABLES).chain(names::SONIC_TABLES).copied();
+            let message = format!("{table} is no SONiC table{}", names::suggestion(table, all));
+            self.errors.push(ConfigIssue::new(table, "", "", "", message));
         }
     }
 
@@ -943,9 +991,12 @@ impl<'a> Compiler<'a> {
             dscp_to_tc: self.map_ref(e, &DSCP_TO_TC, maps).and_then(|m| m.try_into().ok()),
             dot1p_to_tc: self.map_ref(e, &DOT1P_TO_TC, maps).and_then(|m| m.try_into().ok()),
             pfc_enable: self.optional(e, "pfc_enable", parse_priority_list).unwrap_or(0),
-            pfcwd_sw_enable: self.optional(e, "pfcwd_sw_enable", parse_priority_list).unwrap_or(0),
             ..PortQos::default()
         };
+        // Absent, it is pfc_enable: SONiC's db_migrator fills it so (sonic-net/sonic-utilities
+        // scripts/db_migrator.py, version_3_0_4), so no SONiC user meets a port without it.
+        qos.pfcwd_sw_enable =
+            self.optional(e, "pfcwd_sw_enable", parse_priority_list).unwrap_or(qos.pfc_enable);
         let eight_entry_maps = [
             (&TC_TO_QUEUE, &mut qos.tc_to_queue),
             (&TC_TO_PG, &mut qos.tc_to_pg),
@@ -966,7 +1017,8 @@ impl<'a> Compiler<'a> {
             if PORT_QOS_FIELDS.contains(&field.as_str()) {
                 self.error(e, field, value, format!("{field} cannot be set globally, only per port"));
             } else {
-                self.warn(e, field, value, "unknown field, ignored");
+                let hint = names::suggestion(field, [DSCP_TO_TC.field]);
+                self.error(e, field, value, format!("unknown field {field}{hint}"));
             }
         }
         self.map_ref(e, &DSCP_TO_TC, maps).and_then(|m| m.try_into().ok())
@@ -1988,21 +2040,43 @@ DSCP_TO_TC_MAP:
     }
 
     #[test]
-    fn unknown_tables_and_fields_are_warnings() {
+    fn sonic_tables_not_modelled_are_warnings() {
         let mut db = base_with("FLEX_COUNTER_TABLE", "QUEUE", "FLEX_COUNTER_STATUS", "enable");
         db.set("FLEX_COUNTER_TABLE", "PG_WATERMARK", "FLEX_COUNTER_STATUS", "enable");
-        db.set("PORT", "Ethernet0", "colour", "blue");
+        db.set("BGP_NEIGHBOR", "10.0.0.1", "asn", "65200");
         let warnings = compile(&db).unwrap().warnings;
         let found: Vec<(String, &str)> =
             warnings.iter().map(|w| (w.location(), w.message.as_str())).collect();
+        let message = "SONiC table not modelled by Lossless: accepted, ignored";
         assert_eq!(
             found,
-            [
-                ("FLEX_COUNTER_TABLE|".to_string(), "unknown table, ignored"),
-                ("PORT|Ethernet0|colour".to_string(), "unknown field, ignored"),
-            ]
+            [("BGP_NEIGHBOR|".to_string(), message), ("FLEX_COUNTER_TABLE|".to_string(), message)]
         );
-        assert_eq!(warnings[1].value, "blue");
+    }
+
+    #[test]
+    fn unknown_tables_are_errors_with_a_suggestion() {
+        let db = base_with("BUFER_QUEUE", "Ethernet0|3-4", "profile", "egress_lossless_profile");
+        assert_error(&db, "BUFER_QUEUE|", "", "did you mean BUFFER_QUEUE?");
+        let db = base_with("buffer_pool", "p", "size", "1");
+        assert_error(&db, "buffer_pool|", "", "did you mean BUFFER_POOL?");
+        let db = base_with("MY_OWN_TABLE", "x", "y", "z");
+        assert_error(&db, "MY_OWN_TABLE|", "", "MY_OWN_TABLE is no SONiC table");
+    }
+
+    #[test]
+    fn unknown_fields_are_errors_with_a_suggestion_and_no_cascade() {
+        let db = base_with("PORT", "Ethernet0", "colour", "blue");
+        assert_error(&db, "PORT|Ethernet0|colour", "blue", "unknown field colour (fields of PORT: speed");
+        // A misspelled required field: one error, no "speed is required" after it.
+        let mut db = base();
+        let fields = db.tables.get_mut("PORT").unwrap().get_mut("Ethernet0").unwrap();
+        let speed = fields.remove("speed").unwrap();
+        fields.insert("sped".into(), speed.clone());
+        assert_error(&db, "PORT|Ethernet0|sped", &speed, "unknown field sped; did you mean speed?");
+        // SONiC's own fields the model does not use are accepted.
+        let db = base_with("PORT", "Ethernet0", "link_training", "off");
+        assert!(compile(&db).unwrap().warnings.is_empty());
     }
 
     #[test]
@@ -2417,9 +2491,84 @@ BUFFER_PROFILE:
     }
 
     #[test]
-    fn pool_percentage_is_an_unknown_field() {
+    fn pool_percentage_is_not_modelled() {
         let db = buffers_with("BUFFER_POOL", "egress_lossy_pool", "percentage", "50");
-        assert_warning(&db, "BUFFER_POOL|egress_lossy_pool|percentage", "unknown field");
+        assert_warning(&db, "BUFFER_POOL|egress_lossy_pool|percentage", "not modelled");
+    }
+
+    #[test]
+    fn pool_xoff_fits_in_the_pool() {
+        let db = buffers_with("BUFFER_POOL", "ingress_lossless_pool", "xoff", "99999999");
+        assert_error(
+            &db,
+            "BUFFER_POOL|ingress_lossless_pool|xoff",
+            "99999999",
+            "larger than the pool's size",
+        );
+    }
+
+    /// `buffers()` with lossless PGs 3-4 on Ethernet0 (pfc_enable 3,4) using `profile`.
+    fn lossless_pgs_with(profile: &str) -> ConfigDb {
+        let mut db = buffers();
+        db.set("PORT_QOS_MAP", "Ethernet0", "pfc_enable", "3,4");
+        db.set("BUFFER_PG", "Ethernet0|3-4", "profile", profile);
+        db
+    }
+
+    #[test]
+    fn pfc_on_a_lossy_pg_is_refused() {
+        let db = lossless_pgs_with("ingress_lossy_profile");
+        let errors = errors(&db);
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert_eq!(errors[0].location(), "PORT_QOS_MAP|Ethernet0|pfc_enable");
+        assert_eq!(errors[0].value, "3,4");
+        assert!(errors[0].message.contains("priority 3 is PFC-enabled but its PG 3 has the lossy profile"));
+        assert!(compile(&lossless_pgs_with("pg_lossless_100000_5m_profile")).is_ok());
+    }
+
+    #[test]
+    fn lossless_profile_needs_xoff() {
+        let mut db = lossless_pgs_with("pg_lossless_100000_5m_profile");
+        db.set("BUFFER_PROFILE", "pg_lossless_100000_5m_profile", "xoff", "0");
+        assert_error(
+            &db,
+            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff",
+            "0",
+            "xoff 0 on a lossless profile",
+        );
+    }
+
+    #[test]
+    fn lossless_xoff_fits_in_the_shared_headroom_pool() {
+        let mut db = lossless_pgs_with("pg_lossless_100000_5m_profile");
+        db.set("BUFFER_POOL", "ingress_lossless_pool", "xoff", "100000");
+        assert_error(
+            &db,
+            "BUFFER_PROFILE|pg_lossless_100000_5m_profile|xoff",
+            "165568",
+            "more than the shared headroom pool of ingress_lossless_pool can ever give (100,000 bytes)",
+        );
+    }
+
+    #[test]
+    fn pfcwd_sw_enable_defaults_to_pfc_enable() {
+        let db = lossless_pgs_with("pg_lossless_100000_5m_profile");
+        assert_eq!(compile(&db).unwrap().config.qos[0].pfcwd_sw_enable, 0b0001_1000);
+        let mut db = lossless_pgs_with("pg_lossless_100000_5m_profile");
+        db.set("PORT_QOS_MAP", "Ethernet0", "pfcwd_sw_enable", "");
+        assert_eq!(compile(&db).unwrap().config.qos[0].pfcwd_sw_enable, 0);
+    }
+
+    #[test]
+    fn misspelled_threshold_gives_one_error() {
+        let mut db = buffers();
+        db.set("BUFFER_PROFILE", "q", "pool", "egress_lossy_pool").set(
+            "BUFFER_PROFILE",
+            "q",
+            "dynamic_tj",
+            "0",
+        );
+        assert_error(&db, "BUFFER_PROFILE|q|dynamic_tj", "0", "did you mean dynamic_th?");
     }
 
     #[test]
@@ -2479,7 +2628,9 @@ BUFFER_PROFILE:
     }
 
     #[test]
-    fn profile_threshold_matches_the_pool_mode() {
+    fn profile_threshold_mode_is_the_profiles_own() {
+        // SAI sets the threshold mode per profile: static_th on a dynamic pool (Arista's templates) and
+        // dynamic_th on a static one are both accepted and kept as written.
         let mut db = buffers();
         db.set("BUFFER_PROFILE", "q", "pool", "egress_lossless_pool").set(
             "BUFFER_PROFILE",
@@ -2487,16 +2638,16 @@ BUFFER_PROFILE:
             "dynamic_th",
             "0",
         );
-        assert_error(&db, "BUFFER_PROFILE|q|dynamic_th", "0", "static pool egress_lossless_pool");
-        assert!(errors(&db)[0].message.contains("need static_th"));
-        let mut db = buffers();
-        db.set("BUFFER_PROFILE", "q", "pool", "egress_lossy_pool").set(
+        db.set("BUFFER_PROFILE", "p", "pool", "egress_lossy_pool").set(
             "BUFFER_PROFILE",
-            "q",
+            "p",
             "static_th",
             "1000",
         );
-        assert_error(&db, "BUFFER_PROFILE|q|static_th", "1000", "need dynamic_th");
+        let Compiled { config, warnings } = compile(&db).unwrap();
+        assert_eq!(warnings, vec![]);
+        assert_eq!(profile(&config, "q").threshold, Threshold::Dynamic(0));
+        assert_eq!(profile(&config, "p").threshold, Threshold::Static(1000));
     }
 
     #[test]
@@ -2580,8 +2731,8 @@ BUFFER_PROFILE:
             "NULL (computed) profiles need the control plane's headroom calculator",
         );
         let db = buffers_with("BUFFER_PG", "Ethernet0|3-4", "size", "0");
-        let errors = errors(&db);
-        assert_eq!(errors[0].location(), "BUFFER_PG|Ethernet0|3-4|profile", "{errors:#?}");
+        let locations: Vec<String> = errors(&db).iter().map(ConfigIssue::location).collect();
+        assert_eq!(locations, ["BUFFER_PG|Ethernet0|3-4|size", "BUFFER_PG|Ethernet0|3-4|profile"]);
         let db = buffers_with("BUFFER_QUEUE", "Ethernet0|3-4", "profile", "no_profile");
         assert_error(&db, "BUFFER_QUEUE|Ethernet0|3-4|profile", "no_profile", "names no BUFFER_PROFILE");
     }

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 
 const ASIC_FIELDS: &[&str] =
     &["cell_size", "mmu_size", "ecn_mark_point", "pfc_pause_quanta", "pfc_refresh_percent", "random_seed"];
-/// `percentage` (the dynamic buffer model's pool sizing) is not among them: it is an unknown field here.
-const POOL_FIELDS: &[&str] = &["type", "mode", "size", "xoff"];
+/// `percentage` (the dynamic buffer model's pool sizing) is accepted and reported as not modelled.
+const POOL_FIELDS: &[&str] = &["type", "mode", "size", "xoff", "percentage"];
 const PROFILE_FIELDS: &[&str] = &[
     "pool",
     "size",
@@ -37,13 +37,6 @@ fn direction_name(direction: PoolDirection) -> &'static str {
     match direction {
         PoolDirection::Ingress => "ingress",
         PoolDirection::Egress => "egress",
-    }
-}
-
-fn mode_name(mode: ThresholdMode) -> &'static str {
-    match mode {
-        ThresholdMode::Static => "static",
-        ThresholdMode::Dynamic => "dynamic",
     }
 }
 
@@ -151,12 +144,28 @@ impl<'a> Compiler<'a> {
         let mode = self.optional(e, "mode", |v| parse_keyword(v, &modes)).unwrap_or(ThresholdMode::Dynamic);
         let size_bytes = self.required(e, "size", parse_bytes);
         let mut xoff_bytes = self.optional(e, "xoff", parse_bytes).unwrap_or(0);
+        if let Some(value) = e.get("percentage") {
+            let message = "percentage (the dynamic buffer model's share of the free buffer) is not modelled: \
+                           the pool has its size";
+            self.warn(e, "percentage", value, message);
+        }
         let direction = direction?;
         if direction == PoolDirection::Egress && xoff_bytes > 0 {
             let message = "xoff (the shared headroom pool) is only allowed on ingress pools: \
                            headroom absorbs what arrives after an ingress PG sends XOFF";
             self.field_error(e, "xoff", message);
             xoff_bytes = 0;
+        }
+        if let Some(size) = size_bytes
+            && xoff_bytes > size
+        {
+            let message = format!(
+                "xoff {} (the shared headroom pool) is larger than the pool's size {}: SONiC carves the \
+                 headroom pool out of the pool",
+                thousands(xoff_bytes),
+                thousands(size)
+            );
+            self.field_error(e, "xoff", message);
         }
         Some(BufferPool { name: e.key.to_owned(), direction, mode, size_bytes: size_bytes?, xoff_bytes })
     }
@@ -165,7 +174,10 @@ impl<'a> Compiler<'a> {
         Named::compile(self, "BUFFER_PROFILE", |cx, e| cx.buffer_profile(e, pools))
     }
 
-    /// `BUFFER_PROFILE|<name>`: exactly one of `dynamic_th` / `static_th`, of the kind of its pool's mode.
+    /// `BUFFER_PROFILE|<name>`: exactly one of `dynamic_th` / `static_th`. The threshold mode is the
+    /// profile's own, whatever its pool's `mode` (SAI's `SAI_BUFFER_PROFILE_ATTR_THRESHOLD_MODE`, which
+    /// bufferorch sets from the field present): SONiC's Arista templates put a `static_th` lossy profile on
+    /// the dynamic ingress_lossless_pool.
     fn buffer_profile(&mut self, e: Entry<'a>, pools: &Named<BufferPool>) -> Option<BufferProfile> {
         self.check_fields(e, PROFILE_FIELDS);
         let pool_index = self.required(e, "pool", |v| pools.resolve(v)).flatten();
@@ -184,7 +196,9 @@ impl<'a> Compiler<'a> {
                 None
             }
             (None, None) => {
-                self.error(e, "", e.key, "a profile needs dynamic_th or static_th (exactly one)");
+                if !self.is_misspelled(e, "dynamic_th") && !self.is_misspelled(e, "static_th") {
+                    self.error(e, "", e.key, "a profile needs dynamic_th or static_th (exactly one)");
+                }
                 None
             }
             (Some(_), None) => dynamic_th.map(Threshold::Dynamic),
@@ -192,20 +206,6 @@ impl<'a> Compiler<'a> {
         };
         let (pool_index, threshold) = (pool_index?, threshold?);
         let pool = &pools.items[pool_index];
-        let (field, mode) = match threshold {
-            Threshold::Dynamic(_) => ("dynamic_th", ThresholdMode::Dynamic),
-            Threshold::Static(_) => ("static_th", ThresholdMode::Static),
-        };
-        if pool.mode != mode {
-            let needed = if pool.mode == ThresholdMode::Static { "static_th" } else { "dynamic_th" };
-            let message = format!(
-                "{field} on a profile of {} pool {}: the profiles of a {} pool need {needed}",
-                mode_name(pool.mode),
-                pool.name,
-                mode_name(pool.mode)
-            );
-            self.field_error(e, field, message);
-        }
         if size_bytes > pool.size_bytes {
             let message = format!(
                 "size {} is larger than pool {} ({} bytes)",
@@ -336,8 +336,104 @@ impl<'a> Compiler<'a> {
     /// profile (warnings), and the total against `mmu_size` (an error).
     pub(super) fn check_buffers(&mut self, config: &SwitchConfig) {
         self.check_lossless_pgs_have_profiles(config);
+        self.check_lossless_headroom(config);
         self.check_ucloud_inequality(config);
         self.check_mmu_size(config);
+    }
+
+    /// A lossless PG needs headroom: the bytes still arriving after it sends XOFF. Its profile must have
+    /// an `xoff`, and a shared headroom pool must be able to give a PG all of it.
+    ///
+    /// - a PFC priority whose PG has a lossy profile (no `xon`, `xoff` or `xon_offset` at all) is refused at
+    ///   `PORT_QOS_MAP|<port>|pfc_enable`: PFC would be negotiated for a class the buffer drops;
+    /// - a headroom profile with `xoff` 0 on a lossless PG is refused at `BUFFER_PROFILE|<name>|xoff`;
+    /// - `xoff` above its pool's shared headroom pool (pool `xoff` > 0) is refused there too.
+    fn check_lossless_headroom(&mut self, config: &SwitchConfig) {
+        let (pools, profiles) = (&config.pools, &config.profiles);
+        let mut reported = vec![false; profiles.len()];
+        for ((port, qos), buffers) in config.ports.iter().zip(&config.qos).zip(&config.port_buffers) {
+            for priority in bits(qos.pfc_enable) {
+                let pg = usize::from(qos.pfc_to_pg[priority]);
+                let Some(index) = buffers.pg_profile[pg] else { continue };
+                let profile = &profiles[index];
+                if self.headroom_fields_written(&profile.name).is_empty() {
+                    let message = format!(
+                        "priority {priority} is PFC-enabled but its PG {pg} has the lossy profile {} (no xoff \
+                         headroom): frames in flight after XOFF would be dropped",
+                        profile.name
+                    );
+                    let value = self.port_qos_value(&port.name, "pfc_enable");
+                    let key = self.port_qos_key(&port.name);
+                    self.errors.push(ConfigIssue::new("PORT_QOS_MAP", &key, "pfc_enable", &value, message));
+                    continue;
+                }
+                if reported[index] {
+                    continue;
+                }
+                let pool = &pools[profile.pool];
+                let value = self.profile_value(&profile.name, "xoff");
+                if profile.xoff_bytes == 0 {
+                    reported[index] = true;
+                    let message = format!(
+                        "xoff 0 on a lossless profile ({}|{pg} is PFC-enabled): no headroom for what arrives \
+                         after XOFF",
+                        port.name
+                    );
+                    self.errors.push(ConfigIssue::new(
+                        "BUFFER_PROFILE",
+                        &profile.name,
+                        "xoff",
+                        &value,
+                        message,
+                    ));
+                } else if pool.xoff_bytes > 0 && profile.xoff_bytes > pool.xoff_bytes {
+                    reported[index] = true;
+                    let message = format!(
+                        "xoff {} is more than the shared headroom pool of {} can ever give ({} bytes)",
+                        thousands(profile.xoff_bytes),
+                        pool.name,
+                        thousands(pool.xoff_bytes)
+                    );
+                    self.errors.push(ConfigIssue::new(
+                        "BUFFER_PROFILE",
+                        &profile.name,
+                        "xoff",
+                        &value,
+                        message,
+                    ));
+                }
+            }
+        }
+    }
+
+    /// The headroom fields (`xon`, `xoff`, `xon_offset`) written for a profile.
+    fn headroom_fields_written(&self, name: &str) -> Vec<&'static str> {
+        let fields = self.db.tables.get("BUFFER_PROFILE").and_then(|t| t.get(name));
+        HEADROOM_FIELDS
+            .iter()
+            .copied()
+            .filter(|f| fields.is_some_and(|fields| fields.contains_key(*f)))
+            .collect()
+    }
+
+    fn profile_value(&self, name: &str, field: &str) -> String {
+        let fields = self.db.tables.get("BUFFER_PROFILE").and_then(|t| t.get(name));
+        fields.and_then(|f| f.get(field)).cloned().unwrap_or_default()
+    }
+
+    /// The `PORT_QOS_MAP` key that configures a port (it may join several ports with commas).
+    fn port_qos_key(&self, port: &str) -> String {
+        entries(self.db, "PORT_QOS_MAP")
+            .find(|e| e.key.split(',').any(|p| p == port))
+            .map_or_else(|| port.to_owned(), |e| e.key.to_owned())
+    }
+
+    fn port_qos_value(&self, port: &str, field: &str) -> String {
+        entries(self.db, "PORT_QOS_MAP")
+            .find(|e| e.key.split(',').any(|p| p == port))
+            .and_then(|e| e.get(field))
+            .unwrap_or_default()
+            .to_owned()
     }
 
     /// A lossless PG without a profile is admitted without limit and never reaches an XOFF point. Only on
