@@ -460,9 +460,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Import { file } => {
+            // What import prints must be a config the switch takes: validated as `validate` does (the
+            // model's rules only; NULL profiles stay for the switch's headroom calculator to fill).
             let db = read_config(&file)?;
-            print!("{}", serde_yaml::to_string(&db)?);
-            Ok(ExitCode::SUCCESS)
+            let mut unresolved = db.clone();
+            if let Some(pgs) = unresolved.tables.get_mut("BUFFER_PG") {
+                pgs.retain(|_, fields| fields.get("profile").is_none_or(|p| p != "NULL"));
+            }
+            match compile(&unresolved) {
+                Ok(compiled) => {
+                    for w in &compiled.warnings {
+                        eprintln!("warning: {w}");
+                    }
+                    print!("{}", serde_yaml::to_string(&db)?);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("{}: {e}", file.display());
+                    Ok(ExitCode::FAILURE)
+                }
+            }
         }
         Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
         command => {

@@ -10,8 +10,10 @@
 //! plainly and documented on their types: `SWITCH|switch` aging and flood settings, `BORDER_RULE`, the
 //! `netdev` field of PORT.
 
+pub mod asic;
 mod parse;
 
+pub use asic::{AsicFamily, Personality};
 pub use parse::compile;
 
 use crate::wire::EthernetAddress;
@@ -201,14 +203,16 @@ pub struct SwitchConfig {
     pub pfc_wd_global: PfcWdGlobal,
 }
 
-/// `BUFFER_ASIC|global` (Lossless extension: SONiC keeps the cell size in STATE_DB's ASIC_TABLE and the
-/// total in BUFFER_MAX_PARAM). Fields: `cell_size` (bytes, default 208 as Broadcom Tomahawk), `mmu_size`
-/// (bytes of buffer in all; when given, pools plus reservations must fit in it), `ecn_mark_point`
-/// (`enqueue` default, or `dequeue` as the HPCC simulator does), `pfc_pause_quanta` (quanta in XOFF frames,
-/// default 65535), `pfc_refresh_percent` (an asserted XOFF is re-sent after this percentage of its pause
-/// time, default 50), `random_seed` (seed of the WRED random numbers, default 1).
+/// The ASIC: its family's [`Personality`] (from `DEVICE_METADATA|localhost` `asic`, `hwsku` or `platform`)
+/// and `BUFFER_ASIC|global` (Lossless extension: SONiC keeps the cell size in STATE_DB's ASIC_TABLE and the
+/// total in BUFFER_MAX_PARAM), whose fields override it: `cell_size` (bytes; default the family's),
+/// `mmu_size` (bytes of buffer in all, default the family's; pools plus reservations must fit in it),
+/// `ecn_mark_point` (`enqueue` default, or `dequeue` as the HPCC simulator does), `pfc_pause_quanta` (quanta
+/// in XOFF frames, default 65535), `pfc_refresh_percent` (an asserted XOFF is re-sent after this percentage
+/// of its pause time, default 50), `random_seed` (seed of the WRED random numbers, default 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AsicSettings {
+    pub personality: Personality,
     pub cell_bytes: u32,
     pub mmu_size_bytes: Option<u64>,
     pub ecn_mark_point: EcnMarkPoint,
@@ -217,16 +221,29 @@ pub struct AsicSettings {
     pub random_seed: u64,
 }
 
-impl Default for AsicSettings {
-    fn default() -> Self {
+impl AsicSettings {
+    /// A family's defaults.
+    pub fn of(family: AsicFamily) -> AsicSettings {
+        let personality = family.personality();
         AsicSettings {
-            cell_bytes: 208,
-            mmu_size_bytes: None,
+            personality,
+            cell_bytes: personality.cell_bytes,
+            mmu_size_bytes: personality.buffer_bytes,
             ecn_mark_point: EcnMarkPoint::Enqueue,
             pfc_pause_quanta: 0xffff,
             pfc_refresh_percent: 50,
             random_seed: 1,
         }
+    }
+
+    pub fn family(&self) -> AsicFamily {
+        self.personality.family
+    }
+}
+
+impl Default for AsicSettings {
+    fn default() -> Self {
+        AsicSettings::of(AsicFamily::Generic)
     }
 }
 
@@ -495,6 +512,8 @@ pub struct PortConfig {
     pub alias: Option<String>,
     /// `netdev`: the Linux interface switchd binds this port to (Lossless extension).
     pub netdev: Option<String>,
+    /// The first of `lanes`: which pipe (and so which buffer partition) the port is in.
+    pub first_lane: Option<u32>,
 }
 
 /// `VLAN|Vlan<id>` and its `VLAN_MEMBER|Vlan<id>|<port>` entries.

@@ -599,6 +599,7 @@ impl<'a> Compiler<'a> {
             admin_up: self.optional(e, "admin_status", |v| parse_keyword(v, &up_down)).unwrap_or(true),
             alias: e.get("alias").map(str::to_owned),
             netdev: e.get("netdev").map(str::to_owned),
+            first_lane: self.optional(e, "lanes", parse_lanes).flatten(),
         })
     }
 }
@@ -1128,6 +1129,18 @@ fn thousands(n: u64) -> String {
     grouped
 }
 
+/// `lanes`: SerDes lane numbers joined with commas (`"65,66,67,68"`); the first one places the port in a
+/// pipe. Empty: none.
+fn parse_lanes(text: &str) -> Result<Option<u32>, String> {
+    let mut first = None;
+    for lane in text.split(',').filter(|l| !l.is_empty()) {
+        let lane = parse_number(lane.trim(), "a lane number", 0, 65535)
+            .map_err(|_| format!("{text:?} is not a list of lane numbers (65,66,67,68)"))?;
+        first.get_or_insert(lane);
+    }
+    Ok(first)
+}
+
 fn parse_aging_secs(text: &str) -> Result<u64, String> {
     parse_number(text, "a number of seconds", 0, MAX_AGING_SECS)
 }
@@ -1281,6 +1294,7 @@ fn resolve_next_hop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::config::AsicFamily;
 
     fn mac(text: &str) -> EthernetAddress {
         text.parse().unwrap()
@@ -1318,6 +1332,7 @@ DEVICE_METADATA:
   localhost:
     hostname: lossless-1
     hwsku: Lossless-4x100G
+    asic: generic
     platform: x86_64-lossless-r0
     buffer_model: traditional
     type: ToRRouter
@@ -1426,6 +1441,7 @@ CABLE_LENGTH:
                 admin_up,
                 alias: alias.map(Into::into),
                 netdev: netdev.map(Into::into),
+                first_lane: (name == "Ethernet0").then_some(0),
             }
         };
         let device = "02:00:00:00:00:aa";
@@ -2185,7 +2201,7 @@ DSCP_TO_TC_MAP:
     fn th_balanced_profile_compiles_with_its_numbers() {
         let Compiled { config, warnings } = compile(&yaml(TH_BALANCED)).unwrap();
         assert_eq!(warnings, vec![]);
-        assert_eq!(config.asic, AsicSettings { cell_bytes: 208, ..AsicSettings::default() });
+        assert_eq!(config.asic, AsicSettings::of(AsicFamily::Tomahawk));
         assert_eq!(config.ports.len(), 5);
         assert_eq!(config.routes.len(), 2);
         use PoolDirection::{Egress, Ingress};
@@ -2254,7 +2270,7 @@ DSCP_TO_TC_MAP:
     fn sn2700_profile_compiles_with_its_numbers() {
         let Compiled { config, warnings } = compile(&yaml(SN2700)).unwrap();
         assert_eq!(warnings, vec![]);
-        assert_eq!(config.asic, AsicSettings { cell_bytes: 96, ..AsicSettings::default() });
+        assert_eq!(config.asic, AsicSettings::of(AsicFamily::Spectrum1));
         use PoolDirection::{Egress, Ingress};
         use ThresholdMode::{Dynamic, Static};
         assert_eq!(
@@ -2422,6 +2438,7 @@ BUFFER_PROFILE:
         }
         let asic = compile(&db).unwrap().config.asic;
         let expected = AsicSettings {
+            personality: AsicFamily::Generic.personality(),
             cell_bytes: 96,
             mmu_size_bytes: Some(16_777_216),
             ecn_mark_point: EcnMarkPoint::Dequeue,
@@ -2430,6 +2447,52 @@ BUFFER_PROFILE:
             random_seed: u64::MAX,
         };
         assert_eq!(asic, expected);
+    }
+
+    #[test]
+    fn asic_personality_from_device_metadata() {
+        let family = |field: &str, value: &str| {
+            let db = base_with("DEVICE_METADATA", "localhost", field, value);
+            compile(&db).map(|c| (c.config.asic, c.warnings))
+        };
+        let (asic, warnings) = family("hwsku", "Arista-7050CX3-32S-C32").unwrap();
+        assert_eq!((asic.family(), asic.cell_bytes, warnings.len()), (AsicFamily::Trident3, 256, 0));
+        let (asic, _) = family("platform", "x86_64-mlnx_msn2700-r0").unwrap();
+        assert_eq!((asic.family(), asic.cell_bytes), (AsicFamily::Spectrum1, 96));
+        let (asic, _) = family("asic", "th").unwrap();
+        assert_eq!((asic.family(), asic.personality.partitions()), (AsicFamily::Tomahawk, 4));
+        let (asic, warnings) = family("hwsku", "DellEMC-Z9332f-O32").unwrap();
+        assert_eq!(asic.family(), AsicFamily::Generic);
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].location(), "DEVICE_METADATA|localhost|hwsku");
+        assert!(
+            warnings[0].message.contains("no ASIC personality for DellEMC-Z9332f-O32"),
+            "{}",
+            warnings[0]
+        );
+        assert_error(
+            &base_with("DEVICE_METADATA", "localhost", "asic", "th9"),
+            "DEVICE_METADATA|localhost|asic",
+            "th9",
+            "not an ASIC family",
+        );
+        // BUFFER_ASIC overrides the family's cell size.
+        let mut db = base_with("DEVICE_METADATA", "localhost", "hwsku", "Arista-7050CX3-32S-C32");
+        db.set("BUFFER_ASIC", "global", "cell_size", "208");
+        assert_eq!(compile(&db).unwrap().config.asic.cell_bytes, 208);
+    }
+
+    #[test]
+    fn pools_fit_the_asic_buffer() {
+        let mut db = buffers_with("DEVICE_METADATA", "localhost", "asic", "spc1");
+        assert!(compile(&db).is_ok());
+        db.set("BUFFER_POOL", "egress_lossless_pool", "size", "20000000");
+        assert_error(
+            &db,
+            "BUFFER_POOL|egress_lossless_pool|size",
+            "20000000",
+            "more than the NVIDIA Spectrum buffer",
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::{
     Compiler, Entry, Named, PortMap, entries, parse_bytes, parse_dynamic_th, parse_keyword, parse_number,
     thousands,
 };
+use crate::model::config::asic::{self, AsicFamily};
 use crate::model::config::{
     AsicSettings, BufferPool, BufferProfile, ConfigIssue, EcnMarkPoint, PoolDirection, PortBuffers,
     PortIndex, PortQos, ProfileIndex, SwitchConfig, Threshold, ThresholdMode,
@@ -104,9 +105,10 @@ fn bits(mask: u8) -> impl Iterator<Item = usize> {
 }
 
 impl<'a> Compiler<'a> {
-    /// `BUFFER_ASIC|global` (Lossless extension).
+    /// The ASIC: the family's personality from `DEVICE_METADATA|localhost`, then `BUFFER_ASIC|global`
+    /// (Lossless extension) over it.
     pub(super) fn buffer_asic(&mut self) -> AsicSettings {
-        let mut asic = AsicSettings::default();
+        let mut asic = AsicSettings::of(self.asic_family());
         for e in entries(self.db, "BUFFER_ASIC") {
             if e.key != "global" {
                 let message = format!("{:?} is not a BUFFER_ASIC key: the only one is global", e.key);
@@ -116,7 +118,7 @@ impl<'a> Compiler<'a> {
             self.check_fields(e, ASIC_FIELDS);
             let cell = self.optional(e, "cell_size", |v| parse_number(v, "a number of bytes", 1, 16384));
             asic.cell_bytes = cell.unwrap_or(asic.cell_bytes);
-            asic.mmu_size_bytes = self.optional(e, "mmu_size", parse_bytes);
+            asic.mmu_size_bytes = self.optional(e, "mmu_size", parse_bytes).or(asic.mmu_size_bytes);
             let points = [("enqueue", EcnMarkPoint::Enqueue), ("dequeue", EcnMarkPoint::Dequeue)];
             let point = self.optional(e, "ecn_mark_point", |v| parse_keyword(v, &points));
             asic.ecn_mark_point = point.unwrap_or(asic.ecn_mark_point);
@@ -130,6 +132,31 @@ impl<'a> Compiler<'a> {
             asic.random_seed = seed.unwrap_or(asic.random_seed);
         }
         asic
+    }
+
+    /// `DEVICE_METADATA|localhost`: `asic` (Lossless extension: a family keyword), else the `hwsku`, else
+    /// the `platform`. A hwsku or platform the model does not know runs the generic personality, with a
+    /// warning that says so.
+    fn asic_family(&mut self) -> AsicFamily {
+        let Some(e) = entries(self.db, "DEVICE_METADATA").find(|e| e.key == "localhost") else {
+            return AsicFamily::Generic;
+        };
+        let asic = self.optional(e, "asic", |v| {
+            AsicFamily::from_keyword(v).ok_or_else(|| {
+                let words: Vec<&str> = AsicFamily::ALL.iter().map(|f| f.keyword()).collect();
+                format!("{v:?} is not an ASIC family the model knows ({})", words.join(", "))
+            })
+        });
+        let (family, chosen) = asic::family_of(asic, e.get("hwsku"), e.get("platform"));
+        if let asic::Chosen::Unknown(name) = chosen {
+            let field = if e.get("hwsku") == Some(name.as_str()) { "hwsku" } else { "platform" };
+            let message = format!(
+                "no ASIC personality for {name}: running the generic one (one buffer, 208-byte cells); set \
+                 DEVICE_METADATA|localhost|asic to one of th, th2, td2, td3, spc1, spc2, spc3"
+            );
+            self.warn(e, field, &name, message);
+        }
+        family
     }
 
     pub(super) fn buffer_pools(&mut self) -> Named<'a, BufferPool> {
@@ -554,9 +581,18 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// With `mmu_size`: pools, shared headroom pools, the reserved sizes of every PG and queue, and the
-    /// private headroom (xoff) of lossless PGs whose pool has no shared headroom pool must fit in it.
+    /// With `BUFFER_ASIC|global|mmu_size`: pools, shared headroom pools, the reserved sizes of every PG
+    /// and queue, and the private headroom (xoff) of lossless PGs whose pool has no shared headroom pool
+    /// must fit in it. Without it, the family's buffer bounds the pools: ingress and egress pools are two
+    /// accountings of the same cells (Broadcom and NVIDIA alike), so the ingress pools together, and each
+    /// egress pool, must fit in it.
     fn check_mmu_size(&mut self, config: &SwitchConfig) {
+        let written =
+            entries(self.db, "BUFFER_ASIC").find(|e| e.key == "global").and_then(|e| e.get("mmu_size"));
+        if written.is_none() {
+            self.check_pools_fit_the_asic(config);
+            return;
+        }
         let Some(mmu_size) = config.asic.mmu_size_bytes else { return };
         let (pools, profiles) = (&config.pools, &config.profiles);
         let pool_bytes: u64 = pools.iter().map(|p| p.size_bytes).sum();
@@ -591,5 +627,38 @@ impl<'a> Compiler<'a> {
                 .unwrap_or_default();
             self.errors.push(ConfigIssue::new("BUFFER_ASIC", "global", "mmu_size", value, message));
         }
+    }
+
+    /// The pools against the family's buffer (see [`Compiler::check_mmu_size`]); the pool that goes over
+    /// is named.
+    fn check_pools_fit_the_asic(&mut self, config: &SwitchConfig) {
+        let personality = config.asic.personality;
+        let Some(buffer) = personality.buffer_bytes else { return };
+        let mut ingress = 0;
+        for pool in &config.pools {
+            let (total, what) = match pool.direction {
+                PoolDirection::Ingress => {
+                    ingress += pool.size_bytes;
+                    (ingress, "the ingress pools together")
+                }
+                PoolDirection::Egress => (pool.size_bytes, "the pool"),
+            };
+            if total > buffer {
+                let message = format!(
+                    "{what} take {} bytes, more than the {} buffer of {} bytes",
+                    thousands(total),
+                    personality.name,
+                    thousands(buffer)
+                );
+                let value = self.pool_value(&pool.name, "size");
+                self.errors.push(ConfigIssue::new("BUFFER_POOL", &pool.name, "size", &value, message));
+                return;
+            }
+        }
+    }
+
+    fn pool_value(&self, name: &str, field: &str) -> String {
+        let fields = self.db.tables.get("BUFFER_POOL").and_then(|t| t.get(name));
+        fields.and_then(|f| f.get(field)).cloned().unwrap_or_default()
     }
 }
