@@ -103,6 +103,9 @@ impl Rig {
         let cells = |field: &str, t: &std::collections::BTreeMap<String, String>| {
             t.get(field).map_or(0, |v| v.parse::<u64>().unwrap().div_ceil(cell))
         };
+        // A partitioned buffer (Tomahawk's XPEs) gives each partition an even share of every pool; the
+        // profiles' ports have no lanes, so they are all in pipe 0 and one partition.
+        let partitions = self.sw.config().asic.personality.partitions() as u64;
         Cells {
             reserved: cells("size", p),
             alpha_exp: p.get("dynamic_th").map(|v| v.parse().unwrap()),
@@ -110,8 +113,8 @@ impl Rig {
             xoff: cells("xoff", p),
             xon: cells("xon", p),
             xon_offset: cells("xon_offset", p),
-            pool: cells("size", pool),
-            pool_xoff: cells("xoff", pool),
+            pool: cells("size", pool) / partitions,
+            pool_xoff: cells("xoff", pool) / partitions,
         }
     }
 }
@@ -300,7 +303,8 @@ fn headroom_pool_size() {
     let cell = 208u64;
     let xoff_cells = 177_632u64.div_ceil(cell);
     let shp_cells = xoff_cells * 5 / 2;
-    db.set("BUFFER_POOL", "ingress_lossless_pool", "xoff", (shp_cells * cell).to_string());
+    // Tomahawk: the pool is split over 4 XPEs, the profile's ports all in one.
+    db.set("BUFFER_POOL", "ingress_lossless_pool", "xoff", (4 * shp_cells * cell).to_string());
     let mut rig = Rig::with_db(db);
     let dst = rig.dst;
     let (e0, e4) = (port(&rig.sw, "Ethernet0"), port(&rig.sw, "Ethernet4"));
@@ -389,7 +393,10 @@ fn watermarks_track_shared_and_headroom_cells() {
 /// within 5 standard deviations of the WRED curve's expectation, and nothing is dropped (ECT is marked).
 #[test]
 fn dscp_ecn_marking_follows_the_wred_curve() {
-    let mut rig = Rig::new(TH);
+    // One buffer: on a Tomahawk one ingress PG's quarter of the pool drops before queue 3 reaches max.
+    let mut db = ConfigDb::from_yaml_str(TH).unwrap();
+    db.set("DEVICE_METADATA", "localhost", "asic", "generic");
+    let mut rig = Rig::with_db(db);
     let (src, dst) = (rig.src, rig.dst);
     let cell = rig.cell();
     // Thresholds from the profile, in bytes.

@@ -30,11 +30,20 @@
 //! those, so accounting returns to zero after a drain whatever the configuration did in between. PGs and
 //! queues without a profile are not managed: their frames are admitted without limits and not counted in
 //! any pool.
+//!
+//! **Partitions.** An ASIC whose buffer is split (Tomahawk's four XPEs; see `docs/asic-personalities.md`)
+//! divides every pool and shared headroom pool evenly among its partitions. A frame is held in the
+//! partition of its (ingress pipe, egress pipe), and its PG's and queue's dynamic limits are alpha times
+//! the free space of that partition. PG and queue occupancy stays one level per PG and queue (a PG
+//! feeding egress pipes in two partitions is counted once, against the partition of its latest frame).
 
 use super::config::{PoolDirection, SwitchConfig, Threshold};
 
 /// A pool's identity that survives reconfiguration (pools are matched by name).
 pub type PoolId = usize;
+
+/// The most buffer partitions a personality has.
+pub const MAX_PARTITIONS: usize = 4;
 
 /// Where the cells of one admitted frame went, on both sides; released exactly on dequeue or drop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,6 +58,8 @@ pub struct IngressAlloc {
     pub port: usize,
     pub pg: u8,
     pub pool: PoolId,
+    /// The buffer partition the frame is in.
+    pub partition: u8,
     pub cells: u32,
     /// Where the cells went at admission (reserved, shared, headroom): for XOFF and watermarks.
     pub regions: (u32, u32, u32),
@@ -59,6 +70,7 @@ pub struct EgressAlloc {
     pub port: usize,
     pub queue: u8,
     pub pool: PoolId,
+    pub partition: u8,
     pub cells: u32,
     /// (reserved, shared) at admission.
     pub regions: (u32, u32),
@@ -96,12 +108,26 @@ struct Pool {
     name: String,
     /// Still in the running configuration (a removed pool keeps counting until its frames drain).
     active: bool,
+    /// Shared cells of each partition.
     size: u64,
+    /// Shared headroom cells of each partition.
     headroom_size: u64,
-    shared_used: u64,
-    headroom_used: u64,
+    /// Per partition.
+    shared_used: [u64; MAX_PARTITIONS],
+    headroom_used: [u64; MAX_PARTITIONS],
+    /// Of the whole pool (all partitions).
     wm_shared: [u64; 2],
     wm_headroom: [u64; 2],
+}
+
+impl Pool {
+    fn shared_total(&self) -> u64 {
+        self.shared_used.iter().sum()
+    }
+
+    fn headroom_total(&self) -> u64 {
+        self.headroom_used.iter().sum()
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -112,6 +138,8 @@ struct PgState {
     shared_used: u64,
     headroom_used: u64,
     xoff: bool,
+    /// The partition of the PG's latest frame: its limit is computed there.
+    partition: u8,
     wm_shared: [u64; 2],
     wm_headroom: [u64; 2],
 }
@@ -122,6 +150,7 @@ struct QueueState {
     lossless: bool,
     reserved_used: u64,
     shared_used: u64,
+    partition: u8,
     wm_shared: [u64; 2],
 }
 
@@ -174,6 +203,9 @@ pub struct Mmu {
     cell_bytes: u64,
     pools: Vec<Pool>,
     ports: Vec<PortState>,
+    /// The ASIC's partitioning, and each port's pipe.
+    personality: super::config::Personality,
+    port_pipe: Vec<u8>,
 }
 
 fn cells(bytes: u64, cell: u64) -> u64 {
@@ -189,11 +221,14 @@ impl Mmu {
         if !keep_occupancy {
             self.ports.clear();
             for p in &mut self.pools {
-                p.shared_used = 0;
-                p.headroom_used = 0;
+                p.shared_used = [0; MAX_PARTITIONS];
+                p.headroom_used = [0; MAX_PARTITIONS];
             }
         }
         self.cell_bytes = cell;
+        self.personality = config.asic.personality;
+        let partitions = self.personality.partitions().clamp(1, MAX_PARTITIONS) as u64;
+        self.port_pipe = config.ports.iter().map(|p| self.personality.pipe_of_lane(p.first_lane)).collect();
         for p in &mut self.pools {
             p.active = false;
         }
@@ -210,9 +245,12 @@ impl Mmu {
                 };
                 let pool = &mut self.pools[id];
                 pool.active = true;
-                pool.size = cells(cfg.size_bytes, cell);
-                pool.headroom_size =
-                    if cfg.direction == PoolDirection::Ingress { cells(cfg.xoff_bytes, cell) } else { 0 };
+                pool.size = cells(cfg.size_bytes, cell) / partitions;
+                pool.headroom_size = if cfg.direction == PoolDirection::Ingress {
+                    cells(cfg.xoff_bytes, cell) / partitions
+                } else {
+                    0
+                };
                 id
             })
             .collect();
@@ -274,25 +312,35 @@ impl Mmu {
         self.ports.get(port).is_some_and(|p| p.pgs[usize::from(pg & 7)].lossless)
     }
 
-    /// The current shared limit of a threshold in a pool, in cells.
-    fn limit(&self, threshold: CellThreshold, pool: PoolId) -> u64 {
+    /// The current shared limit of a threshold in a partition of a pool, in cells.
+    fn limit(&self, threshold: CellThreshold, pool: PoolId, partition: u8) -> u64 {
         let p = &self.pools[pool];
         match threshold {
             CellThreshold::Static(Some(c)) => c,
             CellThreshold::Static(None) => p.size,
             CellThreshold::Dynamic(n) => {
-                let free = p.size.saturating_sub(p.shared_used);
+                let free = p.size.saturating_sub(p.shared_used[usize::from(partition)]);
                 if n >= 0 { free << n } else { free >> (-n) }
             }
         }
     }
 
-    fn port_cap_allows(&self, port: usize, pool: PoolId, extra: u64) -> bool {
+    fn port_cap_allows(&self, port: usize, pool: PoolId, partition: u8, extra: u64) -> bool {
         let state = &self.ports[port];
         match state.caps.get(pool).copied().flatten() {
             None => true,
-            Some(t) => state.shared_by_pool.get(pool).copied().unwrap_or(0) + extra <= self.limit(t, pool),
+            Some(t) => {
+                state.shared_by_pool.get(pool).copied().unwrap_or(0) + extra <= self.limit(t, pool, partition)
+            }
         }
+    }
+
+    /// The buffer partition of a frame from `ingress` (none: a frame the switch made) to `egress`.
+    fn partition(&self, ingress: Option<usize>, egress: usize) -> u8 {
+        let pipe = |port: usize| self.port_pipe.get(port).copied().unwrap_or(0);
+        let out = pipe(egress);
+        let from = ingress.map_or(out, pipe);
+        self.personality.partition(from, out).min(MAX_PARTITIONS - 1) as u8
     }
 
     /// Admits a frame of `cells` on (ingress port, PG) and (egress port, queue), or refuses it, changing
@@ -304,12 +352,16 @@ impl Mmu {
         egress: (usize, u8),
     ) -> Result<(Allocation, bool), Refusal> {
         let c = u64::from(cells);
+        let partition = self.partition(ingress.map(|(port, _)| port), egress.0);
         let ingress_alloc = match ingress {
-            Some((port, pg)) if port < self.ports.len() => self.plan_ingress(c, port, pg)?,
+            Some((port, pg)) if port < self.ports.len() => self.plan_ingress(c, port, pg, partition)?,
             _ => None,
         };
-        let egress_alloc =
-            if egress.0 < self.ports.len() { self.plan_egress(c, egress.0, egress.1)? } else { None };
+        let egress_alloc = if egress.0 < self.ports.len() {
+            self.plan_egress(c, egress.0, egress.1, partition)?
+        } else {
+            None
+        };
         let alloc = Allocation { cells, ingress: ingress_alloc, egress: egress_alloc };
         let mut xoff = false;
         if let Some(a) = ingress_alloc {
@@ -322,7 +374,13 @@ impl Mmu {
         Ok((alloc, xoff))
     }
 
-    fn plan_ingress(&self, c: u64, port: usize, pg: u8) -> Result<Option<IngressAlloc>, Refusal> {
+    fn plan_ingress(
+        &self,
+        c: u64,
+        port: usize,
+        pg: u8,
+        partition: u8,
+    ) -> Result<Option<IngressAlloc>, Refusal> {
         let state = &self.ports[port].pgs[usize::from(pg & 7)];
         let Some(prof) = state.profile else { return Ok(None) };
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
@@ -331,6 +389,7 @@ impl Mmu {
             port,
             pg: pg & 7,
             pool: prof.pool,
+            partition,
             cells: c as u32,
             regions: (reserved as u32, 0, 0),
         };
@@ -338,16 +397,17 @@ impl Mmu {
             return Ok(Some(alloc));
         }
         let pool = &self.pools[prof.pool];
-        if state.shared_used + rest <= self.limit(prof.threshold, prof.pool)
-            && pool.shared_used + rest <= pool.size
-            && self.port_cap_allows(port, prof.pool, rest)
+        let k = usize::from(partition);
+        if state.shared_used + rest <= self.limit(prof.threshold, prof.pool, partition)
+            && pool.shared_used[k] + rest <= pool.size
+            && self.port_cap_allows(port, prof.pool, partition, rest)
         {
             alloc.regions.1 = rest as u32;
             return Ok(Some(alloc));
         }
         if state.lossless && state.headroom_used + rest <= prof.xoff {
             let shp = pool.headroom_size > 0;
-            if !shp || pool.headroom_used + rest <= pool.headroom_size {
+            if !shp || pool.headroom_used[k] + rest <= pool.headroom_size {
                 alloc.regions.2 = rest as u32;
                 return Ok(Some(alloc));
             }
@@ -355,7 +415,13 @@ impl Mmu {
         Err(Refusal::Ingress)
     }
 
-    fn plan_egress(&self, c: u64, port: usize, queue: u8) -> Result<Option<EgressAlloc>, Refusal> {
+    fn plan_egress(
+        &self,
+        c: u64,
+        port: usize,
+        queue: u8,
+        partition: u8,
+    ) -> Result<Option<EgressAlloc>, Refusal> {
         let state = &self.ports[port].queues[usize::from(queue & 7)];
         let Some(prof) = state.profile else { return Ok(None) };
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
@@ -364,6 +430,7 @@ impl Mmu {
             port,
             queue: queue & 7,
             pool: prof.pool,
+            partition,
             cells: c as u32,
             regions: (reserved as u32, shared as u32),
         };
@@ -371,9 +438,9 @@ impl Mmu {
             return Ok(Some(alloc(0)));
         }
         let pool = &self.pools[prof.pool];
-        let fits_pool = pool.shared_used + rest <= pool.size;
-        let under_limit = state.shared_used + rest <= self.limit(prof.threshold, prof.pool)
-            && self.port_cap_allows(port, prof.pool, rest);
+        let fits_pool = pool.shared_used[usize::from(partition)] + rest <= pool.size;
+        let under_limit = state.shared_used + rest <= self.limit(prof.threshold, prof.pool, partition)
+            && self.port_cap_allows(port, prof.pool, partition, rest);
         if fits_pool && (under_limit || state.lossless) {
             Ok(Some(alloc(rest)))
         } else {
@@ -391,18 +458,20 @@ impl Mmu {
         pg.reserved_used += reserved;
         pg.shared_used += shared;
         pg.headroom_used += headroom;
+        pg.partition = a.partition;
         for k in 0..2 {
             pg.wm_shared[k] = pg.wm_shared[k].max(pg.shared_used);
             pg.wm_headroom[k] = pg.wm_headroom[k].max(pg.headroom_used);
         }
         let pool = &mut self.pools[a.pool];
-        pool.shared_used += shared;
+        pool.shared_used[usize::from(a.partition)] += shared;
         if shared_headroom {
-            pool.headroom_used += headroom;
+            pool.headroom_used[usize::from(a.partition)] += headroom;
         }
+        let (shared_total, headroom_total) = (pool.shared_total(), pool.headroom_total());
         for k in 0..2 {
-            pool.wm_shared[k] = pool.wm_shared[k].max(pool.shared_used);
-            pool.wm_headroom[k] = pool.wm_headroom[k].max(pool.headroom_used);
+            pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
+            pool.wm_headroom[k] = pool.wm_headroom[k].max(headroom_total);
         }
     }
 
@@ -413,13 +482,15 @@ impl Mmu {
         let q = &mut port.queues[usize::from(a.queue)];
         q.reserved_used += reserved;
         q.shared_used += shared;
+        q.partition = a.partition;
         for k in 0..2 {
             q.wm_shared[k] = q.wm_shared[k].max(q.shared_used);
         }
         let pool = &mut self.pools[a.pool];
-        pool.shared_used += shared;
+        pool.shared_used[usize::from(a.partition)] += shared;
+        let shared_total = pool.shared_total();
         for k in 0..2 {
-            pool.wm_shared[k] = pool.wm_shared[k].max(pool.shared_used);
+            pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
         }
     }
 
@@ -436,10 +507,11 @@ impl Mmu {
             sub(&mut q.shared_used, shared);
             sub(&mut q.reserved_used, c - shared);
             sub(&mut port.shared_by_pool[a.pool], shared);
-            sub(&mut self.pools[a.pool].shared_used, shared);
+            sub(&mut self.pools[a.pool].shared_used[usize::from(a.partition)], shared);
         }
         let a = alloc.ingress.filter(|a| a.port < self.ports.len())?;
-        let shared_headroom = self.pools[a.pool].headroom_size > 0 || self.pools[a.pool].headroom_used > 0;
+        let k = usize::from(a.partition);
+        let shared_headroom = self.pools[a.pool].headroom_size > 0 || self.pools[a.pool].headroom_used[k] > 0;
         let port = &mut self.ports[a.port];
         let pg = &mut port.pgs[usize::from(a.pg)];
         let c = u64::from(a.cells);
@@ -450,9 +522,9 @@ impl Mmu {
         sub(&mut pg.reserved_used, c - headroom - shared);
         sub(&mut port.shared_by_pool[a.pool], shared);
         let pool = &mut self.pools[a.pool];
-        sub(&mut pool.shared_used, shared);
+        sub(&mut pool.shared_used[k], shared);
         if shared_headroom {
-            sub(&mut pool.headroom_used, headroom);
+            sub(&mut pool.headroom_used[k], headroom);
         }
         self.update_xon(a.port, a.pg).then_some((a.port, a.pg))
     }
@@ -465,7 +537,7 @@ impl Mmu {
         if !state.lossless || state.xoff {
             return false;
         }
-        let limit = self.limit(prof.threshold, prof.pool);
+        let limit = self.limit(prof.threshold, prof.pool, state.partition);
         if state.headroom_used > 0 || state.shared_used >= limit {
             self.ports[port].pgs[usize::from(pg)].xoff = true;
             return true;
@@ -481,7 +553,7 @@ impl Mmu {
         if !state.xoff || state.headroom_used > 0 {
             return false;
         }
-        let limit = self.limit(prof.threshold, prof.pool);
+        let limit = self.limit(prof.threshold, prof.pool, state.partition);
         let xon_point = prof.xon.max((prof.reserved + limit).saturating_sub(prof.xon_offset));
         if state.reserved_used + state.shared_used <= xon_point {
             self.ports[port].pgs[usize::from(pg)].xoff = false;
@@ -537,7 +609,7 @@ impl Mmu {
 
     /// (shared used, headroom used) of a pool, in cells.
     pub fn pool_cells(&self, name: &str) -> Option<(u64, u64)> {
-        self.pools.iter().find(|p| p.name == name).map(|p| (p.shared_used, p.headroom_used))
+        self.pools.iter().find(|p| p.name == name).map(|p| (p.shared_total(), p.headroom_total()))
     }
 
     /// Total cells held anywhere (zero after a full drain).
@@ -550,7 +622,7 @@ impl Mmu {
                     + p.queues.iter().map(|q| q.reserved_used + q.shared_used).sum::<u64>()
             })
             .sum();
-        ports + self.pools.iter().map(|p| p.shared_used + p.headroom_used).sum::<u64>()
+        ports + self.pools.iter().map(|p| p.shared_total() + p.headroom_total()).sum::<u64>()
     }
 
     pub fn port_watermarks(&self, port: usize, kind: WatermarkKind) -> PortWatermarks {
@@ -593,8 +665,8 @@ impl Mmu {
             }
         }
         for p in &mut self.pools {
-            p.wm_shared[k] = p.shared_used;
-            p.wm_headroom[k] = p.headroom_used;
+            p.wm_shared[k] = p.shared_total();
+            p.wm_headroom[k] = p.headroom_total();
         }
     }
 }

@@ -58,6 +58,12 @@ pub struct Personality {
     pub first_lane: u32,
 }
 
+impl Default for Personality {
+    fn default() -> Self {
+        AsicFamily::Generic.personality()
+    }
+}
+
 impl fmt::Display for AsicFamily {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.keyword())
