@@ -37,6 +37,7 @@
 //! the free space of that partition. PG and queue occupancy stays one level per PG and queue (a PG
 //! feeding egress pipes in two partitions is counted once, against the partition of its latest frame).
 
+use super::config::asic::{PgLayout, PoolShare};
 use super::config::{PoolDirection, SwitchConfig, Threshold};
 
 /// A pool's identity that survives reconfiguration (pools are matched by name).
@@ -227,7 +228,7 @@ impl Mmu {
         }
         self.cell_bytes = cell;
         self.personality = config.asic.personality;
-        let partitions = self.personality.partitions().clamp(1, MAX_PARTITIONS) as u64;
+        let shares = pool_shares(config, cell);
         self.port_pipe = config.ports.iter().map(|p| self.personality.pipe_of_lane(p.first_lane)).collect();
         for p in &mut self.pools {
             p.active = false;
@@ -235,7 +236,8 @@ impl Mmu {
         let pool_ids: Vec<PoolId> = config
             .pools
             .iter()
-            .map(|cfg| {
+            .zip(&shares)
+            .map(|(cfg, &(size, headroom_size))| {
                 let id = match self.pools.iter().position(|p| p.name == cfg.name) {
                     Some(id) => id,
                     None => {
@@ -245,27 +247,25 @@ impl Mmu {
                 };
                 let pool = &mut self.pools[id];
                 pool.active = true;
-                pool.size = cells(cfg.size_bytes, cell) / partitions;
-                pool.headroom_size = if cfg.direction == PoolDirection::Ingress {
-                    cells(cfg.xoff_bytes, cell) / partitions
-                } else {
-                    0
-                };
+                pool.size = size;
+                pool.headroom_size = headroom_size;
                 id
             })
             .collect();
+        let layout = self.personality.pg_layout;
         let profile = |i: usize| {
             let p = &config.profiles[i];
+            let (reserved, xoff) = layout_cells(layout, p.size_bytes, p.xoff_bytes, cell);
             CellProfile {
                 pool: pool_ids[p.pool],
-                reserved: cells(p.size_bytes, cell),
+                reserved,
                 threshold: match p.threshold {
                     Threshold::Dynamic(n) => CellThreshold::Dynamic(n),
                     Threshold::Static(0) => CellThreshold::Static(None),
                     Threshold::Static(b) => CellThreshold::Static(Some(cells(b, cell))),
                 },
                 xon: cells(p.xon_bytes, cell),
-                xoff: cells(p.xoff_bytes, cell),
+                xoff,
                 xon_offset: cells(p.xon_offset_bytes, cell),
             }
         };
@@ -353,14 +353,22 @@ impl Mmu {
     ) -> Result<(Allocation, bool), Refusal> {
         let c = u64::from(cells);
         let partition = self.partition(ingress.map(|(port, _)| port), egress.0);
+        let plan_egress = |mmu: &Self| {
+            if egress.0 < mmu.ports.len() {
+                mmu.plan_egress(c, egress.0, egress.1, partition)
+            } else {
+                Ok(None)
+            }
+        };
+        // Spectrum counts a frame both sides refuse as an egress drop: egress is asked first.
+        let early_egress = if self.personality.egress_drop_first { Some(plan_egress(self)?) } else { None };
         let ingress_alloc = match ingress {
             Some((port, pg)) if port < self.ports.len() => self.plan_ingress(c, port, pg, partition)?,
             _ => None,
         };
-        let egress_alloc = if egress.0 < self.ports.len() {
-            self.plan_egress(c, egress.0, egress.1, partition)?
-        } else {
-            None
+        let egress_alloc = match early_egress {
+            Some(planned) => planned,
+            None => plan_egress(self)?,
         };
         let alloc = Allocation { cells, ingress: ingress_alloc, egress: egress_alloc };
         let mut xoff = false;
@@ -383,6 +391,9 @@ impl Mmu {
     ) -> Result<Option<IngressAlloc>, Refusal> {
         let state = &self.ports[port].pgs[usize::from(pg & 7)];
         let Some(prof) = state.profile else { return Ok(None) };
+        if let PgLayout::SharedFirst { .. } = self.personality.pg_layout {
+            return self.plan_ingress_shared_first(c, port, pg, partition, prof);
+        }
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
         let rest = c - reserved;
         let mut alloc = IngressAlloc {
@@ -413,6 +424,43 @@ impl Mmu {
             }
         }
         Err(Refusal::Ingress)
+    }
+
+    /// Spectrum's order: shared space under the limit, then the PG's `size − xoff`, then headroom.
+    fn plan_ingress_shared_first(
+        &self,
+        c: u64,
+        port: usize,
+        pg: u8,
+        partition: u8,
+        prof: CellProfile,
+    ) -> Result<Option<IngressAlloc>, Refusal> {
+        let state = &self.ports[port].pgs[usize::from(pg & 7)];
+        let pool = &self.pools[prof.pool];
+        let k = usize::from(partition);
+        let region = if state.shared_used + c <= self.limit(prof.threshold, prof.pool, partition)
+            && pool.shared_used[k] + c <= pool.size
+            && self.port_cap_allows(port, prof.pool, partition, c)
+        {
+            (0, c, 0)
+        } else if state.reserved_used + c <= prof.reserved {
+            (c, 0, 0)
+        } else if state.lossless
+            && state.headroom_used + c <= prof.xoff
+            && (pool.headroom_size == 0 || pool.headroom_used[k] + c <= pool.headroom_size)
+        {
+            (0, 0, c)
+        } else {
+            return Err(Refusal::Ingress);
+        };
+        Ok(Some(IngressAlloc {
+            port,
+            pg: pg & 7,
+            pool: prof.pool,
+            partition,
+            cells: c as u32,
+            regions: (region.0 as u32, region.1 as u32, region.2 as u32),
+        }))
     }
 
     fn plan_egress(
@@ -516,10 +564,18 @@ impl Mmu {
         let pg = &mut port.pgs[usize::from(a.pg)];
         let c = u64::from(a.cells);
         let headroom = c.min(pg.headroom_used);
-        let shared = (c - headroom).min(pg.shared_used);
+        // From the top of the PG's level: headroom, then what lies under it (Spectrum: the reserve above
+        // the shared space; elsewhere the shared space above the reserve).
+        let (shared, reserved) = if let PgLayout::SharedFirst { .. } = self.personality.pg_layout {
+            let reserved = (c - headroom).min(pg.reserved_used);
+            (c - headroom - reserved, reserved)
+        } else {
+            let shared = (c - headroom).min(pg.shared_used);
+            (shared, c - headroom - shared)
+        };
         sub(&mut pg.headroom_used, headroom);
         sub(&mut pg.shared_used, shared);
-        sub(&mut pg.reserved_used, c - headroom - shared);
+        sub(&mut pg.reserved_used, reserved);
         sub(&mut port.shared_by_pool[a.pool], shared);
         let pool = &mut self.pools[a.pool];
         sub(&mut pool.shared_used[k], shared);
@@ -538,7 +594,12 @@ impl Mmu {
             return false;
         }
         let limit = self.limit(prof.threshold, prof.pool, state.partition);
-        if state.headroom_used > 0 || state.shared_used >= limit {
+        // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
+        let reserve_full = match self.personality.pg_layout {
+            PgLayout::SharedFirst { .. } => state.reserved_used >= prof.reserved,
+            _ => true,
+        };
+        if state.headroom_used > 0 || (state.shared_used >= limit && reserve_full) {
             self.ports[port].pgs[usize::from(pg)].xoff = true;
             return true;
         }
@@ -675,4 +736,70 @@ impl Mmu {
 fn sub(value: &mut u64, amount: u64) {
     debug_assert!(*value >= amount, "buffer accounting would go negative: {value} - {amount}");
     *value = value.saturating_sub(amount);
+}
+
+/// A profile's reserve and headroom cap in cells under a PG layout.
+fn layout_cells(layout: PgLayout, size_bytes: u64, xoff_bytes: u64, cell: u64) -> (u64, u64) {
+    let (size, xoff) = (cells(size_bytes, cell), cells(xoff_bytes, cell));
+    match layout {
+        PgLayout::Reserve => (size, xoff),
+        PgLayout::ReserveIncludesXoff => (size.saturating_sub(xoff), xoff),
+        PgLayout::SharedFirst { overhead_cells } => {
+            (size.saturating_sub(xoff), xoff.saturating_sub(u64::from(overhead_cells)))
+        }
+    }
+}
+
+/// Each configured pool's (shared cells, shared headroom cells) per partition under the ASIC's
+/// personality (`docs/asic-personalities.md`).
+fn pool_shares(config: &SwitchConfig, cell: u64) -> Vec<(u64, u64)> {
+    let personality = config.asic.personality;
+    let parts = personality.partitions().clamp(1, MAX_PARTITIONS) as u64;
+    let per_partition = |bytes: u64| bytes.div_ceil(cell * parts);
+    let mut shares: Vec<(u64, u64)> = config
+        .pools
+        .iter()
+        .map(|pool| {
+            let headroom =
+                if pool.direction == PoolDirection::Ingress { per_partition(pool.xoff_bytes) } else { 0 };
+            (per_partition(pool.size_bytes), headroom)
+        })
+        .collect();
+    if personality.one_egress_service_pool {
+        let egress = |i: &usize| config.pools[*i].direction == PoolDirection::Egress;
+        let largest = (0..shares.len()).filter(egress).map(|i| shares[i].0).max().unwrap_or(0);
+        for i in (0..shares.len()).filter(egress) {
+            shares[i].0 = largest;
+        }
+    }
+    if let PoolShare::LessReservations { egress_queues } = personality.pool_share {
+        let mut carved = vec![0u64; shares.len()];
+        let mut queues = 0u64;
+        for (qos, buffers) in config.qos.iter().zip(&config.port_buffers) {
+            let mut lossless = 0u8;
+            for p in (0..8).filter(|p| qos.pfc_enable & 1 << p != 0) {
+                lossless |= 1 << qos.pfc_to_pg[p];
+            }
+            for (g, profile) in buffers.pg_profile.iter().enumerate() {
+                let Some(profile) = profile.map(|i| &config.profiles[i]) else { continue };
+                let (reserved, xoff) =
+                    layout_cells(personality.pg_layout, profile.size_bytes, profile.xoff_bytes, cell);
+                let private = lossless & 1 << g != 0 && config.pools[profile.pool].xoff_bytes == 0;
+                carved[profile.pool] += reserved + if private { xoff } else { 0 };
+            }
+            queues += buffers
+                .queue_profile
+                .iter()
+                .flatten()
+                .map(|&i| cells(config.profiles[i].size_bytes, cell))
+                .sum::<u64>();
+        }
+        for (i, _) in
+            config.pools.iter().enumerate().filter(|(_, p)| p.direction == PoolDirection::Ingress)
+        {
+            let queue_part = if egress_queues { queues } else { 0 };
+            shares[i].0 = shares[i].0.saturating_sub(carved[i] + shares[i].1 + queue_part);
+        }
+    }
+    shares
 }

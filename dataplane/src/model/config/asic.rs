@@ -40,6 +40,30 @@ pub enum Partitioning {
     TomahawkXpe,
 }
 
+/// What a pool's configured size is, in shared cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolShare {
+    /// The configured size is the shared space (SONiC's Tomahawk and Spectrum templates compute it so).
+    AsWritten,
+    /// Broadcom's SAI carves every reservation out of an ingress pool: the shared space is the size less
+    /// each PG's reserved cells and private headroom, less the shared headroom pool (`xoff`), and, when
+    /// `egress_queues`, less every egress queue's reserved cells (Trident 3: its egress pools are mapped
+    /// onto ingress pool 0).
+    LessReservations { egress_queues: bool },
+}
+
+/// Where a lossless PG's `size` and `xoff` sit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PgLayout {
+    /// `size` is a reserve filled first, then shared space, then `xoff` of headroom (SAI's reading).
+    Reserve,
+    /// `size` includes the private headroom: the reserve filled first is `size − xoff` (Trident 2).
+    ReserveIncludesXoff,
+    /// NVIDIA Spectrum: shared space first, then `size − xoff` (xon plus hysteresis), XOFF, then `xoff`
+    /// less `overhead_cells` of headroom (what is in flight that the ASIC cannot count on).
+    SharedFirst { overhead_cells: u32 },
+}
+
 /// One family's buffer facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Personality {
@@ -56,6 +80,13 @@ pub struct Personality {
     /// SerDes lanes per pipe (lane numbers as in `PORT|lanes`, counted from `first_lane`).
     pub lanes_per_pipe: u32,
     pub first_lane: u32,
+    pub pool_share: PoolShare,
+    pub pg_layout: PgLayout,
+    /// Egress pools are one service pool of the largest egress pool's size (Trident 3).
+    pub one_egress_service_pool: bool,
+    /// When a lossy frame is refused by both its ingress PG and its egress queue, it is an egress drop
+    /// (Spectrum; SAI's generic order, ingress first, otherwise).
+    pub egress_drop_first: bool,
 }
 
 impl Default for Personality {
@@ -116,15 +147,25 @@ impl AsicFamily {
             pipes: 1,
             lanes_per_pipe: u32::MAX,
             first_lane: 0,
+            pool_share: PoolShare::AsWritten,
+            pg_layout: PgLayout::Reserve,
+            one_egress_service_pool: false,
+            egress_drop_first: false,
+        };
+        let spectrum = |name, cell_bytes, buffer_bytes, overhead_cells| Personality {
+            pg_layout: PgLayout::SharedFirst { overhead_cells },
+            egress_drop_first: true,
+            ..single(name, cell_bytes, buffer_bytes)
         };
         match self {
             AsicFamily::Generic => single("generic (one buffer, 208-byte cells)", 208, None),
+            // 4 XPEs of 23,040 cells.
             AsicFamily::Tomahawk => Personality {
                 partitioning: Partitioning::TomahawkXpe,
                 pipes: 4,
                 lanes_per_pipe: 32,
                 first_lane: 1,
-                ..single("Broadcom Tomahawk", 208, Some(16 * MIB))
+                ..single("Broadcom Tomahawk", 208, Some(4 * 23_040 * 208))
             },
             AsicFamily::Tomahawk2 => Personality {
                 partitioning: Partitioning::TomahawkXpe,
@@ -133,11 +174,20 @@ impl AsicFamily {
                 first_lane: 1,
                 ..single("Broadcom Tomahawk 2", 208, Some(42 * MIB))
             },
-            AsicFamily::Trident2 => single("Broadcom Trident 2", 208, Some(12 * MIB)),
-            AsicFamily::Trident3 => single("Broadcom Trident 3", 256, Some(32 * MIB)),
-            AsicFamily::Spectrum1 => single("NVIDIA Spectrum", 96, Some(16 * MIB)),
-            AsicFamily::Spectrum2 => single("NVIDIA Spectrum-2", 144, Some(42 * MIB)),
-            AsicFamily::Spectrum3 => single("NVIDIA Spectrum-3", 144, Some(64 * MIB)),
+            AsicFamily::Trident2 => Personality {
+                pool_share: PoolShare::LessReservations { egress_queues: false },
+                pg_layout: PgLayout::ReserveIncludesXoff,
+                ..single("Broadcom Trident 2", 208, Some(61_440 * 208))
+            },
+            AsicFamily::Trident3 => Personality {
+                pool_share: PoolShare::LessReservations { egress_queues: true },
+                one_egress_service_pool: true,
+                ..single("Broadcom Trident 3", 256, Some(32 * MIB))
+            },
+            // Headroom overhead: NVIDIA's sonic-mgmt parameter generator (95 cells on Spectrum, 64 on 2 and 3).
+            AsicFamily::Spectrum1 => spectrum("NVIDIA Spectrum", 96, Some(16 * MIB), 95),
+            AsicFamily::Spectrum2 => spectrum("NVIDIA Spectrum-2", 144, Some(42 * MIB), 64),
+            AsicFamily::Spectrum3 => spectrum("NVIDIA Spectrum-3", 144, Some(64 * MIB), 64),
         }
     }
 }

@@ -499,6 +499,8 @@ impl<'a> Compiler<'a> {
     /// (Broadcom's egress_lossless_pool is sized for exactly that bound, not for the sum of the PGs').
     fn check_ucloud_inequality(&mut self, config: &SwitchConfig) {
         let (pools, profiles) = (&config.pools, &config.profiles);
+        // One warning per (queue profile, finding), naming the first queue and how many more share it.
+        let mut findings: Vec<(ConfigIssue, usize)> = Vec::new();
         for (egress, (egress_qos, egress_buffers)) in config.qos.iter().zip(&config.port_buffers).enumerate()
         {
             let mut lossless_queues = 0u8;
@@ -575,9 +577,21 @@ impl<'a> Compiler<'a> {
                     thousands(take)
                 );
                 let key = format!("{}|{queue}", config.ports[egress].name);
-                let issue = ConfigIssue::new("BUFFER_QUEUE", &key, "profile", &queue_profile.name, message);
-                self.warnings.push(issue);
+                match findings.iter_mut().find(|(i, _)| i.value == queue_profile.name && i.message == message)
+                {
+                    Some((_, more)) => *more += 1,
+                    None => findings.push((
+                        ConfigIssue::new("BUFFER_QUEUE", &key, "profile", &queue_profile.name, message),
+                        0,
+                    )),
+                }
             }
+        }
+        for (mut issue, more) in findings {
+            if more > 0 {
+                issue.message.push_str(&format!(" (and on {more} more lossless queue(s) with this profile)"));
+            }
+            self.warnings.push(issue);
         }
     }
 
@@ -645,7 +659,7 @@ impl<'a> Compiler<'a> {
             };
             if total > buffer {
                 let message = format!(
-                    "{what} take {} bytes, more than the {} buffer of {} bytes",
+                    "{} bytes in {what}: more than the {} buffer of {} bytes",
                     thousands(total),
                     personality.name,
                     thousands(buffer)
