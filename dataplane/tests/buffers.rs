@@ -14,7 +14,6 @@ use lossless_dataplane::wire::{self, L3, MacControlRepr};
 use std::net::Ipv4Addr;
 
 const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
-const SN2700: &str = include_str!("../../configs/profiles/sn2700.yaml");
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 
 /// The switch under test with one profile applied, host 2 (Ethernet8) known.
@@ -103,9 +102,12 @@ impl Rig {
         let cells = |field: &str, t: &std::collections::BTreeMap<String, String>| {
             t.get(field).map_or(0, |v| v.parse::<u64>().unwrap().div_ceil(cell))
         };
-        // A partitioned buffer (Tomahawk's XPEs) gives each partition an even share of every pool; the
-        // profiles' ports have no lanes, so they are all in pipe 0 and one partition.
+        // A partitioned buffer (Tomahawk's XPEs) gives each partition an even share of every pool, rounded
+        // up to a cell; the profiles' ports have no lanes, so they are all in pipe 0 and one partition.
         let partitions = self.sw.config().asic.personality.partitions() as u64;
+        let share = |field: &str, t: &std::collections::BTreeMap<String, String>| {
+            t.get(field).map_or(0, |v| v.parse::<u64>().unwrap().div_ceil(cell * partitions))
+        };
         Cells {
             reserved: cells("size", p),
             alpha_exp: p.get("dynamic_th").map(|v| v.parse().unwrap()),
@@ -113,8 +115,8 @@ impl Rig {
             xoff: cells("xoff", p),
             xon: cells("xon", p),
             xon_offset: cells("xon_offset", p),
-            pool: cells("size", pool) / partitions,
-            pool_xoff: cells("xoff", pool) / partitions,
+            pool: share("size", pool),
+            pool_xoff: share("xoff", pool),
         }
     }
 }
@@ -246,16 +248,9 @@ fn pfc_xoff_limit_and_xon_th_balanced_pg4() {
     pfc_xoff_limit(TH, "pg_lossless_100000_40m_profile", 4);
 }
 
-#[test]
-fn pfc_xoff_limit_and_xon_sn2700() {
-    let rig = Rig::new(SN2700);
-    let name = rig.db.tables["BUFFER_PG"]
-        .iter()
-        .find(|(k, _)| k.starts_with("Ethernet0|3"))
-        .map(|(_, v)| v["profile"].trim_start_matches("[BUFFER_PROFILE|").trim_end_matches(']').to_owned())
-        .unwrap();
-    pfc_xoff_limit(SN2700, &name, 3);
-}
+// Spectrum (sn2700) lays a lossless PG out differently (shared space first, then size − xoff, then
+// xoff less an overhead): its trigger points are checked against NVIDIA's generator in
+// sonic_mgmt_figures.rs rather than against these closed forms.
 
 #[test]
 fn xoff_is_refreshed_at_half_the_pause_time() {

@@ -5,7 +5,15 @@
 //! cell size and the total. `docs/asic-personalities.md` gives each family's rules and where every number
 //! comes from.
 
+use super::{PoolDirection, SwitchConfig};
 use std::fmt;
+
+/// The most buffer partitions a personality has.
+pub const MAX_PARTITIONS: usize = 4;
+
+fn cells(bytes: u64, cell: u64) -> u64 {
+    bytes.div_ceil(cell.max(1))
+}
 
 /// The ASIC families the model knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -310,6 +318,70 @@ impl Personality {
             }
         }
     }
+}
+
+/// A profile's reserve and headroom cap in cells under a PG layout.
+pub fn layout_cells(layout: PgLayout, size_bytes: u64, xoff_bytes: u64, cell: u64) -> (u64, u64) {
+    let (size, xoff) = (cells(size_bytes, cell), cells(xoff_bytes, cell));
+    match layout {
+        PgLayout::Reserve => (size, xoff),
+        PgLayout::ReserveIncludesXoff => (size.saturating_sub(xoff), xoff),
+        PgLayout::SharedFirst { overhead_cells } => {
+            (size.saturating_sub(xoff), xoff.saturating_sub(u64::from(overhead_cells)))
+        }
+    }
+}
+
+/// Each configured pool's (shared cells, shared headroom cells) per partition under the ASIC's
+/// personality (`docs/asic-personalities.md`).
+pub fn pool_shares(config: &SwitchConfig, cell: u64) -> Vec<(u64, u64)> {
+    let personality = config.asic.personality;
+    let parts = personality.partitions().clamp(1, MAX_PARTITIONS) as u64;
+    let per_partition = |bytes: u64| bytes.div_ceil(cell * parts);
+    let mut shares: Vec<(u64, u64)> = config
+        .pools
+        .iter()
+        .map(|pool| {
+            let headroom =
+                if pool.direction == PoolDirection::Ingress { per_partition(pool.xoff_bytes) } else { 0 };
+            (per_partition(pool.size_bytes), headroom)
+        })
+        .collect();
+    if personality.one_egress_service_pool {
+        let egress = |i: &usize| config.pools[*i].direction == PoolDirection::Egress;
+        let largest = (0..shares.len()).filter(egress).map(|i| shares[i].0).max().unwrap_or(0);
+        for i in (0..shares.len()).filter(egress) {
+            shares[i].0 = largest;
+        }
+    }
+    if let PoolShare::LessReservations { egress_queues } = personality.pool_share {
+        let mut carved = vec![0u64; shares.len()];
+        let mut queues = 0u64;
+        for (qos, buffers) in config.qos.iter().zip(&config.port_buffers) {
+            let mut lossless = 0u8;
+            for p in (0..8).filter(|p| qos.pfc_enable & 1 << p != 0) {
+                lossless |= 1 << qos.pfc_to_pg[p];
+            }
+            for (g, profile) in buffers.pg_profile.iter().enumerate() {
+                let Some(profile) = profile.map(|i| &config.profiles[i]) else { continue };
+                let (reserved, xoff) =
+                    layout_cells(personality.pg_layout, profile.size_bytes, profile.xoff_bytes, cell);
+                let private = lossless & 1 << g != 0 && config.pools[profile.pool].xoff_bytes == 0;
+                carved[profile.pool] += reserved + if private { xoff } else { 0 };
+            }
+            queues += buffers
+                .queue_profile
+                .iter()
+                .flatten()
+                .map(|&i| cells(config.profiles[i].size_bytes, cell))
+                .sum::<u64>();
+        }
+        for (i, _) in config.pools.iter().enumerate().filter(|(_, p)| p.direction == PoolDirection::Ingress) {
+            let queue_part = if egress_queues { queues } else { 0 };
+            shares[i].0 = shares[i].0.saturating_sub(carved[i] + shares[i].1 + queue_part);
+        }
+    }
+    shares
 }
 
 #[cfg(test)]

@@ -498,7 +498,23 @@ impl<'a> Compiler<'a> {
     /// at the pool's size, and the sum of their xoff at the pool's `xoff` when it has a shared headroom pool
     /// (Broadcom's egress_lossless_pool is sized for exactly that bound, not for the sum of the PGs').
     fn check_ucloud_inequality(&mut self, config: &SwitchConfig) {
-        let (pools, profiles) = (&config.pools, &config.profiles);
+        // The pools as the ASIC sees them: its personality may carve reservations out of a pool's shared
+        // space (Trident) or split it into partitions (Tomahawk: the whole is the sum of the parts).
+        let cell = u64::from(config.asic.cell_bytes.max(1));
+        let personality = config.asic.personality;
+        let partitions = personality.partitions() as u64;
+        let as_written =
+            personality.pool_share == asic::PoolShare::AsWritten && !personality.one_egress_service_pool;
+        let pools: Vec<BufferPool> = config
+            .pools
+            .iter()
+            .zip(asic::pool_shares(config, cell))
+            .map(|(pool, (shared, _))| {
+                let size_bytes = if as_written { pool.size_bytes } else { shared * cell * partitions };
+                BufferPool { size_bytes, ..pool.clone() }
+            })
+            .collect();
+        let (pools, profiles) = (&pools, &config.profiles);
         // One warning per (queue profile, finding), naming the first queue and how many more share it.
         let mut findings: Vec<(ConfigIssue, usize)> = Vec::new();
         for (egress, (egress_qos, egress_buffers)) in config.qos.iter().zip(&config.port_buffers).enumerate()
