@@ -7,7 +7,8 @@
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use lossless_controlplane::headroom::{
-    self, AsicParams, HeadroomModel, LookupTable, PortParams, TrafficPattern,
+    self, Asic, FormulaOptions, HeadroomModel, ModelChoice, ModelRequest, PortParams, Selection,
+    TrafficPattern,
 };
 use lossless_controlplane::{diff, show, snapshot};
 use lossless_dataplane::model::config::{ConfigDb, compile};
@@ -45,17 +46,24 @@ enum Command {
         #[command(flatten)]
         headroom: HeadroomArgs,
     },
-    /// Compute a lossless PG's headroom (xon, xoff, size) and print each term.
+    /// Compute a lossless PG's headroom (xon, xoff, size): which model and source, then each term.
     Headroom {
-        /// Port speed, Mb/s.
+        /// Port speed: Mb/s as in PORT|speed (100000), or with a unit (100G, 25G, 400G).
         #[arg(long)]
-        speed: u32,
+        speed: String,
         /// Cable length, e.g. 40m.
         #[arg(long, default_value = "5m")]
         cable: String,
         /// Port MTU, bytes.
         #[arg(long, default_value_t = 9100)]
         mtu: u32,
+        /// Serdes lanes of the port (PORT|lanes count): 8 doubles the Mellanox xon; 0 when unknown.
+        #[arg(long, default_value_t = 0)]
+        lanes: u32,
+        /// A configuration whose DEVICE_METADATA (hwsku, platform, buffer_model), LOSSLESS_TRAFFIC_PATTERN
+        /// and shared headroom pool the calculation follows.
+        #[arg(long)]
+        config: Option<PathBuf>,
         #[command(flatten)]
         model: HeadroomArgs,
     },
@@ -130,22 +138,37 @@ enum Fdb {
 /// How headroom is computed (`swctl headroom`, and `NULL` BUFFER_PG profiles in validate/apply).
 #[derive(clap::Args, Clone)]
 struct HeadroomArgs {
-    /// auto (the lookup table of the config's DEVICE_METADATA hwsku when it is a known one — Arista-7060CX
-    /// → th, ACS-MSN2700 → sn2700 — else dynamic), lookup (a pg_profile_lookup.ini), dynamic (SONiC's
-    /// formula) or ieee (worst case).
+    /// auto: the shipped lookup table of the hwsku (DEVICE_METADATA or --hwsku) unless the buffer model is
+    /// dynamic, else the dynamic formula with the ASIC of the platform or hwsku, else with sonic-vs's;
+    /// lookup (a pg_profile_lookup.ini); dynamic (SONiC's formula); ieee (worst case).
     #[arg(long = "model", value_enum, default_value_t = ModelKind::Auto)]
     model: ModelKind,
-    /// The lookup table: th (Broadcom TH BALANCED), sn2700, or a pg_profile_lookup.ini file.
-    #[arg(long, default_value = "th")]
-    lookup: String,
-    /// ASIC parameters of the dynamic formula: vs (cell 128, pipeline 18 KB) or spectrum1 (cell 96, 19 KB).
-    #[arg(long, default_value = "vs")]
-    asic: String,
+    /// The SKU, instead of DEVICE_METADATA|localhost|hwsku (e.g. Force10-S6100, ACS-MSN3800).
+    #[arg(long)]
+    hwsku: Option<String>,
+    /// The platform, instead of DEVICE_METADATA|localhost|platform (e.g. x86_64-mlnx_msn3800-r0).
+    #[arg(long)]
+    platform: Option<String>,
+    /// A lookup table: a shipped one (th, sn2700, th-6100-BALANCED, or a hwsku such as Force10-S6100) or a
+    /// pg_profile_lookup.ini file. With --model auto, giving one chooses it.
+    #[arg(long)]
+    lookup: Option<String>,
+    /// The dynamic formula's ASIC_TABLE: vs, spectrum1 … spectrum6 (default: the platform's or hwsku's,
+    /// else vs). With --model auto, giving one chooses the formula.
+    #[arg(long)]
+    asic: Option<String>,
+    /// The formula's revision: master (sonic-swss today), swss-3235, swss-1930, swss-1781, mellanox-tables.
+    #[arg(long, default_value = "master")]
+    formula: String,
+    /// Gearbox delay, ns (PERIPHERAL_TABLE gearbox_delay; default: the platform's, 400 on the SN3800).
+    #[arg(long)]
+    gearbox_delay: Option<u32>,
     /// Largest lossless packet, bytes (LOSSLESS_TRAFFIC_PATTERN mtu; a config's own value wins).
     #[arg(long, default_value_t = 1024)]
     lossless_mtu: u32,
-    /// Small-packet percentage (LOSSLESS_TRAFFIC_PATTERN; a config's own value wins).
-    #[arg(long, default_value_t = 100)]
+    /// Small-packet percentage (LOSSLESS_TRAFFIC_PATTERN; a config's own value wins); 50 as
+    /// buffers_config.j2 writes it.
+    #[arg(long, default_value_t = 50)]
     small_packet_percentage: u32,
     /// Shared headroom pool on: size = xon (xoff comes from the pool).
     #[arg(long)]
@@ -161,61 +184,74 @@ enum ModelKind {
 }
 
 impl HeadroomArgs {
-    fn model(&self, db: Option<&ConfigDb>) -> anyhow::Result<HeadroomModel> {
-        if let ModelKind::Auto = self.model {
-            let hwsku = db
-                .and_then(|d| d.tables.get("DEVICE_METADATA"))
-                .and_then(|t| t.get("localhost"))
-                .and_then(|f| f.get("hwsku"))
-                .map(String::as_str)
-                .unwrap_or("");
-            let lookup = if hwsku.contains("7060CX") {
-                Some("th")
-            } else if hwsku.contains("MSN2700") {
-                Some("sn2700")
-            } else {
-                None
-            };
-            let resolved = match lookup {
-                Some(table) => {
-                    HeadroomArgs { model: ModelKind::Lookup, lookup: table.into(), ..self.clone() }
-                }
-                None => HeadroomArgs { model: ModelKind::Dynamic, ..self.clone() },
-            };
-            return resolved.model(db);
+    fn request(&self) -> anyhow::Result<ModelRequest> {
+        let asic = match &self.asic {
+            None => None,
+            Some(name) => Some(Asic::from_name(name).ok_or_else(|| {
+                let names: Vec<&str> = Asic::ALL.iter().map(|a| a.cli_name()).collect();
+                anyhow::anyhow!("--asic {name}: use one of {}", names.join(", "))
+            })?),
+        };
+        let formula = FormulaOptions::from_name(&self.formula).ok_or_else(|| {
+            let names: Vec<&str> = FormulaOptions::NAMED.iter().map(|(n, _)| *n).collect();
+            anyhow::anyhow!("--formula {}: use one of {}", self.formula, names.join(", "))
+        })?;
+        if self.small_packet_percentage > 100 {
+            bail!("--small-packet-percentage {}: a percentage is 0..=100", self.small_packet_percentage);
         }
-        Ok(match self.model {
-            ModelKind::Auto => unreachable!("resolved above"),
-            ModelKind::Lookup => HeadroomModel::Lookup(match self.lookup.as_str() {
-                "th" => LookupTable::th_balanced(),
-                "sn2700" => LookupTable::sn2700(),
-                file => {
-                    let text =
-                        std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?;
-                    LookupTable::parse(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?
-                }
-            }),
-            ModelKind::Dynamic => {
-                let asic = match self.asic.as_str() {
-                    "vs" => AsicParams::vs(),
-                    "spectrum1" => AsicParams::spectrum1(),
-                    other => bail!("--asic {other}: use vs or spectrum1"),
-                };
-                let configured = db
-                    .map(TrafficPattern::from_config)
-                    .transpose()
-                    .map_err(|e| anyhow::anyhow!("{e}"))?
-                    .flatten();
-                let pattern = configured.unwrap_or(TrafficPattern {
-                    lossless_mtu: self.lossless_mtu,
-                    small_packet_percentage: self.small_packet_percentage,
-                });
-                let shp = self.shp || db.is_some_and(headroom::shp_enabled_in_config);
-                HeadroomModel::Dynamic(asic, pattern, shp)
-            }
-            ModelKind::Ieee => HeadroomModel::Ieee,
+        Ok(ModelRequest {
+            choice: match self.model {
+                ModelKind::Auto => ModelChoice::Auto,
+                ModelKind::Lookup => ModelChoice::Lookup,
+                ModelKind::Dynamic => ModelChoice::Dynamic,
+                ModelKind::Ieee => ModelChoice::Ieee,
+            },
+            hwsku: self.hwsku.clone(),
+            platform: self.platform.clone(),
+            lookup: self.lookup.clone(),
+            asic,
+            formula,
+            gearbox_delay_ns: self.gearbox_delay,
+            pattern: TrafficPattern {
+                lossless_mtu: self.lossless_mtu,
+                small_packet_percentage: self.small_packet_percentage,
+            },
+            shp: self.shp,
         })
     }
+
+    /// The model and why, for a configuration (or none).
+    fn selection(&self, db: Option<&ConfigDb>) -> anyhow::Result<Selection> {
+        self.request()?.select(db).map_err(anyhow::Error::msg)
+    }
+
+    fn model(&self, db: Option<&ConfigDb>) -> anyhow::Result<HeadroomModel> {
+        Ok(self.selection(db)?.model)
+    }
+}
+
+/// `swctl headroom`: one port's headroom, the model and source it came from, as text or JSON.
+fn headroom_cmd(
+    speed: &str,
+    cable: &str,
+    port: (u32, u32),
+    config: Option<&Path>,
+    args: &HeadroomArgs,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let (mtu, lanes) = port;
+    let speed_mbps = headroom::parse_speed_mbps(speed).map_err(anyhow::Error::msg)?;
+    let cable_m = headroom::parse_cable_arg(cable).map_err(anyhow::Error::msg)?;
+    let db = config.map(read_config).transpose()?;
+    let selection = args.selection(db.as_ref())?;
+    let port = PortParams::new(speed_mbps, cable_m, mtu).with_lanes(lanes);
+    let report = selection.report(&port).map_err(anyhow::Error::msg)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads a configuration and fills `NULL` BUFFER_PG profiles with computed headroom, as SONiC's buffer
@@ -447,17 +483,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { file, headroom } => validate(&file, &headroom, cli.json),
-        Command::Headroom { speed, cable, mtu, model } => {
-            let cable_m: u32 =
-                cable.strip_suffix('m').unwrap_or(&cable).parse().map_err(|_| {
-                    anyhow::anyhow!("--cable {cable}: expected a length in metres such as 40m")
-                })?;
-            let h = model
-                .model(None)?
-                .headroom(&PortParams::new(speed, cable_m, mtu))
-                .map_err(anyhow::Error::msg)?;
-            print!("{h}");
-            Ok(ExitCode::SUCCESS)
+        Command::Headroom { speed, cable, mtu, lanes, config, model } => {
+            headroom_cmd(&speed, &cable, (mtu, lanes), config.as_deref(), &model, cli.json)
         }
         Command::Import { file } => {
             // What import prints must be a config the switch takes: validated as `validate` does (the

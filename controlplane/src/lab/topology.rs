@@ -476,27 +476,12 @@ fn check_netem_value(field: &str, value: &str) -> Result<(), String> {
     }
 }
 
-/// The switch's configuration, with NULL lossless PG profiles computed as `swctl apply` does (the lookup
-/// table of a known hwsku, else SONiC's dynamic formula with the vs ASIC's parameters).
+/// The switch's configuration, with NULL lossless PG profiles computed as `swctl apply` does by default
+/// (the shipped lookup table of its hwsku, else SONiC's dynamic formula with the ASIC of its platform or
+/// hwsku, else with sonic-vs's).
 pub(super) fn resolve_switch_config(db: &mut ConfigDb) -> Result<(), Vec<String>> {
-    use crate::headroom::{self, AsicParams, HeadroomModel, LookupTable, TrafficPattern};
-    let hwsku = db
-        .tables
-        .get("DEVICE_METADATA")
-        .and_then(|t| t.get("localhost"))
-        .and_then(|f| f.get("hwsku"))
-        .cloned()
-        .unwrap_or_default();
-    let model = if hwsku.contains("7060CX") {
-        HeadroomModel::Lookup(LookupTable::th_balanced())
-    } else if hwsku.contains("MSN2700") {
-        HeadroomModel::Lookup(LookupTable::sn2700())
-    } else {
-        let pattern = TrafficPattern::from_config(db)
-            .map_err(|e| vec![e.to_string()])?
-            .unwrap_or(TrafficPattern { lossless_mtu: 1024, small_packet_percentage: 100 });
-        HeadroomModel::Dynamic(AsicParams::vs(), pattern, headroom::shp_enabled_in_config(db))
-    };
+    use crate::headroom::{self, ModelRequest};
+    let model = ModelRequest::default().select(Some(db)).map_err(|e| vec![e])?.model;
     headroom::generate_lossless_profiles(db, &model)
         .map(drop)
         .map_err(|e| e.iter().map(|i| i.to_string()).collect())
