@@ -293,3 +293,74 @@ fn spectrum_generator_numbers() {
         });
     }
 }
+
+/// HdrmPoolSizeTest (`hdrm_pool_size`, margin 0): several lossless PGs in one XPE fill their shared space
+/// (`pkts_num_trig_pfc` each), then PFC is awaited a packet at a time per PG (at most 10), then every PG
+/// but the last takes `pkts_num_hdrm_full` into headroom and the last `pkts_num_hdrm_partial` with no
+/// drop, and one more packet is an ingress drop: the shared headroom pool of the XPE is full.
+#[test]
+fn tomahawk_headroom_pool_size() {
+    // sonic-mgmt tests/qos/files/qos_params.th.yaml topo-any 100000_300m hdrm_pool_size: PGs 3 and 4 of two
+    // source ports, pkts_num_trig_pfc 2620, pkts_num_hdrm_full 1292, pkts_num_hdrm_partial 1165.
+    let (trig_pfc, hdrm_full, hdrm_partial) = (2620u64, 1292u64, 1165u64);
+    let mut db = ConfigDb::from_yaml_str(TH).unwrap();
+    let (name, fields) = TH_PG_300M;
+    for (field, value) in fields {
+        db.set("BUFFER_PROFILE", name, field, *value);
+    }
+    db.set("BUFFER_PG", "Ethernet0|3-4", "profile", name).set("BUFFER_PG", "Ethernet4|3-4", "profile", name);
+    let row = Published {
+        config: Config::Profile(TH),
+        src_pg_profile: None,
+        source: "sonic-mgmt qos_params.th.yaml topo-any 100000_300m hdrm_pool_size",
+        trig_pfc,
+        trig_ingr_drp: None,
+        trig_egr_drp: None,
+        margin: 0,
+    };
+    let mut rig = Rig::new(&row);
+    rig.sw.apply(&db, rig.now).unwrap();
+    rig.sw.set_port_hold(rig.dst, true);
+    let (e0, e4) = (port(&rig.sw, "Ethernet0"), port(&rig.sw, "Ethernet4"));
+    let pgs = [(e0, 3u8), (e0, 4), (e4, 3), (e4, 4)];
+    let mut sent = 0u64;
+    let mut send = |rig: &mut Rig, src: PortId, dscp: u8, n: u64| {
+        for _ in 0..n {
+            sent += 1;
+            rig.src = src;
+            rig.send_one(dscp, sent);
+            // PFC goes out on every source line at once (a PG may assert XOFF on another's frame).
+            for port in [e0, e4] {
+                while rig.sw.poll_transmit(port, rig.now).is_some() {}
+            }
+        }
+    };
+    let pfc_tx = |rig: &Rig, src: PortId, pg: u8| rig.sw.port_counters(src).unwrap().pfc[usize::from(pg)].tx;
+    let ingress_drops =
+        |rig: &Rig| rig.sw.port_counters(e0).unwrap().rx_drp + rig.sw.port_counters(e4).unwrap().rx_drp;
+    for &(src, pg) in &pgs {
+        send(&mut rig, src, pg, trig_pfc);
+    }
+    let mut extra = Vec::new();
+    for &(src, pg) in &pgs {
+        let mut n = 0;
+        while pfc_tx(&rig, src, pg) == 0 {
+            assert!(n < 10, "PG {pg} of port {src}: no PFC after 10 more packets");
+            send(&mut rig, src, pg, 1);
+            n += 1;
+        }
+        extra.push(n);
+    }
+    for (i, &(src, pg)) in pgs.iter().enumerate() {
+        send(&mut rig, src, pg, if i + 1 < pgs.len() { hdrm_full } else { hdrm_partial });
+    }
+    assert_eq!(
+        ingress_drops(&rig),
+        0,
+        "no drop while the headroom pool has room (extra packets to PFC: {extra:?})"
+    );
+    let (src, pg) = pgs[3];
+    send(&mut rig, src, pg, 1);
+    assert_eq!(ingress_drops(&rig), 1, "the XPE's shared headroom pool is full");
+    eprintln!("{}: extra packets to PFC per PG {extra:?}", row.source);
+}

@@ -207,6 +207,11 @@ pub struct Mmu {
     /// The ASIC's partitioning, and each port's pipe.
     personality: super::config::Personality,
     port_pipe: Vec<u8>,
+    /// Per pool: the lossless PGs whose limit is dynamic, so moves as the pool fills.
+    dynamic_lossless: Vec<Vec<(usize, u8)>>,
+    /// PGs other than the admitted frame's that reached their limit as the pool filled (see
+    /// [`Mmu::take_raised`]).
+    raised: Vec<(usize, u8)>,
 }
 
 fn cells(bytes: u64, cell: u64) -> u64 {
@@ -296,6 +301,17 @@ impl Mmu {
                 state.caps[p.pool] = Some(p.threshold);
             }
         }
+        self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
+        self.raised.clear();
+        for (port, state) in self.ports.iter().enumerate() {
+            for (g, pg) in state.pgs.iter().enumerate() {
+                if let Some(prof) =
+                    pg.profile.filter(|p| pg.lossless && matches!(p.threshold, CellThreshold::Dynamic(_)))
+                {
+                    self.dynamic_lossless[prof.pool].push((port, g as u8));
+                }
+            }
+        }
     }
 
     pub fn cell_bytes(&self) -> u64 {
@@ -375,6 +391,9 @@ impl Mmu {
         if let Some(a) = ingress_alloc {
             self.take_ingress(a);
             xoff = self.update_xoff(a.port, a.pg);
+            if a.regions.1 > 0 {
+                self.raise_crossed(a);
+            }
         }
         if let Some(a) = egress_alloc {
             self.take_egress(a);
@@ -604,6 +623,32 @@ impl Mmu {
             return true;
         }
         false
+    }
+
+    /// The pool's free space shrank: every other lossless PG of the pool holding shared cells in the same
+    /// partition is compared with its (lower) limit again, as the ASIC's level comparison does. Those that
+    /// reach it assert XOFF without waiting for a frame of their own (sonic-mgmt's HdrmPoolSizeTest).
+    fn raise_crossed(&mut self, a: IngressAlloc) {
+        for i in 0..self.dynamic_lossless[a.pool].len() {
+            let (port, pg) = self.dynamic_lossless[a.pool][i];
+            let state = &self.ports[port].pgs[usize::from(pg)];
+            if (port, pg) == (a.port, a.pg)
+                || state.xoff
+                || state.shared_used == 0
+                || state.partition != a.partition
+            {
+                continue;
+            }
+            if self.update_xoff(port, pg) {
+                self.raised.push((port, pg));
+            }
+        }
+    }
+
+    /// PGs that asserted XOFF because the pool filled under them since the last call (beside the PG of
+    /// the admitted frame, which [`Mmu::admit`] reports).
+    pub fn take_raised(&mut self) -> Vec<(usize, u8)> {
+        std::mem::take(&mut self.raised)
     }
 
     /// Releases XOFF when no headroom is used and the total usage is at most

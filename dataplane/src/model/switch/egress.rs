@@ -171,6 +171,9 @@ impl Switch {
         if xoff && let Some(port) = meta.ingress {
             self.assert_pfc(port, class.pg);
         }
+        for (port, pg) in self.mmu.take_raised() {
+            self.assert_pfc(port, pg);
+        }
         true
     }
 
