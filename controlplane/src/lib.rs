@@ -10,6 +10,7 @@ pub mod demo;
 pub mod diff;
 pub mod headroom;
 pub mod lab;
+pub mod qos_params;
 pub mod show;
 pub mod snapshot;
 

@@ -69,6 +69,24 @@ enum Command {
     },
     /// Convert a SONiC config_db.json into Lossless YAML (printed on stdout).
     Import { file: PathBuf },
+    /// Measure the numbers sonic-mgmt's QoS tests need for a profile (PFC, ingress and egress drop points,
+    /// XON, watermark fill points, cell size) on the switch model with the profile's ASIC personality,
+    /// printed in the key layout of sonic-mgmt's qos_params.<asic>.yaml (YAML, or JSON with --json).
+    #[command(name = "qos-params")]
+    QosParams {
+        file: PathBuf,
+        /// Source port (the first with pfc_enable by default).
+        #[arg(long)]
+        src: Option<String>,
+        /// Destination port (the second with pfc_enable by default).
+        #[arg(long)]
+        dst: Option<String>,
+        /// The topology key to print under.
+        #[arg(long, default_value = "topo-any")]
+        topology: String,
+        #[command(flatten)]
+        headroom: HeadroomArgs,
+    },
     /// Push a configuration: show what changes, apply it atomically, print the new generation.
     Apply {
         file: PathBuf,
@@ -508,6 +526,36 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::QosParams { file, src, dst, topology, headroom } => {
+            let db = match read_config_with_headroom(&file, &headroom)? {
+                Ok(db) => db,
+                Err(errors) => {
+                    for e in errors {
+                        eprintln!("error: {e}");
+                    }
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let (default_src, default_dst) =
+                lossless_controlplane::qos_params::default_ports(&db).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let ports = lossless_controlplane::qos_params::Ports {
+                src: src.unwrap_or(default_src),
+                dst: dst.unwrap_or(default_dst),
+                topology,
+            };
+            let params = lossless_controlplane::qos_params::measure(&db, &ports)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            if cli.json {
+                println!("{}", serde_json::to_string_pretty(&params)?);
+            } else {
+                eprintln!(
+                    "# measured on the switch model ({} -> {}); sonic-mgmt's layout (tests/qos/files/qos_params.<asic>.yaml)",
+                    ports.src, ports.dst
+                );
+                print!("{}", serde_yaml::to_string(&params)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
         command => {
             let switch =
@@ -605,6 +653,7 @@ async fn online(endpoint: &str, json: bool, command: Command) -> anyhow::Result<
         Command::Demo
         | Command::Validate { .. }
         | Command::Import { .. }
+        | Command::QosParams { .. }
         | Command::Headroom { .. }
         | Command::Lab { .. } => {
             unreachable!("handled offline")
