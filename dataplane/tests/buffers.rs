@@ -332,7 +332,9 @@ fn headroom_pool_size() {
     rig.send(sources[2].0, sources[2].1, 1);
     assert_eq!(rig.pg_drops(e4, 3), 1, "the pool is full: the next headroom packet drops");
     let wm = rig.sw.watermarks(WatermarkKind::User);
-    assert_eq!(wm.pools["ingress_lossless_pool"].headroom_bytes, shp_cells * cell);
+    // Tomahawk reports the headroom pool's watermark as the fullest XPE × 4 (sonic-mgmt's
+    // qos_params.th.yaml hdrm_pool_wm_multiplier: 4).
+    assert_eq!(wm.pools["ingress_lossless_pool"].headroom_bytes, 4 * shp_cells * cell);
 }
 
 /// PGSharedWatermarkTest / PGHeadroomWatermarkTest / QSharedWatermarkTest / BufferPoolWatermarkTest:

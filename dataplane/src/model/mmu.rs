@@ -126,6 +126,16 @@ impl Pool {
         self.shared_used.iter().sum()
     }
 
+    /// The shared headroom pool's usage as the ASIC reports it: a partitioned buffer reports the fullest
+    /// partition times the number of partitions (sonic-mgmt's `hdrm_pool_wm_multiplier`: 4 on Tomahawk).
+    fn headroom_reported(&self, partitions: usize) -> u64 {
+        if partitions > 1 {
+            self.headroom_used.iter().copied().max().unwrap_or(0) * partitions as u64
+        } else {
+            self.headroom_total()
+        }
+    }
+
     fn headroom_total(&self) -> u64 {
         self.headroom_used.iter().sum()
     }
@@ -516,6 +526,7 @@ impl Mmu {
     }
 
     fn take_ingress(&mut self, a: IngressAlloc) {
+        let partitions = self.personality.partitions();
         let (reserved, shared, headroom) =
             (u64::from(a.regions.0), u64::from(a.regions.1), u64::from(a.regions.2));
         let shared_headroom = self.pools[a.pool].headroom_size > 0;
@@ -535,7 +546,7 @@ impl Mmu {
         if shared_headroom {
             pool.headroom_used[usize::from(a.partition)] += headroom;
         }
-        let (shared_total, headroom_total) = (pool.shared_total(), pool.headroom_total());
+        let (shared_total, headroom_total) = (pool.shared_total(), pool.headroom_reported(partitions));
         for k in 0..2 {
             pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
             pool.wm_headroom[k] = pool.wm_headroom[k].max(headroom_total);
@@ -760,6 +771,7 @@ impl Mmu {
 
     /// Resets watermarks of one kind to the current occupancy (SAI's read-and-clear).
     pub fn clear_watermarks(&mut self, kind: WatermarkKind) {
+        let partitions = self.personality.partitions();
         let k = kind as usize;
         for p in &mut self.ports {
             for g in &mut p.pgs {
@@ -772,7 +784,7 @@ impl Mmu {
         }
         for p in &mut self.pools {
             p.wm_shared[k] = p.shared_total();
-            p.wm_headroom[k] = p.headroom_total();
+            p.wm_headroom[k] = p.headroom_reported(partitions);
         }
     }
 }
