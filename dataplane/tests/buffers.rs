@@ -1,4 +1,4 @@
-//! sonic-mgmt's buffer procedures (`../shared/reference/sonic.md` §5.0–5.1) reproduced on the model in
+//! sonic-mgmt's buffer procedures (`tests/saitests/py3/sai_qos_tests.py`) reproduced on the model in
 //! virtual time, with margin 0: egress held on the destination, fill, read counters, release.
 //!
 //! Every expected number is computed here from the profile's bytes (cells, alpha, xoff, xon_offset) with

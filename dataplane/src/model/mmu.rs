@@ -1,6 +1,6 @@
 //! The shared-buffer MMU: cell accounting of ingress priority groups and egress queues against buffer
-//! pools, with SAI's thresholds, headroom and PFC trigger points (`../shared/reference/sonic.md` §1.1–1.3,
-//! §2.1–2.3).
+//! pools, with SAI's thresholds, headroom and PFC trigger points (`docs/mmu.md`), as the ASIC's personality
+//! reads them (`docs/asic-personalities.md`).
 //!
 //! Everything is counted in cells: a frame of `len` bytes occupies `ceil(len / cell_size)` cells, on the
 //! ingress side (port, PG) and on the egress side (port, queue). Profile and pool sizes given in bytes are

@@ -6,7 +6,7 @@
 //! form the switch model runs on. A config with any error is rejected whole; warnings (unknown tables or
 //! fields, suspicious but legal values) are reported alongside a successful compile.
 //!
-//! Table and field names are SONiC's (`../shared/reference/sonic.md` §1). Extensions SONiC lacks are named
+//! Table and field names are SONiC's (`docs/configuration.md`). Extensions SONiC lacks are named
 //! plainly and documented on their types: `SWITCH|switch` aging and flood settings, `BORDER_RULE`, the
 //! `netdev` field of PORT.
 

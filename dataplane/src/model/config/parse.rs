@@ -6,7 +6,7 @@
 //! cannot be resolved is left out so that it does not cause further errors elsewhere.
 //!
 //! Cross-table references are accepted in both of SONiC's syntaxes, `AZURE` and the pre-202111
-//! `[DSCP_TO_TC_MAP|AZURE]` (sonic.md §1). Keys of per-port tables may join several ports with commas
+//! `[DSCP_TO_TC_MAP|AZURE]` (`docs/configuration.md`). Keys of per-port tables may join several ports with commas
 //! (`PORT_QOS_MAP|Ethernet0,Ethernet4`), and those of PG and queue tables name an index or a range
 //! (`BUFFER_PG|Ethernet0|3-4`). The MMU tables are in [`buffers`], with the checks that span tables (the
 //! UCloud inequality, `mmu_size`); `WRED_PROFILE`, `SCHEDULER`, `QUEUE` and `PFC_WD` in [`scheduling`].
@@ -1312,7 +1312,7 @@ mod tests {
         ConfigDb::from_yaml_str(text).unwrap()
     }
 
-    /// AZURE DSCP_TO_TC_MAP of SONiC's qos_config.j2 (sonic.md §1.4).
+    /// AZURE DSCP_TO_TC_MAP of SONiC's `files/build_templates/qos_config.j2` (sonic-buildimage).
     fn azure_dscp() -> [u8; 64] {
         let mut map = [1; 64];
         for (dscp, tc) in [(3, 3), (4, 4), (5, 2), (8, 0), (46, 5), (48, 6)] {

@@ -1,5 +1,5 @@
 //! The MMU tables: `BUFFER_ASIC`, `BUFFER_POOL`, `BUFFER_PROFILE`, `BUFFER_PG`, `BUFFER_QUEUE` and the port
-//! profile lists (sonic.md §1.1–1.3, semantics §2.1–2.3), and the checks that need all of them at once.
+//! profile lists (`docs/mmu.md`), and the checks that need all of them at once (`docs/configuration.md`).
 //!
 //! A pool or profile that cannot be used (no size, no threshold, an unknown pool) is left out of the
 //! compiled lists; references to it raise no further error.
@@ -79,7 +79,7 @@ fn directed_profile(
 
 /// The bytes a PG or queue may hold in its pool's shared space: `static_th` (0 = no limit, so the pool), or
 /// for `dynamic_th` n the single-consumer steady state alpha/(1+alpha) × pool size with alpha = 2^n
-/// (sonic.md §2.1; the limit is alpha × free space, so one consumer settles where usage = alpha × (pool − usage)).
+/// (`docs/mmu.md`; the limit is alpha × free space, so one consumer settles where usage = alpha × (pool − usage)).
 pub(super) fn shared_limit_bytes(profile: &BufferProfile, pool: &BufferPool) -> u64 {
     let pool_bytes = u128::from(pool.size_bytes);
     let limit = match profile.threshold {

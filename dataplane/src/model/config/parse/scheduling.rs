@@ -1,4 +1,4 @@
-//! The egress and watchdog tables: `WRED_PROFILE`, `SCHEDULER`, `QUEUE` and `PFC_WD` (sonic.md §1.6–1.9).
+//! The egress and watchdog tables: `WRED_PROFILE`, `SCHEDULER`, `QUEUE` and `PFC_WD` (SONiC's CONFIG_DB schema, sonic-net/sonic-swss `doc/swss-schema.md`).
 
 use super::{Compiler, Entry, Named, PortMap, entries, parse_bool, parse_bytes, parse_keyword, parse_number};
 use crate::model::config::{
