@@ -71,7 +71,7 @@ enum Command {
     Import { file: PathBuf },
     /// Measure the numbers sonic-mgmt's QoS tests need for a profile (PFC, ingress and egress drop points,
     /// XON, watermark fill points, cell size) on the switch model with the profile's ASIC personality,
-    /// printed in the key layout of sonic-mgmt's qos_params.<asic>.yaml (YAML, or JSON with --json).
+    /// printed in the key layout of sonic-mgmt's `qos_params.<asic>.yaml` (YAML, or JSON with --json).
     #[command(name = "qos-params")]
     QosParams {
         file: PathBuf,
