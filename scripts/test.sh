@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
+scripts/check-core-deps.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked --doc
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q

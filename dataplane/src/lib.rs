@@ -1,8 +1,6 @@
-//! Lossless dataplane: everything that touches packets.
+//! Lossless dataplane: the real-time side of the switch and the host emulator.
 //!
-//! - [`wire`]: frame formats (Ethernet/802.1Q, ARP, IPv4, IPv6, UDP, RoCEv2 BTH, MAC Control PFC/PAUSE) as
-//!   zero-copy views and owned representations. Malformed input is a typed error, never a panic.
-//! - [`model`]: the sans-I/O switch (forwarding, classification, MMU, PFC, WRED/ECN, scheduling, watchdog).
+//! - [`wire`], [`model`], [`nic`]: re-exported from the I/O-free core crate `lossless-core`.
 //! - [`io`]: port backends on Linux interfaces and the real-time runtime that drives the model.
 //! - [`server`]: the gRPC services (`lossless.v1.Switch`, health, reflection) over the runtime.
 //!
@@ -12,7 +10,6 @@
 #![deny(unsafe_code)]
 
 pub mod io;
-pub mod model;
-pub mod nic;
 pub mod server;
-pub mod wire;
+
+pub use lossless_core::{model, nic, wire};

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lossless_dataplane::wire;
+use lossless_core::wire;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(decoded) = wire::decode(data) {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lossless_dataplane::wire::{self, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv6Packet, L3};
+use lossless_core::wire::{self, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv6Packet, L3};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(decoded) = wire::decode(data) else { return };

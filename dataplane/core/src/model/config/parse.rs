@@ -2116,8 +2116,8 @@ DSCP_TO_TC_MAP:
         ThresholdMode, WredColour, WredProfile,
     };
 
-    const TH_BALANCED: &str = include_str!("../../../../configs/profiles/th_balanced.yaml");
-    const SN2700: &str = include_str!("../../../../configs/profiles/sn2700.yaml");
+    const TH_BALANCED: &str = include_str!("../../../../../configs/profiles/th_balanced.yaml");
+    const SN2700: &str = include_str!("../../../../../configs/profiles/sn2700.yaml");
 
     fn pool_index(config: &SwitchConfig, name: &str) -> usize {
         config.pools.iter().position(|p| p.name == name).unwrap_or_else(|| panic!("no pool {name}"))
