@@ -222,6 +222,8 @@ pub struct Mmu {
     /// PGs other than the admitted frame's that reached their limit as the pool filled (see
     /// [`Mmu::take_raised`]).
     raised: Vec<(usize, u8)>,
+    /// The PGs holding XOFF, so that XON re-checks cost what is in XOFF, not every port × PG.
+    in_xoff: Vec<(usize, u8)>,
 }
 
 fn cells(bytes: u64, cell: u64) -> u64 {
@@ -301,6 +303,7 @@ impl Mmu {
                 if !state.pgs[g].lossless {
                     state.pgs[g].xoff = false;
                 }
+                // (`in_xoff` is rebuilt from these flags below.)
                 state.queues[g].profile = buffers.queue_profile[g].map(profile);
                 state.queues[g].lossless = lossless_queues & (1 << g) != 0;
             }
@@ -313,6 +316,14 @@ impl Mmu {
         }
         self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
         self.raised.clear();
+        self.in_xoff.clear();
+        for (port, state) in self.ports.iter().enumerate() {
+            for (g, pg) in state.pgs.iter().enumerate() {
+                if pg.xoff {
+                    self.in_xoff.push((port, g as u8));
+                }
+            }
+        }
         for (port, state) in self.ports.iter().enumerate() {
             for (g, pg) in state.pgs.iter().enumerate() {
                 if let Some(prof) =
@@ -631,6 +642,7 @@ impl Mmu {
         };
         if state.headroom_used > 0 || (state.shared_used >= limit && reserve_full) {
             self.ports[port].pgs[usize::from(pg)].xoff = true;
+            self.in_xoff.push((port, pg));
             return true;
         }
         false
@@ -665,6 +677,18 @@ impl Mmu {
     /// Releases XOFF when no headroom is used and the total usage is at most
     /// `max(xon, size + limit − xon_offset)`. Returns whether it released.
     fn update_xon(&mut self, port: usize, pg: u8) -> bool {
+        if !self.xon_due(port, pg) {
+            return false;
+        }
+        self.ports[port].pgs[usize::from(pg)].xoff = false;
+        if let Some(i) = self.in_xoff.iter().position(|&e| e == (port, pg)) {
+            self.in_xoff.swap_remove(i);
+        }
+        true
+    }
+
+    /// Is a PG in XOFF back at its XON point?
+    fn xon_due(&self, port: usize, pg: u8) -> bool {
         let state = self.ports[port].pgs[usize::from(pg)];
         let Some(prof) = state.profile else { return false };
         if !state.xoff || state.headroom_used > 0 {
@@ -672,25 +696,24 @@ impl Mmu {
         }
         let limit = self.limit(prof.threshold, prof.pool, state.partition);
         let xon_point = prof.xon.max((prof.reserved + limit).saturating_sub(prof.xon_offset));
-        if state.reserved_used + state.shared_used <= xon_point {
-            self.ports[port].pgs[usize::from(pg)].xoff = false;
-            return true;
-        }
-        false
+        state.reserved_used + state.shared_used <= xon_point
     }
 
-    /// Re-evaluates XON on every PG holding XOFF (a dynamic limit grows when other PGs drain). Returns
-    /// those released.
-    pub fn recheck_xon(&mut self) -> Vec<(usize, u8)> {
-        let mut released = Vec::new();
-        for port in 0..self.ports.len() {
-            for pg in 0..8u8 {
-                if self.ports[port].pgs[usize::from(pg)].xoff && self.update_xon(port, pg) {
-                    released.push((port, pg));
-                }
+    /// Re-evaluates XON on every PG holding XOFF (a dynamic limit grows when other PGs drain), appending
+    /// those released to `released`. Costs the number of PGs in XOFF; allocates nothing once `released`
+    /// has grown.
+    pub fn recheck_xon(&mut self, released: &mut Vec<(usize, u8)>) {
+        let mut i = 0;
+        while i < self.in_xoff.len() {
+            let (port, pg) = self.in_xoff[i];
+            if self.xon_due(port, pg) {
+                self.ports[port].pgs[usize::from(pg)].xoff = false;
+                self.in_xoff.swap_remove(i);
+                released.push((port, pg));
+            } else {
+                i += 1;
             }
         }
-        released
     }
 
     /// PGs of a port currently asserting XOFF, as a bit mask.

@@ -207,9 +207,13 @@ impl Switch {
             self.release_pfc(port, pg);
         }
         if self.pfc_asserting > 0 {
-            for (port, pg) in self.mmu.recheck_xon() {
+            let mut released = std::mem::take(&mut self.xon_scratch);
+            self.mmu.recheck_xon(&mut released);
+            for &(port, pg) in &released {
                 self.release_pfc(port, pg);
             }
+            released.clear();
+            self.xon_scratch = released;
         }
     }
 

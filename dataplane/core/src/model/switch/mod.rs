@@ -249,6 +249,8 @@ pub struct Switch {
     now_ns: u64,
     /// PGs currently sending XOFF (XON is re-checked on every release while any is).
     pfc_asserting: usize,
+    /// Reused by XON re-checks (no allocation per release while PFC is asserted).
+    xon_scratch: Vec<(usize, u8)>,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
 }
@@ -294,6 +296,7 @@ impl Switch {
             rng: Rng::new(1),
             now_ns: 0,
             pfc_asserting: 0,
+            xon_scratch: Vec::new(),
             wd_masks: Vec::new(),
         }
     }
