@@ -389,8 +389,7 @@ impl<'a> Compiler<'a> {
                          headroom): frames in flight after XOFF would be dropped",
                         profile.name
                     );
-                    let value = self.port_qos_value(&port.name, "pfc_enable");
-                    let key = self.port_qos_key(&port.name);
+                    let (key, value) = self.port_qos_written(&port.name, "pfc_enable");
                     self.errors.push(ConfigIssue::new("PORT_QOS_MAP", &key, "pfc_enable", &value, message));
                     continue;
                 }
@@ -398,37 +397,25 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 let pool = &pools[profile.pool];
-                let value = self.profile_value(&profile.name, "xoff");
-                if profile.xoff_bytes == 0 {
-                    reported[index] = true;
-                    let message = format!(
+                let message = if profile.xoff_bytes == 0 {
+                    format!(
                         "xoff 0 on a lossless profile ({}|{pg} is PFC-enabled): no headroom for what arrives \
                          after XOFF",
                         port.name
-                    );
-                    self.errors.push(ConfigIssue::new(
-                        "BUFFER_PROFILE",
-                        &profile.name,
-                        "xoff",
-                        &value,
-                        message,
-                    ));
+                    )
                 } else if pool.xoff_bytes > 0 && profile.xoff_bytes > pool.xoff_bytes {
-                    reported[index] = true;
-                    let message = format!(
+                    format!(
                         "xoff {} is more than the shared headroom pool of {} can ever give ({} bytes)",
                         thousands(profile.xoff_bytes),
                         pool.name,
                         thousands(pool.xoff_bytes)
-                    );
-                    self.errors.push(ConfigIssue::new(
-                        "BUFFER_PROFILE",
-                        &profile.name,
-                        "xoff",
-                        &value,
-                        message,
-                    ));
-                }
+                    )
+                } else {
+                    continue;
+                };
+                reported[index] = true;
+                let value = self.written("BUFFER_PROFILE", &profile.name, "xoff");
+                self.errors.push(ConfigIssue::new("BUFFER_PROFILE", &profile.name, "xoff", &value, message));
             }
         }
     }
@@ -443,24 +430,19 @@ impl<'a> Compiler<'a> {
             .collect()
     }
 
-    fn profile_value(&self, name: &str, field: &str) -> String {
-        let fields = self.db.tables.get("BUFFER_PROFILE").and_then(|t| t.get(name));
+    /// The value written at `TABLE|key|field` (empty when absent).
+    fn written(&self, table: &str, key: &str, field: &str) -> String {
+        let fields = self.db.tables.get(table).and_then(|t| t.get(key));
         fields.and_then(|f| f.get(field)).cloned().unwrap_or_default()
     }
 
-    /// The `PORT_QOS_MAP` key that configures a port (it may join several ports with commas).
-    fn port_qos_key(&self, port: &str) -> String {
-        entries(self.db, "PORT_QOS_MAP")
-            .find(|e| e.key.split(',').any(|p| p == port))
-            .map_or_else(|| port.to_owned(), |e| e.key.to_owned())
-    }
-
-    fn port_qos_value(&self, port: &str, field: &str) -> String {
-        entries(self.db, "PORT_QOS_MAP")
-            .find(|e| e.key.split(',').any(|p| p == port))
-            .and_then(|e| e.get(field))
-            .unwrap_or_default()
-            .to_owned()
+    /// The `PORT_QOS_MAP` key that configures a port (it may join several ports with commas) and the
+    /// value of `field` there.
+    fn port_qos_written(&self, port: &str, field: &str) -> (String, String) {
+        match entries(self.db, "PORT_QOS_MAP").find(|e| e.key.split(',').any(|p| p == port)) {
+            Some(e) => (e.key.to_owned(), e.get(field).unwrap_or_default().to_owned()),
+            None => (port.to_owned(), String::new()),
+        }
     }
 
     /// A lossless PG without a profile is admitted without limit and never reaches an XOFF point. Only on
@@ -680,15 +662,10 @@ impl<'a> Compiler<'a> {
                     personality.name,
                     thousands(buffer)
                 );
-                let value = self.pool_value(&pool.name, "size");
+                let value = self.written("BUFFER_POOL", &pool.name, "size");
                 self.errors.push(ConfigIssue::new("BUFFER_POOL", &pool.name, "size", &value, message));
                 return;
             }
         }
-    }
-
-    fn pool_value(&self, name: &str, field: &str) -> String {
-        let fields = self.db.tables.get("BUFFER_POOL").and_then(|t| t.get(name));
-        fields.and_then(|f| f.get(field)).cloned().unwrap_or_default()
     }
 }
