@@ -541,19 +541,22 @@ impl Mmu {
         let (reserved, shared, headroom) =
             (u64::from(a.regions.0), u64::from(a.regions.1), u64::from(a.regions.2));
         let shared_headroom = self.pools[a.pool].headroom_size > 0;
+        let pooled_reserve = self.reserve_in_pool();
         let port = &mut self.ports[a.port];
-        port.shared_by_pool[a.pool] += shared;
+        let pooled = shared + if pooled_reserve { reserved } else { 0 };
+        port.shared_by_pool[a.pool] += pooled;
         let pg = &mut port.pgs[usize::from(a.pg)];
         pg.reserved_used += reserved;
         pg.shared_used += shared;
         pg.headroom_used += headroom;
         pg.partition = a.partition;
+        let pg_shared = pg.shared_used + if pooled_reserve { pg.reserved_used } else { 0 };
         for k in 0..2 {
-            pg.wm_shared[k] = pg.wm_shared[k].max(pg.shared_used);
+            pg.wm_shared[k] = pg.wm_shared[k].max(pg_shared);
             pg.wm_headroom[k] = pg.wm_headroom[k].max(pg.headroom_used);
         }
         let pool = &mut self.pools[a.pool];
-        pool.shared_used[usize::from(a.partition)] += shared;
+        pool.shared_used[usize::from(a.partition)] += pooled;
         if shared_headroom {
             pool.headroom_used[usize::from(a.partition)] += headroom;
         }
@@ -562,6 +565,12 @@ impl Mmu {
             pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
             pool.wm_headroom[k] = pool.wm_headroom[k].max(headroom_total);
         }
+    }
+
+    /// Spectrum: a PG's `size − xoff` lies above the shared space and counts in the pool (its occupancy
+    /// and watermark, and the PG's shared watermark), as NVIDIA's sonic-mgmt generator expects.
+    fn reserve_in_pool(&self) -> bool {
+        matches!(self.personality.pg_layout, PgLayout::SharedFirst { .. })
     }
 
     fn take_egress(&mut self, a: EgressAlloc) {
@@ -601,6 +610,7 @@ impl Mmu {
         let a = alloc.ingress.filter(|a| a.port < self.ports.len())?;
         let k = usize::from(a.partition);
         let shared_headroom = self.pools[a.pool].headroom_size > 0 || self.pools[a.pool].headroom_used[k] > 0;
+        let pooled_reserve = self.reserve_in_pool();
         let port = &mut self.ports[a.port];
         let pg = &mut port.pgs[usize::from(a.pg)];
         let c = u64::from(a.cells);
@@ -617,9 +627,10 @@ impl Mmu {
         sub(&mut pg.headroom_used, headroom);
         sub(&mut pg.shared_used, shared);
         sub(&mut pg.reserved_used, reserved);
-        sub(&mut port.shared_by_pool[a.pool], shared);
+        let pooled = shared + if pooled_reserve { reserved } else { 0 };
+        sub(&mut port.shared_by_pool[a.pool], pooled);
         let pool = &mut self.pools[a.pool];
-        sub(&mut pool.shared_used[k], shared);
+        sub(&mut pool.shared_used[k], pooled);
         if shared_headroom {
             sub(&mut pool.headroom_used[k], headroom);
         }
@@ -796,9 +807,10 @@ impl Mmu {
     pub fn clear_watermarks(&mut self, kind: WatermarkKind) {
         let partitions = self.personality.partitions();
         let k = kind as usize;
+        let pooled_reserve = self.reserve_in_pool();
         for p in &mut self.ports {
             for g in &mut p.pgs {
-                g.wm_shared[k] = g.shared_used;
+                g.wm_shared[k] = g.shared_used + if pooled_reserve { g.reserved_used } else { 0 };
                 g.wm_headroom[k] = g.headroom_used;
             }
             for q in &mut p.queues {
