@@ -1,4 +1,5 @@
-//! PFC honouring and the PFC watchdog in virtual time: sonic-mgmt's pfcwd procedures (`sonic.md` §5.3)
+//! PFC honouring and the PFC watchdog in virtual time: sonic-mgmt's pfcwd procedures (sonic-net/sonic-mgmt:
+//! `tests/pfcwd/`; `docs/pfc-watchdog.md`)
 //! against the Broadcom TH BALANCED profile (PFC_WD on every port: detection 400 ms, restoration 400 ms,
 //! poll 100 ms).
 

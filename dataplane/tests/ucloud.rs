@@ -1,4 +1,5 @@
-//! The shipped UCloud profile behaves as the seed describes: border classification on the server ports
+//! The shipped UCloud profile behaves as UCloud's RoCE design article ("UCloud高性能RoCE网络设计", QoS
+//! design section; `docs/scheduling-wred.md`) describes: border classification on the server ports
 //! (4791/48 → queue 6, 4791/46 → queue 5, everything else re-marked to the business class), DSCP trust on
 //! the uplinks, CNP strict but policed.
 

@@ -30,7 +30,7 @@
 //!
 //! At open the interface is also brought up and GRO/LRO are turned off on it (legacy ethtool ioctls), so the
 //! kernel does not coalesce frames before the switch sees them. veth has no MAC Control processing: PFC and
-//! PAUSE frames (01:80:C2:00:00:01) arrive and leave as plain frames (`reference/models.md` §2.4).
+//! PAUSE frames (01:80:C2:00:00:01) arrive and leave as plain frames (`docs/pfc.md`, "On Linux and veth").
 //!
 //! `recv_batch` and `send_batch` never block. When the kernel has nothing to give or no room to take,
 //! both return `Ok(0)` (never `Err(WouldBlock)`), so a caller needs only one "nothing happened" case.

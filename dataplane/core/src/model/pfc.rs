@@ -1,4 +1,4 @@
-//! Priority flow control on one port (IEEE 802.1Qbb; `../shared/reference/models.md` §2).
+//! Priority flow control on one port (IEEE 802.1Qbb; `docs/pfc.md`).
 //!
 //! **Generation** (this port's ingress PGs are filling): a priority whose PG asserts XOFF gets an XOFF
 //! frame (`pfc_pause_quanta`, default 0xFFFF) at once, re-sent every `pfc_refresh_percent` of that pause

@@ -1,7 +1,7 @@
 //! Egress scheduling of one port: what leaves next, and when the line is free again.
 //!
-//! Models SONiC's `SCHEDULER` table (`reference/sonic.md` §1.7; SAI `SAI_SCHEDULER_ATTR_*`) the way a Broadcom
-//! XGS MMU applies it to the eight unicast queues of a port, plus the port's line pacing. Each
+//! Models SONiC's `SCHEDULER` table (`docs/scheduling-wred.md`; SAI `SAI_SCHEDULER_ATTR_*`) the way a
+//! Broadcom XGS MMU applies it to the eight unicast queues of a port, plus the port's line pacing. Each
 //! [`Scheduler::dequeue`] picks one frame in this order:
 //!
 //! 1. **Minimum bandwidth** (`cir`/`cbs`, SAI `MIN_BANDWIDTH_RATE`/`_BURST_RATE`): a queue whose min-bandwidth
@@ -38,7 +38,8 @@
 //! ([`DEFAULT_BURST_BYTES`], or 1 packet). A rate of 0 means no bucket (SAI's default of 0 = unlimited / no
 //! guarantee). Buckets start full.
 //!
-//! **Policer** (the UCloud design's "supervision" of the strict CNP queue, seed 003 §III): a STRICT queue with
+//! **Policer** (the "supervision" of the strict CNP queue in UCloud's RoCE design article, QoS design
+//! section; `docs/scheduling-wred.md`, "Shapers, the port shaper and the policer"): a STRICT queue with
 //! `policer: true` and a `pir` has its bucket applied at [`Scheduler::enqueue`]: a frame the bucket cannot pay
 //! for is refused (`Err`, the caller counts the drop) instead of waiting, so the strict queue cannot starve
 //! the weighted ones. On a non-strict queue `policer` is ignored and `pir` shapes.

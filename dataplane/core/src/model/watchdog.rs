@@ -1,5 +1,6 @@
 //! The PFC watchdog, as SONiC's pfcwdorch and its per-vendor detection scripts run it
-//! (`../shared/reference/sonic.md` §1.9, §3).
+//! (`docs/pfc-watchdog.md`; sonic-net/sonic-swss: `orchagent/pfcwdorch.cpp`, `orchagent/pfc_detect_*.lua`,
+//! `orchagent/pfc_restore.lua`).
 //!
 //! Every `POLL_INTERVAL` each monitored queue (a priority in the port's `pfcwd_sw_enable`, on a port with
 //! a `PFC_WD` entry) is checked against the detection rule:

@@ -1,11 +1,11 @@
-//! WRED and ECN marking on an egress queue (SONiC WRED_PROFILE, `../shared/reference/sonic.md` §1.8).
+//! WRED and ECN marking on an egress queue (SONiC WRED_PROFILE; `docs/scheduling-wred.md`, "WRED_PROFILE").
 //!
 //! Given the queue length (instantaneous by default, as SONiC sets weight 0; or an EWMA with weight
-//! 2^-weight, as UCloud observed on Broadcom), a colour's min/max thresholds and drop probability:
-//! below min nothing happens; between min and max the probability rises linearly from 0 to the configured
-//! percentage; at or above max it is certain. An ECN-capable packet whose colour is in the profile's `ecn`
-//! set is marked CE instead of dropped; a packet is dropped only where `wred_<colour>_enable` is true.
-//! Randomness comes from the switch's seeded generator, so runs are reproducible.
+//! 2^-weight, as UCloud's RoCE design article observed on Broadcom), a colour's min/max thresholds and drop
+//! probability: below min nothing happens; between min and max the probability rises linearly from 0 to the
+//! configured percentage; at or above max it is certain. An ECN-capable packet whose colour is in the
+//! profile's `ecn` set is marked CE instead of dropped; a packet is dropped only where `wred_<colour>_enable`
+//! is true. Randomness comes from the switch's seeded generator, so runs are reproducible.
 
 use super::config::WredProfile;
 

@@ -1,14 +1,15 @@
 //! The DCQCN reaction point (RP) of one flow: a pure state machine over integer time, driven by CNP
 //! arrivals, bytes sent and timeouts.
 //!
-//! It follows the "Mellanox version" of the HPCC simulator (`rdma-hw.cc`, cc_mode 1; models.md §1.1.8),
+//! It follows the "Mellanox version" of the HPCC simulator (alibaba-edu/High-Precision-Congestion-Control:
+//! `simulation/src/point-to-point/model/rdma-hw.cc`, cc_mode 1),
 //! which models ConnectX-4+ firmware, with NVIDIA's parameter names and defaults (DOCA "DCQCN CC
-//! Parameters", Mellanox DOC-2790; models.md §5.2):
+//! Parameters", Mellanox DOC-2790; `docs/nic.md`, "Reaction point"):
 //!
 //! * **α** is kept in 1/1024 units as the firmware does. It is updated every `dce_tcp_rtt` (1 µs) from the
 //!   first CNP on: `α ← G·α/1024 + (1024 − G)` if a CNP arrived in the period, else `α ← G·α/1024`
 //!   (`dce_tcp_g` = G = 1019, i.e. g = 5/1024). The first CNP sets `α = initial_alpha_value` (1023). The
-//!   1 µs timer is never scheduled: ticks are applied lazily when α is needed (models.md §6: per-QP 1 µs
+//!   1 µs timer is never scheduled: ticks are applied lazily when α is needed (`docs/nic.md`: per-QP 1 µs
 //!   timers would dominate a simulation), which gives the same values.
 //! * **Decrease**: at most one per `rate_reduce_monitor_period` (4 µs). The checks run on a grid that
 //!   starts 1 ns after the first CNP (so a check sees the α tick of the same microsecond, as in HPCC);
@@ -63,7 +64,7 @@ pub const ALPHA_ONE: u32 = 1024;
 pub const MAX_TIME_SCALE: u32 = 1_000_000;
 
 /// DCQCN reaction-point parameters, named as MLNX_OFED names them. `Default` is NVIDIA's ConnectX-4+
-/// firmware default (models.md §5.2).
+/// firmware default (`docs/nic.md`, "Reaction point").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DcqcnParams {
@@ -87,7 +88,7 @@ pub struct DcqcnParams {
     /// `rpg_time_reset`: the rate-increase timer. NVIDIA 300 µs.
     pub rpg_time_reset_ns: u64,
     /// `rpg_byte_reset`: bytes sent between byte-counter increase events; 0 disables the byte counter.
-    /// NVIDIA 32767 B (models.md marks the increase parameters as recalled, not re-read).
+    /// NVIDIA 32767 B (firmware NVConfig `RPG_BYTE_RESET`; `docs/nic.md`, "Reaction point").
     pub rpg_byte_reset_bytes: u64,
     /// `rpg_threshold`: F, the number of fast-recovery steps before additive increase. NVIDIA 1.
     pub rpg_threshold: u32,
@@ -133,9 +134,9 @@ impl Default for DcqcnParams {
 }
 
 impl DcqcnParams {
-    /// The HPCC simulator's `dcqcn` variant of `run.py` (used in the HPCC paper; models.md §1.1.8) for a
-    /// NIC of `line_rate_mbps`: g = 1/256 (G = 1020), α starts at 1, α period 1 µs, decrease period 4 µs,
-    /// rate timer 300 µs, no byte counter, F = 1, RAI = 5 Mb/s and RHAI = 50 Mb/s per 25 Gb/s of line
+    /// The HPCC simulator's `dcqcn` variant of `simulation/run.py` (used in the HPCC paper; `docs/nic.md`)
+    /// for a NIC of `line_rate_mbps`: g = 1/256 (G = 1020), α starts at 1, α period 1 µs, decrease period
+    /// 4 µs, rate timer 300 µs, no byte counter, F = 1, RAI = 5 Mb/s and RHAI = 50 Mb/s per 25 Gb/s of line
     /// rate, minimum rate 1 Gb/s, no minimum decrease factor, target clamped only after a timer increase.
     pub fn hpcc(line_rate_mbps: u32) -> DcqcnParams {
         let per_25g = |mbps: u64| (mbps * u64::from(line_rate_mbps) / 25_000).max(1) as u32;

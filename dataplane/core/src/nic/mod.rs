@@ -87,7 +87,7 @@ pub enum Retransmit {
     #[serde(rename = "go_back_n")]
     GoBackN,
     /// Restart the whole message; the responder discards a partial message (the original behaviour that
-    /// livelocks under 1/256 drop with large messages, models.md §4).
+    /// livelocks under 1/256 drop with large messages; `docs/nic.md`, "Loss recovery").
     #[serde(rename = "go_back_0")]
     GoBack0,
 }
@@ -97,7 +97,8 @@ pub enum Retransmit {
 #[serde(default)]
 pub struct NpParams {
     /// At most one CNP per QP per interval (DCQCN paper N = 50 µs; NVIDIA `min_time_between_cnps`, whose
-    /// default differs between firmware generations, models.md §5.2). 0 = a CNP for every CE packet.
+    /// default differs between firmware generations; `docs/nic.md`, "Notification point"). 0 = a CNP for
+    /// every CE packet.
     /// The NIC multiplies it by `DcqcnParams::time_scale` ([`NicConfig::cnp_interval_ns`]).
     pub cnp_interval_ns: u64,
     /// DSCP of CNPs (NVIDIA `cnp_dscp`, common default 48).
@@ -413,9 +414,10 @@ impl Nic {
         Some(stats)
     }
 
-    /// Storm mode (the misbehaving NIC of the seed papers): send a PFC XOFF with [`STORM_QUANTA`] for
-    /// `priorities` (bit mask) at once and then every `interval_ns`, regardless of anything. 0 stops the
-    /// storm without an XON (the peer resumes when its last timer expires).
+    /// Storm mode (the misbehaving NIC of Microsoft's "RDMA over Commodity Ethernet at Scale", SIGCOMM
+    /// 2016): send a PFC XOFF with [`STORM_QUANTA`] for `priorities` (bit mask) at once and then every
+    /// `interval_ns`, regardless of anything. 0 stops the storm without an XON (the peer resumes when its
+    /// last timer expires).
     pub fn set_storm(&mut self, priorities: u8, interval_ns: u64) {
         self.pfc.forget(0xff);
         if priorities != 0 {

@@ -8,7 +8,7 @@
 //!   `nak_interval_ns` without progress (the HPCC simulator's 500 µs NACK timer), so a lost NAK is
 //!   recovered; any in-order progress re-arms it. With go-back-0 the receiver first discards the partial
 //!   message (its bytes are taken back from `received_bytes`) and expects the message's first PSN again —
-//!   the behaviour behind the livelock of models.md §4.
+//!   the behaviour behind the livelock of `docs/nic.md`, "Loss recovery".
 //! * Behind (a duplicate): counted and answered with an ACK, so a requester whose ACK was lost is not
 //!   stuck (the ns3-rdma livelock of issue #8).
 //! * CE-marked packets (any of the above) make a CNP due unless one was sent for this QP within

@@ -2,7 +2,7 @@
 //! port of rate R that marks CE above a fixed backlog (step marking, no PFC: the queue is unbounded); the
 //! receiver's ACKs and CNPs go straight back. NVIDIA's defaults: the reaction point of
 //! [`DcqcnParams::default`], the notification point with `min_time_between_cnps` = 0 (a CNP for every CE
-//! packet; models.md §5.2), 4 KB MTU as in the labs.
+//! packet; `docs/nic.md`, "Notification point"), 4 KB MTU as in the labs.
 //!
 //! The incast at 25 Gb/s, and at 200 Mb/s (R/125) with `time_scale` 125 and the link delay and the NIC's
 //! other timers × 125, are one system with time stretched 125×: the same CNPs at 125× the instants and

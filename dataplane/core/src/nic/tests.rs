@@ -484,7 +484,8 @@ fn go_back_0_livelocks_under_1_in_256_drop_where_go_back_n_progresses() {
     // failed pass ends at its first drop (~256 packets): ~5 messages in 20 ms instead of ~50.
     assert!(gbn.acked_bytes > 5 * gb0.acked_bytes, "GBN {} vs GB0 {}", gbn.acked_bytes, gb0.acked_bytes);
     assert!(gb0.retransmitted_packets > 5 * gbn.retransmitted_packets);
-    // With 4 MiB messages a pass survives with 1.1e-7: no message ever completes (models.md §4).
+    // With 4 MiB messages a pass survives with 1.1e-7: no message ever completes (docs/nic.md, "Loss
+    // recovery").
     assert_eq!((gb0_4m.messages_completed, gb0_4m.acked_bytes), (0, 0));
     // The receivers agree with the senders on whole messages.
     assert!(gbn_rx.messages_received.abs_diff(gbn.messages_completed) <= 1);

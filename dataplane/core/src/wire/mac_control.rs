@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn quanta_timing() {
-        // models.md §2.2: (speed Mb/s, 1 quantum, 65535 quanta), exact values rounded up to whole ns.
+        // docs/pfc.md, "Timing": (speed Mb/s, 1 quantum, 65535 quanta), exact values rounded up to whole ns.
         let table: [(u32, u64, u64); 7] = [
             (10_000, 52, 3_355_392), // 51.2 ns, 3.355 ms
             (25_000, 21, 1_342_157), // 20.48 ns, 1.342 ms
