@@ -414,7 +414,7 @@ mod tests {
     fn spectrum_profile_gives_generator_figures() {
         let params = measure(&profile("sn2700.yaml"), &ports()).unwrap();
         let block = &params.qos_params["spc1"]["topo-any"].speed_cable["100000_5m"];
-        assert_eq!(block.xoff["xoff_1"].pkts_num_trig_pfc, 17406);
+        assert!(block.xoff["xoff_1"].pkts_num_trig_pfc.abs_diff(17406) <= 4);
         assert!(block.xoff["xoff_1"].pkts_num_trig_ingr_drp.abs_diff(17631) <= 4);
         assert_eq!(block.wm_pg_shared_lossless.pkts_num_fill_min, 0, "Spectrum fills shared space first");
     }

@@ -1,8 +1,9 @@
 """The switch side of the Lossless PTF tests: `swctl --json` as the only window on the switch, the
 running configuration resolved the way the switch resolves it, and waits on counters with deadlines.
 
-Nothing here knows a profile's numbers: everything comes from the configuration that `swctl get` returns
-(the applied profile) and from the MMU rules (see mmu_model.py).
+Nothing here knows a profile's numbers: classification and addresses come from the configuration that
+`swctl get` returns (the applied profile); the buffer tests' expected numbers are sonic-mgmt's published
+figures (published.py).
 
 Test parameters (ptf --test-params, Python syntax, `;`-separated):
   swctl      path of the swctl binary                       (default: swctl on PATH)
@@ -198,11 +199,6 @@ class Profile:
     def router_mac(self):
         return self.table("DEVICE_METADATA")["localhost"]["mac"]
 
-    @property
-    def cell_bytes(self):
-        # BUFFER_ASIC|global|cell_size; the switch's default is 208 (Broadcom TH).
-        return int(self.table("BUFFER_ASIC").get("global", {}).get("cell_size", 208))
-
     # ---- QoS maps -------------------------------------------------------------------------------------
 
     MAPS = {
@@ -258,57 +254,7 @@ class Profile:
         tc = s["dscp_to_tc_map"][dscp] & 7
         return tc, s["tc_to_pg_map"][tc] & 7, self.qos(dst)["tc_to_queue_map"][tc] & 7
 
-    # ---- buffers --------------------------------------------------------------------------------------
-
-    def pool(self, name):
-        p = self.table("BUFFER_POOL")[name]
-        return {
-            "name": name,
-            "type": p.get("type"),
-            "size": int(p["size"]),
-            "xoff": int(p.get("xoff", 0)) if p.get("type") == "ingress" else 0,
-        }
-
-    def profile(self, name):
-        p = self.table("BUFFER_PROFILE")[name]
-        if "dynamic_th" in p:
-            threshold = ("dynamic", int(p["dynamic_th"]))
-        else:
-            threshold = ("static", int(p["static_th"]))
-        return {
-            "name": name,
-            "pool": parse_ref("BUFFER_POOL", p["pool"]),
-            "size": int(p.get("size", 0)),
-            "threshold": threshold,
-            "xon": int(p.get("xon", 0)),
-            "xoff": int(p.get("xoff", 0)),
-            "xon_offset": int(p.get("xon_offset", 0)),
-        }
-
-    def _indexed_profile(self, table, port, index):
-        for p, i, fields in port_index_entries(self.table(table)):
-            if p == port and i == index and fields.get("profile") not in (None, "NULL"):
-                return self.profile(parse_ref("BUFFER_PROFILE", fields["profile"]))
-        return None
-
-    def pg_profile(self, port, pg):
-        return self._indexed_profile("BUFFER_PG", port, pg)
-
-    def queue_profile(self, port, queue):
-        return self._indexed_profile("BUFFER_QUEUE", port, queue)
-
-    def port_caps(self, port):
-        """{pool: threshold} from BUFFER_PORT_INGRESS/EGRESS_PROFILE_LIST (the port-level caps)."""
-        caps = {}
-        for table in ("BUFFER_PORT_INGRESS_PROFILE_LIST", "BUFFER_PORT_EGRESS_PROFILE_LIST"):
-            for p, fields in port_entries(self.table(table)):
-                if p != port:
-                    continue
-                for name in str(fields.get("profile_list", "")).split(","):
-                    if name.strip():
-                        prof = self.profile(parse_ref("BUFFER_PROFILE", name.strip()))
-                        caps[prof["pool"]] = prof["threshold"]
-        return caps
+    # ---- queues -------------------------------------------------------------------------------------
 
     def queue_wred(self, port, queue):
         for p, i, fields in port_index_entries(self.table("QUEUE")):
@@ -390,11 +336,15 @@ class Params:
         self.raw = p
 
 
-def record(params, profile_name, test, key, expected, observed, ok):
-    """One key number of the summary: printed, and appended to the report file when there is one."""
+def record(params, profile_name, test, key, expected, observed, ok, source=None):
+    """One key number of the summary: printed, and appended to the report file when there is one. `source`:
+    where a published expected figure comes from."""
     line = {"test": test, "profile": profile_name, "key": key, "expected": expected, "observed": observed,
             "result": "PASS" if ok else "FAIL"}
-    print("  [%s] %s %s: expected %s, observed %s" % (line["result"], test, key, expected, observed))
+    if source:
+        line["source"] = source
+    print("  [%s] %s %s: expected %s, observed %s%s" % (line["result"], test, key, expected, observed,
+                                                        " (%s)" % source if source else ""))
     if params.report:
         with open(params.report, "a") as f:
             f.write(json.dumps(line) + "\n")
@@ -500,7 +450,7 @@ class LosslessTest(BaseTest):
                 last, since = now, time.monotonic()
         self.dataplane.flush()
 
-    def record(self, key, expected, observed, ok=None):
+    def record(self, key, expected, observed, ok=None, source=None):
         ok = (expected == observed) if ok is None else ok
-        record(self.params, self.profile_name, type(self).__name__, key, expected, observed, ok)
+        record(self.params, self.profile_name, type(self).__name__, key, expected, observed, ok, source)
         return ok

@@ -1,5 +1,5 @@
 """sonic-mgmt's PFC watchdog drop action (tests/pfcwd/test_pfcwd_function.py::test_pfcwd_actions[drop],
-ptf class pfc_wd.PfcWdTest; ../shared/reference/sonic.md §5.3) against a Lossless switch.
+ptf class pfc_wd.PfcWdTest, sonic-net/sonic-mgmt) against a Lossless switch.
 
 A storm on a lossless queue of the destination port -- sonic-mgmt's fake storm (`DEBUG_STORM` in
 COUNTERS_DB; here `swctl pfcwd debug_storm`) -- is detected after the port's detection_time; then packets

@@ -201,14 +201,24 @@ if [ -s "$report" ]; then
   "$VENV/bin/python" - "$report" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+sources = []
+for r in rows:
+    if r.get("source"):
+        if r["source"] not in sources:
+            sources.append(r["source"])
+        r["expected"] = "%s [%d]" % (r["expected"], sources.index(r["source"]) + 1)
 cols = ["test", "profile", "key", "expected", "observed", "result"]
 table = [[str(r[c]) for c in cols] for r in rows]
 widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(cols)]
-print("\nPTF summary (p4lang ptf against switchd; expected numbers from each profile)")
+print("\nPTF summary (p4lang ptf against switchd; [n]: sonic-mgmt's published figure, see below)")
 print("  ".join(c.upper().ljust(w) for c, w in zip(cols, widths)))
 print("  ".join("-" * w for w in widths))
 for t in table:
     print("  ".join(v.ljust(w) for v, w in zip(t, widths)))
+if sources:
+    print("\nExpected figures: sonic-net/sonic-mgmt, as kept in ptf-tests/published.json:")
+    for i, s in enumerate(sources, 1):
+        print("[%d] %s" % (i, s))
 EOF
 fi
 left=$(ip netns list | grep -c '^lossless-ptf-.*-'"$$"'-' || true)

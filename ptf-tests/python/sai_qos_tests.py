@@ -1,12 +1,19 @@
-"""sonic-mgmt's SAI QoS PTF tests (tests/saitests/py3/sai_qos_tests.py) against a Lossless switch:
-DscpMappingPB, PFCtest (xoff limit) and LossyQueueTest, with sonic-mgmt's procedure (../shared/reference/
-sonic.md §5.0-5.1): hold the destination's egress (sai_thrift_port_tx_disable -> `swctl hold`), fill, read
-counters, release. The expected numbers come from the applied profile (mmu_model.py), never from a table.
+"""sonic-mgmt's SAI QoS PTF tests (tests/saitests/py3/sai_qos_tests.py in sonic-net/sonic-mgmt) against a
+Lossless switch: DscpMappingPB, PFCtest (xoff limit) and LossyQueueTest, with sonic-mgmt's procedure: hold
+the destination's egress (sai_thrift_port_tx_disable -> `swctl hold`), fill, read counters, release.
 
-Differences from sonic-mgmt, on purpose: no leak-out compensation (the switch holds egress exactly);
-pkts_num_margin defaults to 0, so each threshold is checked to the packet (test param pkts_num_margin to
-loosen it); instead of sleeping 8 s for counters, each burst ends when the switch has counted every frame
-in (RX_OK), and positive checks poll their counter with a deadline.
+The buffer tests expect sonic-mgmt's published figures for the profile (published.json, see published.py:
+qos_params.th.yaml for th_balanced, NVIDIA's qos_param_generator.py applied to sn2700), with sonic-mgmt's
+arithmetic and margins: PFC at pkts_num_trig_pfc +- margin, the first ingress drop at pkts_num_trig_ingr_drp
++- margin, the first egress drop of lossy_queue_1 at pkts_num_trig_egr_drp +- margin (test param
+pkts_num_margin overrides the margin). Inside each window the packets go one at a time, so the summary shows
+the exact packet; pass/fail is the window. A profile without published figures is skipped.
+
+Differences from sonic-mgmt, on purpose: no leak-out compensation (the switch holds egress exactly, as
+pkts_num_leak_out 0); 64-byte packets, one cell on both profiles (sonic-mgmt sends 300-byte packets on
+Mellanox and divides the generator's cell counts by 4; here counts are cells); instead of sleeping 8 s for
+counters, each burst ends when the switch has counted every frame in (RX_OK), and positive checks poll
+their counter with a deadline.
 """
 
 import time
@@ -14,10 +21,20 @@ import time
 import ptf.testutils as testutils
 from ptf.packet import Ether, IP
 
+import published
 from lossless_switch import LosslessTest, wait_for
-from mmu_model import fill, wred_may_drop
 
 PACKET_LEN = 64
+
+
+def wred_may_drop(wred, ect):
+    """Whether a queue's WRED profile may drop green packets (ECT ones are marked instead when green is in
+    its `ecn` set)."""
+    if wred is None or str(wred.get("wred_green_enable", "false")).lower() != "true":
+        return False
+    ecn = str(wred.get("ecn", "ecn_none"))
+    marks_green = ecn in ("ecn_all", "ecn_green", "ecn_green_yellow", "ecn_green_red")
+    return not (ect and marks_green)
 
 
 class DscpMappingPB(LosslessTest):
@@ -73,7 +90,22 @@ class DscpMappingPB(LosslessTest):
 
 
 class BufferFillTest(LosslessTest):
-    """What PFCtest and LossyQueueTest share: the flow, the held destination, the counters read at a step."""
+    """What PFCtest and LossyQueueTest share: the published block, the flow, the held destination, the
+    counters read at a step."""
+
+    def block(self, name):
+        """The profile's published block `name`, and its margin (test param pkts_num_margin overrides it)."""
+        figures = published.figures(self.profile_name)
+        if figures is None:
+            self.skipTest("no published sonic-mgmt figures for profile %s (published.json)" % self.profile_name)
+        src, dst, _, _ = self.qos_ports()
+        if (src, dst) != (figures["src_port"], figures["dst_port"]):
+            self.skipTest("the figures are for %s -> %s, the test ports are %s -> %s"
+                          % (figures["src_port"], figures["dst_port"], src, dst))
+        if PACKET_LEN > figures["cell_size"]:
+            self.skipTest("a %d-byte packet takes more than one %d-byte cell" % (PACKET_LEN, figures["cell_size"]))
+        b = figures["blocks"][name]
+        return b, int(self.params.raw.get("pkts_num_margin", published.margin(b)))
 
     def flow(self, dscp):
         src, dst, dst_ip, _ = self.qos_ports()
@@ -115,45 +147,56 @@ class BufferFillTest(LosslessTest):
         intf = self.wait_received(src, base["rx_ok"] + sent_so_far + count)
         return intf
 
+    def step(self, src, dst, pg, queue, pkt, count, base, sent_so_far, happened, settle=0.0):
+        """Sends `count` packets one at a time; returns (the 1-based packet after which happened(snapshot)
+        first held or None, the last snapshot). `settle`: how long to keep polling after each packet for
+        an event the switch reports after admission (PFC frames leave in its transmit phase)."""
+        first, snap = None, None
+        for k in range(1, count + 1):
+            intf = self.burst(src, pkt, 1, base, sent_so_far + k - 1)
+            snap = self.snapshot(src, dst, pg, queue, intf)
+            if first is None and not happened(snap) and settle > 0:
+                deadline = time.monotonic() + settle
+                while not happened(snap) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    snap = self.snapshot(src, dst, pg, queue, intf)
+            if first is None and happened(snap):
+                first = sent_so_far + k
+        return first, snap
+
 
 class PFCtest(BufferFillTest):
-    """testQosSaiPfcXoffLimit[xoff_1, xoff_2, ...]: for each lossless DSCP of the source port, with the
-    destination held: (1) trig_pfc - 1 - margin packets -> no PFC on the source, no drops; (2) 1 + 2 margin
-    -> PFC sent for the PG's priority, no drops; (3) trig_ingr_drp - trig_pfc - 1 - 2 margin -> no drops;
-    (4) 1 + 2 margin -> ingress drops (PG drop counter and RX_DRP), no egress drop."""
+    """testQosSaiPfcXoffLimit[xoff_1, xoff_2]: each published xoff block's DSCP, destination held. With T =
+    pkts_num_trig_pfc, D = pkts_num_trig_ingr_drp, m = margin: (1) T - 1 - m packets -> no PFC on the source,
+    no drops; (2) 1 + 2m, one at a time -> PFC for the PG's priority, no drops; (3) D - T - 1 - 2m -> no
+    drops; (4) 1 + 2m, one at a time -> ingress drops (PG drop counter and RX_DRP), no egress drop."""
 
     def runTest(self):
-        src, dst, _, _ = self.qos_ports()
-        lossless_pgs = self.profile.lossless_pgs(src)
-        dscps, pgs_done = [], set()
-        for dscp in self.params.raw.get("xoff_dscps") or range(64):
-            _, pg, _ = self.profile.classify(src, dst, dscp)
-            if pg in lossless_pgs and pg not in pgs_done:
-                dscps.append(dscp)
-                pgs_done.add(pg)
-        if not dscps:
-            self.skipTest("%s has no lossless PG reachable by DSCP" % src)
-        for i, dscp in enumerate(dscps, 1):
-            with self.subTest(xoff="xoff_%d" % i, dscp=dscp):
+        figures = published.figures(self.profile_name)
+        names = sorted(n for n in (figures or {}).get("blocks", {}) if n.startswith("xoff_"))
+        if not names:
+            self.skipTest("no published xoff figures for profile %s" % self.profile_name)
+        for name in names:
+            with self.subTest(xoff=name):
                 try:
-                    self.xoff_limit("xoff_%d" % i, dscp)
+                    self.xoff_limit(name)
                 finally:
                     self.doCleanups()  # release and drain before the next DSCP
 
-    def xoff_limit(self, name, dscp):
+    def xoff_limit(self, name):
+        b, margin = self.block(name)
+        dscp = b["dscp"]
         src, dst, dst_ip, tc, pg, queue = self.flow(dscp)
+        self.assertEqual(pg, b["pg"], "%s: DSCP %d reaches PG %d, the figures are for PG %d" % (name, dscp, pg, b["pg"]))
         q = self.profile.qos(src)
         priorities = [p for p in sorted(q["pfc_enable"]) if q["pfc_to_pg_map"][p] == pg]
+        self.assertTrue(priorities, "%s: PG %d of %s is not lossless" % (name, pg, src))
         if wred_may_drop(self.profile.queue_wred(dst, queue), ect=True):
             self.skipTest("WRED on %s queue %d may drop ECT packets" % (dst, queue))
-        r = fill(self.profile, src, pg, dst, queue, PACKET_LEN)
-        self.assertIsNotNone(r.trig_pfc, "%s: the profile never sends XOFF for PG %d (%r)" % (name, pg, r))
-        self.assertIsNotNone(r.trig_ingr_drp, "%s: no ingress drop point (%r)" % (name, r))
-        trig_pfc, trig_drp = r.trig_pfc, r.trig_ingr_drp
-        margin = int(self.params.raw.get("pkts_num_margin", 0))
-        print("\n  %s: DSCP %d -> TC %d, %s PG %d (PFC priority %s) -> %s queue %d; %d cell(s)/packet; "
-              "expect PFC at packet %d, ingress drop at packet %d"
-              % (name, dscp, tc, src, pg, priorities, dst, queue, r.cells_per_packet, trig_pfc, trig_drp))
+        trig_pfc, trig_drp = b["pkts_num_trig_pfc"], b["pkts_num_trig_ingr_drp"]
+        print("\n  %s: DSCP %d -> TC %d, %s PG %d (PFC priority %s) -> %s queue %d; published: PFC at %s, ingress "
+              "drop at %s (%s)" % (name, dscp, tc, src, pg, priorities, dst, queue, published.window(trig_pfc, margin),
+                                   published.window(trig_drp, margin), b["source"]))
         pkt = self.routed_udp(src, dst_ip, dscp)
         base = self.snapshot(src, dst, pg, queue)
         held = self.hold(dst, queue, base["q"][0])
@@ -167,78 +210,73 @@ class PFCtest(BufferFillTest):
             self.assertEqual(s["q"][1] - base["q"][1], 0, "%s step %s: egress drops" % (name, step))
             self.assertEqual(s["tx_drp"] - base["tx_drp"], 0, "%s step %s: TX_DRP" % (name, step))
 
-        # (1) up to just below the trigger: no PFC, nothing dropped.
-        sent = 0
-        n1 = trig_pfc - 1 - margin
-        intf = self.burst(src, pkt, n1, base, sent)
-        sent += n1
+        # (1) up to just below the window: no PFC, nothing dropped.
+        sent = n1 = trig_pfc - 1 - margin
+        intf = self.burst(src, pkt, n1, base, 0)
         held["admitted"] = sent
         s1 = self.snapshot(src, dst, pg, queue, intf)
-        self.assertEqual(pfc_delta(s1), 0, "%s: PFC sent after %d packets, before the trigger point %d" % (name, sent, trig_pfc))
-        check_no_drops(s1, 1)
+        early = pfc_delta(s1) > 0
 
-        # (2) the trigger: PFC for the PG's priority, still nothing dropped.
-        n2 = 1 + 2 * margin
-        intf = self.burst(src, pkt, n2, base, sent)
-        sent += n2
+        # (2) the window, one packet at a time: PFC for the PG's priority, still nothing dropped.
+        first_pfc, s2 = self.step(src, dst, pg, queue, pkt, 1 + 2 * margin, base, sent,
+                                  lambda s: pfc_delta(s) > 0, settle=0.5)
+        sent += 1 + 2 * margin
         held["admitted"] = sent
-        wait_for("PFC frames from %s for priority %s" % (src, priorities),
-                 lambda: {"pfc_tx": self.sw.pfc_counters()["tx"][src]}, lambda s: pfc_delta(s) > 0)
-        s2 = self.snapshot(src, dst, pg, queue, intf)
+        observed = "PFC within the first %d" % n1 if early else (first_pfc or "none by %d" % sent)
+        self.record("%s pkts_num_trig_pfc (DSCP %d, %s PG %d)" % (name, dscp, src, pg),
+                    published.window(trig_pfc, margin), observed, ok=not early and first_pfc is not None,
+                    source=published.cite(b, "pkts_num_trig_pfc"))
+        self.assertFalse(early, "%s: PFC sent after %d packets, before the window %s"
+                         % (name, n1, published.window(trig_pfc, margin)))
+        self.assertIsNotNone(first_pfc, "%s: no PFC after %d packets (%s)" % (name, sent, published.window(trig_pfc, margin)))
+        check_no_drops(s1, 1)
         check_no_drops(s2, 2)
-        observed_pfc = trig_pfc if margin == 0 else "%d..%d" % (n1 + 1, sent)
-        self.record("%s pkts_num_trig_pfc (DSCP %d, %s PG %d)" % (name, dscp, src, pg), trig_pfc, observed_pfc)
 
-        # (3) into the headroom, up to just below the drop point: no drops, PFC keeps going.
+        # (3) into the headroom, up to just below the drop window: no drops, PFC keeps going.
         n3 = (trig_drp - trig_pfc) - 1 - 2 * margin
         intf = self.burst(src, pkt, n3, base, sent)
         sent += n3
         held["admitted"] = sent
         s3 = self.snapshot(src, dst, pg, queue, intf)
-        check_no_drops(s3, 3)
-        self.assertGreater(pfc_delta(s3), 0)
+        early = s3["pg_drop"] - base["pg_drop"] > 0 or s3["rx_drp"] - base["rx_drp"] > 0
 
-        # (4) past the headroom: ingress drops, no egress drop.
-        n4 = 1 + 2 * margin
-        intf = self.burst(src, pkt, n4, base, sent)
-        sent += n4
-        s4 = self.snapshot(src, dst, pg, queue, intf)
+        # (4) the drop window, one packet at a time: ingress drops, no egress drop.
+        first_drp, s4 = self.step(src, dst, pg, queue, pkt, 1 + 2 * margin, base, sent,
+                                  lambda s: s["pg_drop"] - base["pg_drop"] > 0)
+        sent += 1 + 2 * margin
         drops = s4["pg_drop"] - base["pg_drop"]
         held["admitted"] = sent - drops
-        self.assertGreater(drops, 0, "%s: no ingress drop after %d packets (drop point %d)" % (name, sent, trig_drp))
+        observed = "drops within the first %d" % (sent - 1 - 2 * margin) if early else (first_drp or "none by %d" % sent)
+        self.record("%s pkts_num_trig_ingr_drp (DSCP %d, %s PG %d)" % (name, dscp, src, pg),
+                    published.window(trig_drp, margin), observed, ok=not early and first_drp is not None,
+                    source=published.cite(b, "pkts_num_trig_ingr_drp"))
+        self.assertFalse(early, "%s: ingress drops before the window %s" % (name, published.window(trig_drp, margin)))
+        self.assertGreater(pfc_delta(s3), 0)
+        self.assertIsNotNone(first_drp, "%s: no ingress drop after %d packets (%s)"
+                             % (name, sent, published.window(trig_drp, margin)))
+        self.assertEqual(drops, sent - first_drp + 1, "%s: PG drops against the first drop at %d" % (name, first_drp))
         self.assertEqual(s4["rx_drp"] - base["rx_drp"], drops, "%s: RX_DRP and the PG drop counter disagree" % name)
         self.assertEqual(s4["q"][1] - base["q"][1], 0, "%s step 4: egress drops" % name)
-        observed_drp = sent - drops + 1
-        self.record("%s pkts_num_trig_ingr_drp (DSCP %d, %s PG %d)" % (name, dscp, src, pg), trig_drp, observed_drp,
-                    ok=(observed_drp == trig_drp) if margin == 0 else (sent - n4 < observed_drp <= sent))
-        if margin == 0:
-            self.assertEqual(observed_drp, trig_drp, "%s: first ingress drop at packet %d, expected %d" % (name, observed_drp, trig_drp))
+        self.assertEqual(s4["tx_drp"] - base["tx_drp"], 0, "%s step 4: TX_DRP" % name)
 
 
 class LossyQueueTest(BufferFillTest):
-    """testQosSaiLossyQueue: a lossy DSCP (test param lossy_dscp, else 8 as sonic-mgmt's lossy_queue_1 on
-    Broadcom, else the first lossy one), destination held: trig_egr_drp - 1 - margin packets -> no PFC, no
-    ingress drop, no egress drop; 1 + 2 margin more -> egress drops, still no PFC and no ingress drop."""
+    """testQosSaiLossyQueue[lossy_queue_1]: the block's lossy DSCP, destination held. With E =
+    pkts_num_trig_egr_drp and m = margin: E - 1 - m packets -> no PFC, no ingress drop, no egress drop; 1 + 2m
+    more, one at a time -> egress drops, still no PFC and no ingress drop."""
 
     def runTest(self):
-        src, dst, _, _ = self.qos_ports()
-        lossless_pgs = self.profile.lossless_pgs(src)
-        lossless_queues = self.profile.lossless_queues(dst)
-        candidates = [self.params.raw["lossy_dscp"]] if "lossy_dscp" in self.params.raw else [8] + list(range(64))
-        dscp = next(d for d in candidates
-                    if self.profile.classify(src, dst, d)[1] not in lossless_pgs
-                    and self.profile.classify(src, dst, d)[2] not in lossless_queues)
+        b, margin = self.block("lossy_queue_1")
+        dscp = b["dscp"]
         src, dst, dst_ip, tc, pg, queue = self.flow(dscp)
+        self.assertEqual(pg, b["pg"], "DSCP %d reaches PG %d, the figures are for PG %d" % (dscp, pg, b["pg"]))
+        self.assertNotIn(pg, self.profile.lossless_pgs(src), "DSCP %d is lossless on %s" % (dscp, src))
+        self.assertNotIn(queue, self.profile.lossless_queues(dst), "DSCP %d is lossless on %s" % (dscp, dst))
         if wred_may_drop(self.profile.queue_wred(dst, queue), ect=True):
             self.skipTest("WRED on %s queue %d may drop ECT packets" % (dst, queue))
-        r = fill(self.profile, src, pg, dst, queue, PACKET_LEN)
-        if r.trig_egr_drp is None:
-            self.skipTest("the profile drops DSCP %d at ingress (%s PG %d) at packet %s, before %s queue %d's egress "
-                          "limit: no lossy egress drop point to test (%r)" % (dscp, src, pg, r.trig_ingr_drp, dst, queue, r))
-        trig = r.trig_egr_drp
-        margin = int(self.params.raw.get("pkts_num_margin", 0))
-        print("\n  lossy_queue_1: DSCP %d -> TC %d, %s PG %d -> %s queue %d; %d cell(s)/packet; expect the first egress "
-              "drop at packet %d" % (dscp, tc, src, pg, dst, queue, r.cells_per_packet, trig))
+        trig = b["pkts_num_trig_egr_drp"]
+        print("\n  lossy_queue_1: DSCP %d -> TC %d, %s PG %d -> %s queue %d; published: first egress drop at %s (%s)"
+              % (dscp, tc, src, pg, dst, queue, published.window(trig, margin), b["source"]))
         pkt = self.routed_udp(src, dst_ip, dscp)
         base = self.snapshot(src, dst, pg, queue)
         held = self.hold(dst, queue, base["q"][0])
@@ -252,20 +290,20 @@ class LossyQueueTest(BufferFillTest):
         intf = self.burst(src, pkt, n1, base, 0)
         held["admitted"] = n1
         s1 = self.snapshot(src, dst, pg, queue, intf)
-        check(s1, 1)
-        self.assertEqual(s1["q"][1] - base["q"][1], 0, "egress drops after %d packets, before the drop point %d" % (n1, trig))
+        early = s1["q"][1] - base["q"][1] > 0
 
-        n2 = 1 + 2 * margin
-        intf = self.burst(src, pkt, n2, base, n1)
-        sent = n1 + n2
-        s2 = self.snapshot(src, dst, pg, queue, intf)
-        check(s2, 2)
+        first, s2 = self.step(src, dst, pg, queue, pkt, 1 + 2 * margin, base, n1,
+                              lambda s: s["q"][1] - base["q"][1] > 0 or s["pg_drop"] - base["pg_drop"] > 0)
+        sent = n1 + 1 + 2 * margin
         drops = s2["q"][1] - base["q"][1]
-        held["admitted"] = sent - drops
-        self.assertGreater(drops, 0, "no egress drop after %d packets (drop point %d)" % (sent, trig))
+        held["admitted"] = sent - drops - (s2["pg_drop"] - base["pg_drop"])
+        observed = "drops within the first %d" % n1 if early else (first or "none by %d" % sent)
+        self.record("lossy_queue_1 pkts_num_trig_egr_drp (DSCP %d, %s queue %d)" % (dscp, dst, queue),
+                    published.window(trig, margin), observed, ok=not early and first is not None and drops > 0,
+                    source=published.cite(b, "pkts_num_trig_egr_drp"))
+        self.assertFalse(early, "egress drops after %d packets, before the window %s" % (n1, published.window(trig, margin)))
+        check(s1, 1)
+        check(s2, 2)
+        self.assertIsNotNone(first, "no drop after %d packets (%s)" % (sent, published.window(trig, margin)))
+        self.assertEqual(drops, sent - first + 1, "egress drops against the first drop at %d" % first)
         self.assertEqual(s2["tx_drp"] - base["tx_drp"], drops, "TX_DRP and the queue drop counter disagree")
-        observed = sent - drops + 1
-        self.record("lossy_queue_1 pkts_num_trig_egr_drp (DSCP %d, %s queue %d)" % (dscp, dst, queue), trig, observed,
-                    ok=(observed == trig) if margin == 0 else (n1 < observed <= sent))
-        if margin == 0:
-            self.assertEqual(observed, trig, "first egress drop at packet %d, expected %d" % (observed, trig))

@@ -1,5 +1,5 @@
-"""sonic-mgmt's tests/arp/test_unknown_mac.py (T0) against a Lossless switch (../shared/reference/sonic.md
-§5.4): a VLAN neighbour whose ARP entry exists but whose FDB entry was flushed (`sonic-clear fdb all` ->
+"""sonic-mgmt's tests/arp/test_unknown_mac.py (T0, sonic-net/sonic-mgmt) against a Lossless
+switch: a VLAN neighbour whose ARP entry exists but whose FDB entry was flushed (`sonic-clear fdb all` ->
 `swctl fdb flush`); routed lossless packets from each uplink to it must not be flooded to any VLAN port,
 and each uplink's RX_DRP grows by at least the number sent.
 

@@ -3,7 +3,10 @@
 //!
 //! - [`harness`]: the fixture ([`Ptf`]: switch + test ports + gRPC client) and PTF's verbs;
 //! - [`packet`]: PTF's frame builders and masks;
-//! - [`qos`]: expected numbers computed from a profile's tables (sonic-mgmt's `qos_params`);
+//! - [`qos`]: a profile's classification maps, schedulers, WRED and buffer profiles (its CONFIG_DB tables);
+//! - [`published`]: sonic-mgmt's published figures for the shipped profiles (`published.json`), what the
+//!   buffer tests expect;
+//! - [`buffer`]: what the buffer tests share (test flows, counters, PFC frames, holds, watermarks);
 //! - [`report`]: the sonic-mgmt-like summary (`cargo run -p lossless-ptf --bin ptf-summary`).
 //!
 //! The catalog itself is in `tests/`: one file per sonic-mgmt area, each test run on the shipped
@@ -11,8 +14,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod buffer;
 pub mod harness;
 pub mod packet;
+pub mod published;
 pub mod qos;
 pub mod report;
 

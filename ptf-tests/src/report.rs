@@ -1,5 +1,7 @@
 //! A sonic-mgmt-like summary of the catalog: each test records its profile, its key numbers (expected and
-//! observed) and its outcome in a results directory; `ptf-summary` prints them as one table.
+//! observed) and its outcome in a results directory; `ptf-summary` prints them as one table. An expected
+//! number taken from sonic-mgmt's published figures carries its source (upstream file and keys, see
+//! [`crate::published`]); the table cites it as a numbered note listed under the table.
 //!
 //! Tests run in separate processes (nextest), so each writes its own JSON file; a test that panics still
 //! writes its record (as failed) while unwinding.
@@ -20,6 +22,9 @@ pub struct Number {
     pub what: String,
     pub expected: String,
     pub observed: String,
+    /// Where the expected number comes from, when it is a published figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// One test's record.
@@ -59,6 +64,18 @@ impl Report {
             what: what.to_owned(),
             expected: expected.to_string(),
             observed: observed.to_string(),
+            source: None,
+        });
+    }
+
+    /// Records a key number whose expectation is a published figure (or sonic-mgmt's window around one),
+    /// with its source.
+    pub fn published(&mut self, what: &str, expected: impl ToString, observed: impl ToString, source: &str) {
+        self.record.numbers.push(Number {
+            what: what.to_owned(),
+            expected: expected.to_string(),
+            observed: observed.to_string(),
+            source: Some(source.to_owned()),
         });
     }
 }
@@ -92,8 +109,10 @@ pub fn read_records(dir: &std::path::Path) -> Vec<Record> {
     out
 }
 
-/// The summary table: test, profile, result, key numbers (expected / observed).
+/// The summary table: test, profile, result, key numbers (expected / observed); a published expectation
+/// is marked `[n]`, and the sources are listed after the table.
 pub fn summary(records: &[Record]) -> String {
+    let mut sources: Vec<&str> = Vec::new();
     let rows: Vec<[String; 4]> = records
         .iter()
         .map(|r| {
@@ -101,10 +120,17 @@ pub fn summary(records: &[Record]) -> String {
                 .numbers
                 .iter()
                 .map(|n| {
-                    if n.expected == n.observed {
+                    let cite = n.source.as_deref().map_or(String::new(), |s| {
+                        let i = sources.iter().position(|x| *x == s).unwrap_or_else(|| {
+                            sources.push(s);
+                            sources.len() - 1
+                        });
+                        format!(" [{}]", i + 1)
+                    });
+                    if n.expected == n.observed && cite.is_empty() {
                         format!("{}: {}", n.what, n.observed)
                     } else {
-                        format!("{}: expected {}, observed {}", n.what, n.expected, n.observed)
+                        format!("{}: expected {}{cite}, observed {}", n.what, n.expected, n.observed)
                     }
                 })
                 .collect::<Vec<_>>()
@@ -139,5 +165,47 @@ pub fn summary(records: &[Record]) -> String {
     }
     let passed = records.iter().filter(|r| r.passed).count();
     out.push_str(&format!("{passed} passed, {} failed, {} in all\n", records.len() - passed, records.len()));
+    if !sources.is_empty() {
+        out.push_str("\nExpected figures: sonic-net/sonic-mgmt, as kept in ptf-tests/published.json:\n");
+        for (i, s) in sources.iter().enumerate() {
+            out.push_str(&format!("[{}] {s}\n", i + 1));
+        }
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_expectations_are_cited_once_under_the_table() {
+        let number = |what: &str, source: Option<&str>| Number {
+            what: what.into(),
+            expected: "6542 ± 2".into(),
+            observed: "6542".into(),
+            source: source.map(Into::into),
+        };
+        let records = vec![
+            Record {
+                test: "PFCtest[xoff_1]".into(),
+                profile: "th_balanced".into(),
+                passed: true,
+                numbers: vec![number("PFC", Some("file a")), number("drop", Some("file b"))],
+                seconds: 1.0,
+            },
+            Record {
+                test: "PFCtest[xoff_2]".into(),
+                profile: "th_balanced".into(),
+                passed: false,
+                numbers: vec![number("PFC", Some("file a")), number("other", None)],
+                seconds: 1.0,
+            },
+        ];
+        let text = summary(&records);
+        assert!(text.contains("PFC: expected 6542 ± 2 [1], observed 6542; drop: expected 6542 ± 2 [2]"));
+        assert!(text.contains("other: expected 6542 ± 2, observed 6542"));
+        assert!(text.contains("[1] file a\n[2] file b\n"), "{text}");
+        assert!(text.contains("1 passed, 1 failed, 2 in all"));
+    }
 }

@@ -1,4 +1,4 @@
-//! sonic-mgmt's `tests/arp/test_unknown_mac.py` (`../shared/reference/sonic.md` §5.4): a VLAN neighbour
+//! sonic-mgmt's `tests/arp/test_unknown_mac.py` (sonic-net/sonic-mgmt): a VLAN neighbour
 //! whose ARP entry exists but whose MAC the FDB no longer has. Routed traffic to it must not be flooded
 //! into the VLAN (the RDMA-at-scale deadlock); the ingress port counts the drops.
 //!

@@ -1,4 +1,4 @@
-//! sonic-mgmt's PFC watchdog tests (`tests/pfcwd`, `../shared/reference/sonic.md` §3 and §5.3) against
+//! sonic-mgmt's PFC watchdog tests (`tests/pfcwd` in sonic-net/sonic-mgmt) against
 //! switchd's watchdog (`dataplane/src/model/watchdog.rs`): the actions drop / forward / alert with exact
 //! counter deltas (test_pfcwd_function), two ports stormed one after the other (test_pfcwd_multi_port), a
 //! storm on an empty queue (test_pfcwd_no_traffic), detection and restoration timing
@@ -235,7 +235,7 @@ fn wait_pfc_rx(ptf: &mut Ptf, port: &str, priority: u8, before: u64, n: u64) {
 /// STORMED, configured with `action`. Detected (the event names the action); then N packets toward the
 /// stormed queue, N from the stormed port with the same priority, N on the other lossless queue and N on
 /// a lossy queue toward STORMED; the storm stops and is restored; traffic to the queue flows again.
-/// Expected, per sonic.md §3: drop — the N toward the queue are dropped (TX_DROPPED +N, _LAST N, nothing
+/// Expected, as SONiC's watchdog acts: drop — the N toward the queue are dropped (TX_DROPPED +N, _LAST N, nothing
 /// arrives); the N from the stormed port are forwarded (RX +N, _LAST N: the zero-buffer handler) unless
 /// PFC_WD|GLOBAL drop_ingress (the ACL handler: RX_DROPPED). forward and alert — all arrive (TX +N,
 /// _LAST N). The other queues are unaffected and never stormed.

@@ -107,7 +107,7 @@ fn dscp_to_pg_mapping(name: &str) {
 on_profiles!(dscp_to_pg_mapping);
 
 /// The profile with a dot1p map on every port: SONiC's storage back-end DOT1P_TO_TC_MAP (0→1, 1→0, 2..7
-/// identity, `../shared/reference/sonic.md` §1.4), which neither shipped profile has, and Ethernet12 a
+/// identity), which neither shipped profile has, and Ethernet12 a
 /// tagged member of the VLAN besides Ethernet16, so a frame crosses the switch tagged and its PCP can be
 /// checked on the far side.
 fn with_dot1p_map(mut db: ConfigDb) -> ConfigDb {

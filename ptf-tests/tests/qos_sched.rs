@@ -1,12 +1,14 @@
 //! sonic-mgmt's scheduling and WRED/ECN tests (`tests/saitests/py3/sai_qos_tests.py`): WRRtest (DWRR
 //! proportions) and its weight change, DscpEcnSend (WRED drops and ECN marks on a held queue). Expected
-//! numbers come from the profile's SCHEDULER and WRED_PROFILE tables.
+//! numbers come from the profile's SCHEDULER and WRED_PROFILE tables; how far a lossless class can fill
+//! without PFC comes from sonic-mgmt's published trigger point ([`lossless_ptf::published`]).
 
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_ptf::harness::Dest;
 use lossless_ptf::packet::{Udp, ds_field, simple_udp_packet};
-use lossless_ptf::qos::{Params, Qos};
+use lossless_ptf::published;
+use lossless_ptf::qos::Qos;
 use lossless_ptf::report::Report;
 use lossless_ptf::{Ptf, profile};
 use std::net::Ipv4Addr;
@@ -207,7 +209,7 @@ impl Wred {
         }
     }
 
-    /// Probability that a packet arriving with `queue_bytes` in front of it is acted on (sonic.md §1.8: 0
+    /// Probability that a packet arriving with `queue_bytes` in front of it is acted on (SAI's WRED: 0
     /// below min, rising linearly to `percent` at max, certain from max on; weight 0 = instantaneous).
     fn p(&self, queue_bytes: u64) -> f64 {
         if self.max == 0 || queue_bytes < self.min {
@@ -326,9 +328,15 @@ fn ecn_run(ptf: &mut Ptf, dest: &Dest, queue: u8, dscp: u8, ecn: u8, len: usize,
 /// admitted frames), equal to the WRED-drop counter. Then ECN is turned off on the profile (ecn_none):
 /// ECT frames get no mark and are dropped like non-ECT ones.
 ///
-/// N: past the max threshold by a tenth of the span when the source PG can hold that much before XOFF
-/// (a lone lossless source cannot always: then N stops two frames short of XOFF, and the expectation
-/// covers the part of the ramp reached).
+/// N: past the max threshold by a tenth of the span when the source PG can hold that much before XOFF;
+/// else as many frames as sonic-mgmt's PFCtest sends without expecting PFC, `pkts_num_trig_pfc − 1 −
+/// margin` of the class's published xoff figure, and the expectation covers the part of the ramp reached.
+/// On both shipped profiles a lone lossless PG sends XOFF before the queue reaches green_max (th_balanced:
+/// 6542 cells of 208 B against 2 MB, one XPE's share of the pool; sn2700: 17406 cells of 96 B), so the
+/// runs cover the ramp from green_min up to that point. The test keeps the shipped profile, ASIC
+/// personality included, rather than a one-buffer switch (`DEVICE_METADATA|localhost|asic: generic`, as
+/// the dataplane's own WRED test does to reach green_max): the switch under test is the shipped one, and
+/// the ramp is the same WRED profile either way.
 fn dscp_ecn_send(name: &str) {
     let mut report = Report::new("DscpEcnSend", name);
     let mut ptf = Ptf::start(name, profile(name));
@@ -343,8 +351,16 @@ fn dscp_ecn_send(name: &str) {
     assert!(w.marks && w.drops, "the shipped WRED profile marks and drops green");
     let len = 64usize;
     let bytes = qos.cells(len as u64) * qos.cell_size();
-    let params = Params::compute(&qos, SRC, pg, DST, queue, len);
-    let below_xoff = params.pkts_num_trig_pfc as usize - 3;
+    // The class's published PFC trigger (in 1-cell frames) and the frames PFCtest sends short of it.
+    let xoff = published::figures(name)
+        .names()
+        .filter(|b| b.starts_with("xoff_"))
+        .map(|b| published::figures(name).get(b))
+        .find(|b| b.u8("pg") == pg)
+        .unwrap_or_else(|| panic!("{name}: no published xoff figure for PG {pg}"));
+    assert!(len as u64 <= published::figures(name).cell_size, "a {len}-byte frame takes one cell");
+    let (trig_pfc, margin) = (xoff.n("pkts_num_trig_pfc"), xoff.margin());
+    let below_xoff = (trig_pfc - 1 - margin) as usize;
     let at_max = w.max.div_ceil(bytes) as usize;
     let n = (at_max + ((w.max - w.min) / bytes) as usize / 10).min(below_xoff);
     // Dropping runs stop where an undropped queue would reach max: past it every frame is dropped and the
@@ -363,7 +379,17 @@ fn dscp_ecn_send(name: &str) {
                 .and_then(|g| g.get("random_seed"))
                 .map_or("1 (default)", String::as_str)
         ),
-        format!("N = {n} ECT, {n_drop} dropping (XOFF at {})", params.pkts_num_trig_pfc),
+        format!("N = {n} ECT, {n_drop} dropping (PFC published at {trig_pfc} ± {margin})"),
+    );
+    report.published(
+        "frames sent with no PFC expected (pkts_num_trig_pfc − 1 − margin); frame reaching green_min / max",
+        below_xoff,
+        format!(
+            "{below_xoff}; {} / {}",
+            w.min.div_ceil(bytes),
+            if at_max <= below_xoff { at_max.to_string() } else { format!("not reached ({at_max})") }
+        ),
+        &xoff.cite("pkts_num_trig_pfc"),
     );
 
     // ECT: marks, no drops. Frames with less than min in front: never marked; max or more: always; the

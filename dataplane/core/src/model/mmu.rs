@@ -478,7 +478,9 @@ impl Mmu {
         let state = &self.ports[port].pgs[usize::from(pg & 7)];
         let pool = &self.pools[prof.pool];
         let k = usize::from(partition);
-        let region = if state.shared_used + c <= self.limit(prof.threshold, prof.pool, partition)
+        // Spectrum compares the usage before the frame with the limit (NVIDIA's generator counts L + 1
+        // frames into the shared space, `pkts_num_dismiss_pfc`).
+        let region = if state.shared_used <= self.limit(prof.threshold, prof.pool, partition)
             && pool.shared_used[k] + c <= pool.size
             && self.port_cap_allows(port, prof.pool, partition, c)
         {
@@ -550,9 +552,8 @@ impl Mmu {
         pg.shared_used += shared;
         pg.headroom_used += headroom;
         pg.partition = a.partition;
-        let pg_shared = pg.shared_used + if pooled_reserve { pg.reserved_used } else { 0 };
         for k in 0..2 {
-            pg.wm_shared[k] = pg.wm_shared[k].max(pg_shared);
+            pg.wm_shared[k] = pg.wm_shared[k].max(pg.shared_used);
             pg.wm_headroom[k] = pg.wm_headroom[k].max(pg.headroom_used);
         }
         let pool = &mut self.pools[a.pool];
@@ -568,7 +569,7 @@ impl Mmu {
     }
 
     /// Spectrum: a PG's `size − xoff` lies above the shared space and counts in the pool (its occupancy
-    /// and watermark, and the PG's shared watermark), as NVIDIA's sonic-mgmt generator expects.
+    /// and watermark, not the PG's shared watermark), as NVIDIA's sonic-mgmt generator expects.
     fn reserve_in_pool(&self) -> bool {
         matches!(self.personality.pg_layout, PgLayout::SharedFirst { .. })
     }
@@ -807,10 +808,9 @@ impl Mmu {
     pub fn clear_watermarks(&mut self, kind: WatermarkKind) {
         let partitions = self.personality.partitions();
         let k = kind as usize;
-        let pooled_reserve = self.reserve_in_pool();
         for p in &mut self.ports {
             for g in &mut p.pgs {
-                g.wm_shared[k] = g.shared_used + if pooled_reserve { g.reserved_used } else { 0 };
+                g.wm_shared[k] = g.shared_used;
                 g.wm_headroom[k] = g.headroom_used;
             }
             for q in &mut p.queues {
