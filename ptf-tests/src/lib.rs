@@ -35,8 +35,15 @@ pub fn profiles() -> Vec<(&'static str, ConfigDb)> {
     .collect()
 }
 
+/// Profiles some tests run on beside [`profiles`]: `td3` (Arista-7050CX3-32S-C32's t1 buffers on all 32
+/// ports, for sonic-mgmt's published Trident 3 trigger points).
+pub const TD3: &str = include_str!("../../configs/profiles/td3.yaml");
+
 /// One shipped profile by name.
 pub fn profile(name: &str) -> ConfigDb {
+    if name == "td3" {
+        return ConfigDb::from_yaml_str(TD3).unwrap_or_else(|e| panic!("td3: {e}"));
+    }
     profiles()
         .into_iter()
         .find(|(n, _)| *n == name)

@@ -183,6 +183,22 @@ fn lossy_queue_test(name: &str) {
 }
 on_profiles!(lossy_queue => lossy_queue_test());
 
+/// Trident 3 (configs/profiles/td3.yaml, 32 ports): qos_params.td3.yaml topo-t1-lag's trigger points.
+mod td3 {
+    #[test]
+    fn pfc_xoff_1() {
+        super::pfc_test("td3", "xoff_1");
+    }
+    #[test]
+    fn pfc_xoff_2() {
+        super::pfc_test("td3", "xoff_2");
+    }
+    #[test]
+    fn lossy_queue() {
+        super::lossy_queue_test("td3");
+    }
+}
+
 // --------------------------------------------------------------------------------------- PFCXonTest
 
 /// PFCXonTest (testQosSaiPfcXonLimit[xon_n]): one lossless PG of the source fills through three held
