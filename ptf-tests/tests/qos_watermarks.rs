@@ -48,6 +48,39 @@ fn fill_plan(total: u64, first: u64) -> (Vec<(u64, u64)>, u64) {
     (steps, n)
 }
 
+/// sonic-mgmt's fill loop: each step's frames, then a reading expected in `[e − below, e + above]`; then the
+/// overflow frames, read against the last step's expected with `over` more allowed above.
+struct Window {
+    below: u64,
+    above: u64,
+    over: u64,
+}
+
+fn read_steps(
+    ptf: &mut Ptf,
+    plan: &(Vec<(u64, u64)>, u64),
+    window: Window,
+    mut fill: impl FnMut(&mut Ptf, u64) -> u64,
+    readings: &mut Vec<Reading>,
+) {
+    let (steps, overflow) = plan;
+    let mut expected = 0;
+    for &(n, e) in steps {
+        expected = e;
+        readings.push(Reading {
+            lo: e.saturating_sub(window.below),
+            hi: e + window.above,
+            got: fill(ptf, n),
+        });
+    }
+    let got = fill(ptf, *overflow);
+    readings.push(Reading {
+        lo: expected.saturating_sub(window.below),
+        hi: expected + window.above + window.over,
+        got,
+    });
+}
+
 /// One watermark reading against its window.
 struct Reading {
     lo: u64,
@@ -107,7 +140,7 @@ fn pg_shared_watermark(name: &str, block: &str) {
     } else {
         (b.n("pkts_num_trig_egr_drp") - 1, "pkts_num_trig_egr_drp")
     };
-    let (steps, overflow) = fill_plan(fill_shared - fill_min, 1 + m);
+    let plan = fill_plan(fill_shared - fill_min, 1 + m);
     ptf.hold(&f.dst_name, None, true);
     ptf.watermarks(false, true);
     let read = |ptf: &mut Ptf| {
@@ -115,14 +148,17 @@ fn pg_shared_watermark(name: &str, block: &str) {
     };
     f.send(&mut ptf, fill_min);
     let mut readings = vec![Reading { lo: 0, hi: if fill_min > 0 { 0 } else { m }, got: read(&mut ptf) }];
-    let mut expected = 0;
-    for &(n, e) in &steps {
-        f.send(&mut ptf, n);
-        expected = e;
-        readings.push(Reading { lo: e.saturating_sub(lower), hi: e + m, got: read(&mut ptf) });
-    }
-    f.send(&mut ptf, overflow);
-    readings.push(Reading { lo: expected.saturating_sub(lower), hi: expected + m + 1, got: read(&mut ptf) });
+    let window = Window { below: lower, above: m, over: 1 };
+    read_steps(
+        &mut ptf,
+        &plan,
+        window,
+        |ptf, n| {
+            f.send(ptf, n);
+            read(ptf)
+        },
+        &mut readings,
+    );
     check(
         &mut report,
         name,
@@ -148,7 +184,7 @@ fn pg_headroom_watermark(name: &str) {
     let (mut ptf, f, b, cell) = setup(name, "wm_pg_headroom");
     let (trig, drop, m) = (b.n("pkts_num_trig_pfc"), b.n("pkts_num_trig_ingr_drp"), b.margin());
     let total = drop - trig - 1;
-    let (steps, overflow) = fill_plan(total, 1 + m);
+    let plan = fill_plan(total, 1 + m);
     ptf.hold(&f.dst_name, None, true);
     ptf.watermarks(false, true);
     let read = |ptf: &mut Ptf| {
@@ -157,14 +193,17 @@ fn pg_headroom_watermark(name: &str) {
     f.send(&mut ptf, trig - m);
     let mut readings = vec![Reading { lo: 0, hi: 0, got: read(&mut ptf) }];
     f.send(&mut ptf, m);
-    let mut expected = 0;
-    for &(n, e) in &steps {
-        f.send(&mut ptf, n);
-        expected = e;
-        readings.push(Reading { lo: e.saturating_sub(m), hi: e + m, got: read(&mut ptf) });
-    }
-    f.send(&mut ptf, overflow);
-    readings.push(Reading { lo: expected.saturating_sub(m), hi: expected + m, got: read(&mut ptf) });
+    let window = Window { below: m, above: m, over: 0 };
+    read_steps(
+        &mut ptf,
+        &plan,
+        window,
+        |ptf, n| {
+            f.send(ptf, n);
+            read(ptf)
+        },
+        &mut readings,
+    );
     check(
         &mut report,
         name,
@@ -193,7 +232,7 @@ fn q_shared_watermark(name: &str, block: &str) {
     let fill_min = b.n("pkts_num_fill_min");
     let key = if block.ends_with("lossless") { "pkts_num_trig_ingr_drp" } else { "pkts_num_trig_egr_drp" };
     let total = b.n(key) - fill_min - 1;
-    let (steps, overflow) = fill_plan(total, 1 + m);
+    let plan = fill_plan(total, 1 + m);
     ptf.hold(&f.dst_name, None, true);
     ptf.watermarks(false, true);
     let read = |ptf: &mut Ptf| {
@@ -204,14 +243,17 @@ fn q_shared_watermark(name: &str, block: &str) {
     };
     f.send(&mut ptf, fill_min);
     let mut readings = vec![Reading { lo: 0, hi: if fill_min > 0 { 0 } else { 1 }, got: read(&mut ptf) }];
-    let mut expected = 0;
-    for &(n, e) in &steps {
-        f.send(&mut ptf, n);
-        expected = e;
-        readings.push(Reading { lo: e.saturating_sub(m), hi: e + m, got: read(&mut ptf) });
-    }
-    f.send(&mut ptf, overflow);
-    readings.push(Reading { lo: expected.saturating_sub(m), hi: expected + m, got: read(&mut ptf) });
+    let window = Window { below: m, above: m, over: 0 };
+    read_steps(
+        &mut ptf,
+        &plan,
+        window,
+        |ptf, n| {
+            f.send(ptf, n);
+            read(ptf)
+        },
+        &mut readings,
+    );
     check(
         &mut report,
         name,
@@ -250,7 +292,7 @@ fn buffer_pool_watermark(name: &str, block: &str) {
         let pool = qos.queue_profile(&f.dst_name, f.queue).expect("the queue's profile").pool;
         (pool, b.n("pkts_num_fill_egr_min"), b.n("pkts_num_trig_egr_drp") - 1, "pkts_num_trig_egr_drp")
     };
-    let (steps, overflow) = fill_plan(fill_shared - fill_min, 1 + m);
+    let plan = fill_plan(fill_shared - fill_min, 1 + m);
     ptf.watermarks(false, true);
     let mut to_send = 0;
     let mut fill = |ptf: &mut Ptf, n: u64| {
@@ -261,16 +303,7 @@ fn buffer_pool_watermark(name: &str, block: &str) {
         cells(pool_wm(&ptf.watermarks(false, false), &pool).shared_bytes, cell)
     };
     let mut readings = vec![Reading { lo: 0, hi: m, got: fill(&mut ptf, fill_min) }];
-    let mut expected = 0;
-    for &(n, e) in &steps {
-        expected = e;
-        readings.push(Reading { lo: e.saturating_sub(1), hi: e + m, got: fill(&mut ptf, n) });
-    }
-    readings.push(Reading {
-        lo: expected.saturating_sub(1),
-        hi: expected + 8,
-        got: fill(&mut ptf, overflow),
-    });
+    read_steps(&mut ptf, &plan, Window { below: 1, above: m, over: 8 - m }, fill, &mut readings);
     check(
         &mut report,
         name,
