@@ -13,4 +13,5 @@
 
 pub mod model;
 pub mod nic;
+pub mod sim;
 pub mod wire;

@@ -4,9 +4,8 @@
 
 use super::packet::{self, DataHeader, Envelope};
 use super::*;
+use crate::sim::{self, Device, Sim};
 use crate::wire::{BthRepr, Decoded, Ipv4Packet, PfcRepr, decode};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 const A_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0a]);
 const B_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0b]);
@@ -58,116 +57,85 @@ impl Sent {
     }
 }
 
-/// A frame on the link: (arrival, tie-break, destination NIC, frame).
-type InFlight = Reverse<(u64, u64, usize, Vec<u8>)>;
-
 /// Decides the fate of a frame on the link: `false` drops it; it may be rewritten in place.
 type Filter = Box<dyn FnMut(&Sent, &mut Vec<u8>) -> bool>;
 
+/// Two NICs back to back on the virtual-time driver ([`crate::sim::Sim`]).
 struct Harness {
-    nics: [Nic; 2],
-    delay_ns: u64,
-    now: u64,
-    wire: BinaryHeap<InFlight>,
-    order: u64,
+    sim: Sim,
     sent: Vec<Sent>,
     /// (time, NIC, frame) of every frame delivered.
     delivered: Vec<(u64, usize, Decoded)>,
-    filter: Option<Filter>,
     keep_log: bool,
+}
+
+/// Every frame a NIC emits must decode, and IPv4 ones be RoCEv2 with the right ECN codepoint.
+fn check_emitted(from: usize, frame: &[u8]) -> Decoded {
+    let decoded = decode(frame).unwrap_or_else(|e| panic!("NIC {from} emitted an invalid frame: {e}"));
+    if let L3::Ipv4 { header, l4 } = &decoded.l3 {
+        let L4::Udp { header: udp, bth, .. } = l4 else { panic!("IPv4 frame without UDP") };
+        assert_eq!(udp.dst_port, 4791);
+        assert!(bth.is_some(), "RoCEv2 frame without BTH");
+        let ecn_ok = if bth.is_some_and(|b| u8::from(b.opcode) <= 0x0a) {
+            header.ecn == Ecn::Ect0
+        } else {
+            header.ecn == Ecn::NotEct
+        };
+        assert!(ecn_ok, "data is ECT(0), ACK/NAK/CNP not ECT");
+    }
+    decoded
 }
 
 impl Harness {
     fn new(a: NicConfig, b: NicConfig, delay_ns: u64) -> Harness {
-        Harness {
-            nics: [Nic::new(a).unwrap(), Nic::new(b).unwrap()],
-            delay_ns,
-            now: 0,
-            wire: BinaryHeap::new(),
-            order: 0,
-            sent: Vec::new(),
-            delivered: Vec::new(),
-            filter: None,
-            keep_log: true,
-        }
+        let (rate_a, rate_b) = (a.line_rate_mbps, b.line_rate_mbps);
+        let mut sim = Sim::new();
+        let a = sim.add(Device::Nic(Box::new(Nic::new(a).unwrap())));
+        let b = sim.add(Device::Nic(Box::new(Nic::new(b).unwrap())));
+        assert_eq!((a, b), (A, B));
+        sim.connect((A, 0), rate_a, (B, 0), rate_b, delay_ns);
+        sim.keep_log = true;
+        let mut h = Harness { sim, sent: Vec::new(), delivered: Vec::new(), keep_log: true };
+        h.set_filter(None);
+        h
     }
 
     fn pair() -> Harness {
         Harness::new(nic_config(A_MAC, A_IP), nic_config(B_MAC, B_IP), 1_000)
     }
 
-    /// Delivers `frame` to NIC `to` at `at`, as if it came off the link.
-    fn inject(&mut self, to: usize, at: u64, frame: Vec<u8>) {
-        self.order += 1;
-        self.wire.push(Reverse((at, self.order, to, frame)));
+    fn nic(&mut self, i: usize) -> &mut Nic {
+        self.sim.nic(i)
     }
 
-    fn transmit(&mut self, from: usize, at: u64, mut frame: Vec<u8>) {
-        let decoded = decode(&frame).unwrap_or_else(|e| panic!("NIC {from} emitted an invalid frame: {e}"));
-        if let L3::Ipv4 { header, l4 } = &decoded.l3 {
-            let L4::Udp { header: udp, bth, .. } = l4 else { panic!("IPv4 frame without UDP") };
-            assert_eq!(udp.dst_port, 4791);
-            assert!(bth.is_some(), "RoCEv2 frame without BTH");
-            let ecn_ok = if bth.is_some_and(|b| u8::from(b.opcode) <= 0x0a) {
-                header.ecn == Ecn::Ect0
-            } else {
-                header.ecn == Ecn::NotEct
+    /// Checks every emitted frame, then lets `filter` drop or rewrite it.
+    fn set_filter(&mut self, mut filter: Option<Filter>) {
+        self.sim.set_tap(Box::new(move |s: &sim::Sent, frame: &mut Vec<u8>| {
+            let sent = Sent {
+                at: s.at,
+                from: s.from.0,
+                frame: s.frame.clone(),
+                decoded: check_emitted(s.from.0, &s.frame),
             };
-            assert!(ecn_ok, "data is ECT(0), ACK/NAK/CNP not ECT");
-        }
-        let sent = Sent { at, from, frame: frame.clone(), decoded };
-        let keep = self.filter.as_mut().is_none_or(|f| f(&sent, &mut frame));
-        let rate = u64::from(self.nics[from].config().line_rate_mbps);
-        let serialisation = ((frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8 * 1000).div_ceil(rate);
-        if keep {
-            self.inject(1 - from, at + serialisation + self.delay_ns, frame);
-        }
-        if self.keep_log {
-            self.sent.push(sent);
-        }
+            filter.as_mut().is_none_or(|f| f(&sent, frame))
+        }));
+    }
+
+    /// Delivers `frame` to NIC `to` at `at`, as if it came off the link.
+    fn inject(&mut self, to: usize, at: u64, frame: Vec<u8>) {
+        self.sim.inject((to, 0), at, frame);
     }
 
     /// Runs events up to `end` (inclusive), or until both NICs are idle and the link is empty.
     fn run_until(&mut self, end: u64) {
-        let mut spins = 0;
-        loop {
-            let next =
-                [self.nics[A].poll_at(), self.nics[B].poll_at(), self.wire.peek().map(|Reverse(e)| e.0)]
-                    .into_iter()
-                    .flatten()
-                    .min();
-            let Some(t) = next else { break };
-            if t > end {
-                break;
-            }
-            if t <= self.now {
-                spins += 1;
-                assert!(spins < 1000, "poll_at keeps returning {t} at {} without progress", self.now);
-            } else {
-                spins = 0;
-            }
-            let t = t.max(self.now);
-            self.now = t;
-            while self.wire.peek().is_some_and(|Reverse(e)| e.0 <= t) {
-                let Reverse((at, _, to, frame)) = self.wire.pop().unwrap();
-                self.nics[to].handle_frame(&frame, at);
-                if self.keep_log {
-                    self.delivered.push((at, to, decode(&frame).unwrap()));
-                }
-            }
-            for i in [A, B] {
-                self.nics[i].handle_timeout(t);
-                while let Some(frame) = self.nics[i].poll_transmit(t) {
-                    self.transmit(i, t, frame);
-                }
-            }
+        self.sim.keep_log = self.keep_log;
+        self.sim.run_until(end);
+        for s in self.sim.sent.drain(..) {
+            let decoded = decode(&s.frame).unwrap();
+            self.sent.push(Sent { at: s.at, from: s.from.0, frame: s.frame, decoded });
         }
-        // The driver is woken at `end`: both NICs see that time (pause accounting, statistics).
-        if end < u64::MAX / 2 {
-            self.now = self.now.max(end);
-            for nic in &mut self.nics {
-                nic.handle_timeout(self.now);
-            }
+        for d in self.sim.delivered.drain(..) {
+            self.delivered.push((d.at, d.to.0, decode(&d.frame).unwrap()));
         }
     }
 
@@ -217,20 +185,20 @@ fn delivers_messages_in_order_at_line_rate() {
     let mut h = Harness::pair();
     // PSNs wrap in the middle of the run.
     let flow = FlowConfig { messages: Some(100), initial_psn: 0xff_fff0, ..flow_to_b(1) };
-    let qp = h.nics[A].add_flow(flow).unwrap();
+    let qp = h.nic(A).add_flow(flow).unwrap();
     assert_eq!(qp, FIRST_AUTO_QP);
     h.run_until(u64::MAX / 2);
 
     let total = 100 * 65536;
-    let rx = h.nics[B].rx_stats(A_IP, 0x12).unwrap();
+    let rx = h.nic(B).rx_stats(A_IP, 0x12).unwrap();
     assert_eq!((rx.messages_received, rx.received_bytes), (100, total));
     assert_eq!((rx.out_of_order, rx.duplicates, rx.naks_sent, rx.psn_gaps), (0, 0, 0, 0));
     assert_eq!(rx.received_packets, 6400);
     assert_eq!(rx.expected_psn, packet::psn_add(0xff_fff0, 6400));
-    let tx = h.nics[A].flow_stats(1).unwrap();
+    let tx = h.nic(A).flow_stats(1).unwrap();
     assert_eq!((tx.acked_bytes, tx.sent_bytes, tx.retransmitted_packets), (total, total, 0));
     assert_eq!((tx.messages_started, tx.messages_completed), (100, 100));
-    assert!(h.nics[A].all_flows_finished());
+    assert!(h.nic(A).all_flows_finished());
     // Every packet is acknowledged (ack_every = 1).
     assert_eq!((tx.acks_received, rx.acks_sent), (6400, 6400));
 
@@ -274,7 +242,7 @@ fn delivers_messages_in_order_at_line_rate() {
 #[test]
 fn pfc_xoff_pauses_for_quanta_and_xon_resumes() {
     let mut h = Harness::pair();
-    h.nics[A].add_flow(flow_to_b(1)).unwrap();
+    h.nic(A).add_flow(flow_to_b(1)).unwrap();
     h.inject(A, 100_000, pfc_frame(B_MAC, PfcRepr::xoff(0b1000, 1000)));
     h.run_until(150_000);
     // 1000 quanta × 512 bits at 25 Gb/s = 20 480 ns.
@@ -284,7 +252,7 @@ fn pfc_xoff_pauses_for_quanta_and_xon_resumes() {
     assert!(before > 100_000 - 354, "the flow was sending up to the XOFF");
     let after: Vec<u64> = h.data_from(A).map(|s| s.at).filter(|&t| t > 100_000).collect();
     assert_eq!(after[0], pause_end, "nothing during the pause, resumes exactly at its end");
-    assert_eq!(h.nics[A].pause_ns(3), 20_480);
+    assert_eq!(h.nic(A).pause_ns(3), 20_480);
 
     // XOFF for the maximum, then XON 10 µs later: resumes at once.
     h.inject(A, 200_000, pfc_frame(B_MAC, PfcRepr::xoff(0b1000, 0xffff)));
@@ -292,22 +260,22 @@ fn pfc_xoff_pauses_for_quanta_and_xon_resumes() {
     h.run_until(250_000);
     let after: Vec<u64> = h.data_from(A).map(|s| s.at).filter(|&t| t > 200_000).collect();
     assert_eq!(after[0], 210_000);
-    assert_eq!(h.nics[A].pause_ns(3), 20_480 + 10_000);
-    let c = h.nics[A].pfc_counters(3);
+    assert_eq!(h.nic(A).pause_ns(3), 20_480 + 10_000);
+    let c = h.nic(A).pfc_counters(3);
     assert_eq!((c.rx, c.rx_xon, c.rx_pause_transitions), (3, 1, 2));
 
     // A priority outside pfc_enable (0b0001_1000) is not honoured.
     h.inject(A, 300_000, pfc_frame(B_MAC, PfcRepr::xoff(0b1, 0xffff)));
     h.run_until(310_000);
     assert!(h.data_from(A).any(|s| s.at > 300_000 && s.at < 301_000));
-    assert_eq!(h.nics[A].counters().rx_pfc_frames, 4);
+    assert_eq!(h.nic(A).counters().rx_pfc_frames, 4);
 }
 
 #[test]
 fn paused_priority_sends_nothing_while_another_keeps_sending() {
     let mut h = Harness::pair();
-    h.nics[A].add_flow(FlowConfig { dscp: 26, priority: 3, ..flow_to_b(1) }).unwrap();
-    h.nics[A].add_flow(FlowConfig { dscp: 34, priority: 4, ..flow_to_b(2) }).unwrap();
+    h.nic(A).add_flow(FlowConfig { dscp: 26, priority: 3, ..flow_to_b(1) }).unwrap();
+    h.nic(A).add_flow(FlowConfig { dscp: 34, priority: 4, ..flow_to_b(2) }).unwrap();
     h.inject(A, 50_000, pfc_frame(B_MAC, PfcRepr::xoff(0b1000, 0xffff)));
     h.run_until(1_000_000);
     let window = |s: &&Sent| s.at > 50_000 && s.at < 1_000_000;
@@ -319,9 +287,9 @@ fn paused_priority_sends_nothing_while_another_keeps_sending() {
     let before: Vec<_> = h.data_from(A).filter(|s| s.at < 50_000).map(|s| s.decoded.dscp()).collect();
     let p3 = before.iter().filter(|d| **d == Some(26)).count();
     assert!(p3.abs_diff(before.len() - p3) <= 1);
-    assert!(h.nics[A].pause_ns(3) >= 949_000);
-    assert_eq!(h.nics[A].pause_ns(4), 0);
-    assert_eq!(h.nics[A].paused_priorities(), 0b1000);
+    assert!(h.nic(A).pause_ns(3) >= 949_000);
+    assert_eq!(h.nic(A).pause_ns(4), 0);
+    assert_eq!(h.nic(A).paused_priorities(), 0b1000);
 }
 
 #[test]
@@ -329,18 +297,18 @@ fn cnp_cuts_the_rate_as_dcqcn_says_and_the_timer_recovers_it() {
     let mut a = nic_config(A_MAC, A_IP);
     a.dcqcn.rpg_byte_reset_bytes = 0; // timer-only (HPCC's variant) so the instants are the timer's
     let mut h = Harness::new(a, nic_config(B_MAC, B_IP), 1_000);
-    let qp = h.nics[A].add_flow(flow_to_b(1)).unwrap();
+    let qp = h.nic(A).add_flow(flow_to_b(1)).unwrap();
     let t0 = 10_000;
     h.inject(A, t0, cnp_to_a(qp));
     h.run_until(t0 + 4_000);
     let line = 25_000_000_000u64;
-    assert_eq!(h.nics[A].flow_dcqcn(1).unwrap().rate_bps(), line, "first CNP: no change before the check");
+    assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), line, "first CNP: no change before the check");
     h.run_until(t0 + 4_001);
     // α = 1003/1024 after four 1 µs decays; rate × (1 − α/2).
     let cut = line - line * 1003 / 2048;
-    let s = h.nics[A].flow_stats(1).unwrap();
+    let s = h.nic(A).flow_stats(1).unwrap();
     assert_eq!(s.cnps_received, 1);
-    assert_eq!(h.nics[A].flow_dcqcn(1).unwrap().rate_bps(), cut);
+    assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), cut);
     assert!((s.rate_mbps_now - cut as f64 / 1e6).abs() < 1e-6);
     let d = s.dcqcn.unwrap();
     assert_eq!((d.rate_decreases, d.cnps), (1, 1));
@@ -357,31 +325,31 @@ fn cnp_cuts_the_rate_as_dcqcn_says_and_the_timer_recovers_it() {
 
     // The rate timer: fast recovery 300 µs after the decrease, then additive increase.
     h.run_until(t0 + 304_000);
-    assert_eq!(h.nics[A].flow_dcqcn(1).unwrap().rate_bps(), cut);
+    assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), cut);
     h.run_until(t0 + 304_001);
     let r1 = (cut + line).div_ceil(2);
-    assert_eq!(h.nics[A].flow_dcqcn(1).unwrap().rate_bps(), r1);
+    assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), r1);
     h.run_until(t0 + 604_001);
-    assert_eq!(h.nics[A].flow_dcqcn(1).unwrap().rate_bps(), (r1 + line).div_ceil(2));
+    assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), (r1 + line).div_ceil(2));
     // No more CNPs: back at the line rate within ~40 timer periods, and the timer stops.
     h.run_until(t0 + 20_000_000);
-    assert_eq!(h.nics[A].flow_dcqcn(1).unwrap().rate_bps(), line);
-    assert!(!h.nics[A].flow_dcqcn(1).unwrap().is_limited());
+    assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), line);
+    assert!(!h.nic(A).flow_dcqcn(1).unwrap().is_limited());
 }
 
 #[test]
 fn notification_point_paces_cnps_per_qp() {
     let mut h = Harness::pair();
-    let qp1 = h.nics[A].add_flow(FlowConfig { dcqcn: false, ..flow_to_b(1) }).unwrap();
-    let qp2 = h.nics[A].add_flow(FlowConfig { dcqcn: false, ..flow_to_b(2) }).unwrap();
+    let qp1 = h.nic(A).add_flow(FlowConfig { dcqcn: false, ..flow_to_b(1) }).unwrap();
+    let qp2 = h.nic(A).add_flow(FlowConfig { dcqcn: false, ..flow_to_b(2) }).unwrap();
     // Every data packet A → B is CE-marked.
-    h.filter = Some(Box::new(|s: &Sent, frame: &mut Vec<u8>| {
+    h.set_filter(Some(Box::new(|s: &Sent, frame: &mut Vec<u8>| {
         if s.from == A && s.is_data() {
             let l3 = s.decoded.l3_offset;
             assert!(Ipv4Packet::new_checked(&mut frame[l3..]).unwrap().set_ecn_ce());
         }
         true
-    }));
+    })));
     h.run_until(1_000_000);
     for (qp, dst_qp) in [(qp1, 0x12), (qp2, 0x13)] {
         let cnps: Vec<&Sent> = h
@@ -399,10 +367,10 @@ fn notification_point_paces_cnps_per_qp() {
         let b = c.bth().unwrap();
         assert!(b.becn);
         assert_eq!((c.decoded.dscp(), c.frame.len()), (Some(48), 14 + 20 + 8 + 12 + 16 + 4));
-        let rx = h.nics[B].rx_stats(A_IP, dst_qp).unwrap();
+        let rx = h.nic(B).rx_stats(A_IP, dst_qp).unwrap();
         assert_eq!(rx.cnps_sent, 20);
         assert_eq!(rx.ce_packets, rx.received_packets);
-        let tx = h.nics[A].flow_stats(qp - FIRST_AUTO_QP + 1).unwrap();
+        let tx = h.nic(A).flow_stats(qp - FIRST_AUTO_QP + 1).unwrap();
         assert!(tx.cnps_received >= 19, "{}", tx.cnps_received);
         assert!(tx.dcqcn.is_none(), "dcqcn disabled: CNPs only counted");
     }
@@ -412,15 +380,15 @@ fn notification_point_paces_cnps_per_qp() {
 fn go_back_n_recovers_a_single_drop_with_exactly_the_packets_in_flight() {
     let mut h = Harness::pair();
     let flow = FlowConfig { messages: Some(1), message_bytes: 200 * 1024, ..flow_to_b(1) };
-    h.nics[A].add_flow(flow).unwrap();
+    h.nic(A).add_flow(flow).unwrap();
     let mut dropped = false;
-    h.filter = Some(Box::new(move |s: &Sent, _: &mut Vec<u8>| {
+    h.set_filter(Some(Box::new(move |s: &Sent, _: &mut Vec<u8>| {
         if !dropped && s.data_header().is_some_and(|d| d.seq == 50) {
             dropped = true;
             return false;
         }
         true
-    }));
+    })));
     h.run_until(u64::MAX / 2);
     // The NAK reaches A at T; every packet from seq 50 that A sent before T is sent again.
     let nak_at = h
@@ -431,8 +399,8 @@ fn go_back_n_recovers_a_single_drop_with_exactly_the_packets_in_flight() {
         .unwrap();
     let in_flight =
         h.data_from(A).filter(|s| s.at < nak_at && s.data_header().unwrap().seq >= 50).count() as u64;
-    let tx = h.nics[A].flow_stats(1).unwrap();
-    let rx = h.nics[B].rx_stats(A_IP, 0x12).unwrap();
+    let tx = h.nic(A).flow_stats(1).unwrap();
+    let rx = h.nic(B).rx_stats(A_IP, 0x12).unwrap();
     assert!(in_flight >= 5, "{in_flight}: serialisation + 2 µs RTT at 25 Gb/s");
     assert_eq!(tx.retransmitted_packets, in_flight);
     assert_eq!(tx.sent_packets, 200 + in_flight);
@@ -460,12 +428,13 @@ fn lossy_run(mode: Retransmit, message_bytes: u64) -> (FlowStats, RxStats) {
     let cfg = |mac, ip| NicConfig { retransmit: mode, ..nic_config(mac, ip) };
     let mut h = Harness::new(cfg(A_MAC, A_IP), cfg(B_MAC, B_IP), 1_000);
     h.keep_log = false;
-    h.nics[A].add_flow(FlowConfig { message_bytes, ..flow_to_b(1) }).unwrap();
+    h.nic(A).add_flow(FlowConfig { message_bytes, ..flow_to_b(1) }).unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    h.filter =
-        Some(Box::new(move |s: &Sent, _: &mut Vec<u8>| !(s.is_data() && rng.next().is_multiple_of(256))));
+    h.set_filter(Some(Box::new(move |s: &Sent, _: &mut Vec<u8>| {
+        !(s.is_data() && rng.next().is_multiple_of(256))
+    })));
     h.run_until(20_000_000);
-    (h.nics[A].flow_stats(1).unwrap(), h.nics[B].rx_stats(A_IP, 0x12).unwrap())
+    (h.nic(A).flow_stats(1).unwrap(), h.nic(B).rx_stats(A_IP, 0x12).unwrap())
 }
 
 #[test]
@@ -495,12 +464,12 @@ fn go_back_0_livelocks_under_1_in_256_drop_where_go_back_n_progresses() {
 #[test]
 fn lost_acks_are_recovered_by_the_timeout_and_duplicate_acks() {
     let mut h = Harness::pair();
-    h.nics[A].add_flow(FlowConfig { messages: Some(1), message_bytes: 10 * 1024, ..flow_to_b(1) }).unwrap();
+    h.nic(A).add_flow(FlowConfig { messages: Some(1), message_bytes: 10 * 1024, ..flow_to_b(1) }).unwrap();
     // Every ACK of the first transmission is lost.
-    h.filter = Some(Box::new(|s: &Sent, _: &mut Vec<u8>| !(s.from == B && s.at < 1_000_000)));
+    h.set_filter(Some(Box::new(|s: &Sent, _: &mut Vec<u8>| !(s.from == B && s.at < 1_000_000))));
     h.run_until(u64::MAX / 2);
-    let tx = h.nics[A].flow_stats(1).unwrap();
-    let rx = h.nics[B].rx_stats(A_IP, 0x12).unwrap();
+    let tx = h.nic(A).flow_stats(1).unwrap();
+    let rx = h.nic(B).rx_stats(A_IP, 0x12).unwrap();
     // The timeout resends from the first packet; the receiver answers the first duplicate with an ACK of
     // everything, which stops the resending one round trip later (~7 packets at 25 Gb/s).
     assert_eq!((tx.timeouts, tx.acked_bytes), (1, 10 * 1024));
@@ -508,7 +477,7 @@ fn lost_acks_are_recovered_by_the_timeout_and_duplicate_acks() {
     assert_eq!(rx.duplicates, tx.retransmitted_packets);
     assert_eq!((rx.messages_received, rx.received_bytes), (1, 10 * 1024));
     assert!(rx.acks_sent > 10, "duplicates are acknowledged");
-    assert!(h.nics[A].all_flows_finished());
+    assert!(h.nic(A).all_flows_finished());
 }
 
 #[test]
@@ -518,32 +487,32 @@ fn time_bounded_flow_starts_no_message_after_until() {
     // 78.0 and 100.6 µs; the last is after `until` (100 µs) and does not start. The fourth is acknowledged
     // one packet time + 1.35 µs + ACK time later.
     let flow = FlowConfig { start_ns: 10_000, until_ns: Some(100_000), ..flow_to_b(1) };
-    h.nics[A].add_flow(flow).unwrap();
+    h.nic(A).add_flow(flow).unwrap();
     h.run_until(u64::MAX / 2);
     assert_eq!(h.data_from(A).next().unwrap().at, 10_000);
-    let tx = h.nics[A].flow_stats(1).unwrap();
+    let tx = h.nic(A).flow_stats(1).unwrap();
     assert_eq!((tx.messages_started, tx.messages_completed, tx.acked_bytes), (4, 4, 4 * 65536));
     assert!(tx.finished_ns.is_some_and(|t| t > 100_600 && t < 104_000), "{:?}", tx.finished_ns);
-    assert!(h.nics[A].all_flows_finished());
+    assert!(h.nic(A).all_flows_finished());
 }
 
 #[test]
 fn retransmission_timeout_recovers_a_lost_tail() {
     let mut h = Harness::pair();
-    h.nics[A].add_flow(FlowConfig { messages: Some(1), message_bytes: 10 * 1024, ..flow_to_b(1) }).unwrap();
+    h.nic(A).add_flow(FlowConfig { messages: Some(1), message_bytes: 10 * 1024, ..flow_to_b(1) }).unwrap();
     let mut dropped = false;
-    h.filter = Some(Box::new(move |s: &Sent, _: &mut Vec<u8>| {
+    h.set_filter(Some(Box::new(move |s: &Sent, _: &mut Vec<u8>| {
         if !dropped && s.data_header().is_some_and(|d| d.seq == 9) {
             dropped = true;
             return false;
         }
         true
-    }));
+    })));
     h.run_until(u64::MAX / 2);
-    let tx = h.nics[A].flow_stats(1).unwrap();
+    let tx = h.nic(A).flow_stats(1).unwrap();
     assert_eq!((tx.timeouts, tx.retransmitted_packets, tx.naks_received), (1, 1, 0));
     assert_eq!((tx.acked_bytes, tx.messages_completed), (10 * 1024, 1));
-    let rx = h.nics[B].rx_stats(A_IP, 0x12).unwrap();
+    let rx = h.nic(B).rx_stats(A_IP, 0x12).unwrap();
     assert_eq!((rx.messages_received, rx.out_of_order, rx.naks_sent), (1, 0, 0));
     // Retransmitted one RTO after the last ACK progress (the ACK of seq 8).
     let last_ack = h
@@ -556,15 +525,15 @@ fn retransmission_timeout_recovers_a_lost_tail() {
     let resent = h.data_from(A).last().unwrap();
     assert_eq!(resent.data_header().unwrap().seq, 9);
     assert_eq!(resent.at, last_ack + 4_194_304);
-    assert!(h.nics[A].all_flows_finished());
+    assert!(h.nic(A).all_flows_finished());
 }
 
 #[test]
 fn storm_mode_emits_xoff_at_the_interval_and_silences_the_peer() {
     let mut h = Harness::pair();
-    h.nics[B].add_flow(FlowConfig { dst_ip: A_IP, dst_mac: A_MAC, ..FlowConfig::default() }).unwrap();
-    h.nics[A].set_storm(0b1000, 10_000);
-    assert_eq!(h.nics[A].storm_priorities(), 0b1000);
+    h.nic(B).add_flow(FlowConfig { dst_ip: A_IP, dst_mac: A_MAC, ..FlowConfig::default() }).unwrap();
+    h.nic(A).set_storm(0b1000, 10_000);
+    assert_eq!(h.nic(A).storm_priorities(), 0b1000);
     h.run_until(100_000);
     let storm: Vec<&Sent> = h.sent.iter().filter(|s| s.from == A && s.pfc().is_some()).collect();
     let times: Vec<u64> = storm.iter().map(|s| s.at).collect();
@@ -573,12 +542,12 @@ fn storm_mode_emits_xoff_at_the_interval_and_silences_the_peer() {
         assert_eq!(s.pfc().unwrap(), PfcRepr::xoff(0b1000, 0xffff));
         assert_eq!(s.decoded.ethernet.dst_addr, EthernetAddress::MAC_CONTROL);
     }
-    assert_eq!(h.nics[A].pfc_counters(3).tx, 11);
+    assert_eq!(h.nic(A).pfc_counters(3).tx, 11);
     // B paused from the first XOFF's arrival (60 B + 24 at 25 Gb/s = 27 ns, + 1 µs) on.
     assert!(h.data_from(B).all(|s| s.at <= 1_027));
-    assert!(h.nics[B].pause_ns(3) >= 98_000);
+    assert!(h.nic(B).pause_ns(3) >= 98_000);
     // Stop: no more XOFF, B resumes when the last one expires (65535 quanta = 1.342 ms).
-    h.nics[A].set_storm(0, 0);
+    h.nic(A).set_storm(0, 0);
     h.run_until(2_000_000);
     assert!(h.sent.iter().filter(|s| s.from == A && s.pfc().is_some()).all(|s| s.at <= 100_000));
     let resumed = h.data_from(B).find(|s| s.at > 100_000).unwrap().at;
@@ -635,15 +604,15 @@ fn gateway_vlan_ack_coalescing_and_rate_cap() {
     let mut h = Harness::new(a, b, 1_000);
     let flow =
         FlowConfig { messages: Some(10), message_bytes: 16 * 1024, rate_mbps: Some(5_000), ..flow_to_b(1) };
-    h.nics[A].add_flow(flow).unwrap();
+    h.nic(A).add_flow(flow).unwrap();
     // The "router": frames from A arrive addressed to the gateway, and leave it towards B.
-    h.filter = Some(Box::new(|s: &Sent, frame: &mut Vec<u8>| {
+    h.set_filter(Some(Box::new(|s: &Sent, frame: &mut Vec<u8>| {
         if s.from == A {
             assert_eq!(s.decoded.ethernet.dst_addr, GW);
             frame[..6].copy_from_slice(&B_MAC.0);
         }
         true
-    }));
+    })));
     h.run_until(u64::MAX / 2);
     for s in h.sent.iter().filter(|s| s.from == A) {
         assert_eq!(s.decoded.ethernet.dst_addr, GW);
@@ -651,13 +620,13 @@ fn gateway_vlan_ack_coalescing_and_rate_cap() {
         assert_eq!((tag.vid, tag.pcp), (100, 3));
     }
     // 16 packets per message, an ACK every 4 in-order packets (the 4th of them also the AckReq'd last).
-    let rx = h.nics[B].rx_stats(A_IP, 0x12).unwrap();
+    let rx = h.nic(B).rx_stats(A_IP, 0x12).unwrap();
     assert_eq!((rx.messages_received, rx.acks_sent), (10, 40));
     // Paced at 5 Gb/s of line time: (1082 + 4 (tag) + 24) B → 1776 ns apart.
     let data: Vec<u64> = h.data_from(A).map(|s| s.at).collect();
     assert_eq!(data.len(), 160);
     assert!(data.windows(2).all(|w| w[1] - w[0] == 1_776), "{:?}", &data[..4]);
-    let tx = h.nics[A].flow_stats(1).unwrap();
+    let tx = h.nic(A).flow_stats(1).unwrap();
     assert_eq!(tx.rate_mbps_now, 5_000.0);
 }
 
