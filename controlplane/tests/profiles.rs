@@ -45,3 +45,18 @@ fn config_db_json_imports_and_round_trips() {
     assert!(text.contains("FLEX_COUNTER_TABLE") && text.contains("valid (1 warning(s))"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn validate_json_is_json_whatever_the_values_hold() {
+    let dir = std::env::temp_dir().join(format!("lossless-validate-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.yaml");
+    // A control character and a quote in a value: the report must still be JSON that gives them back.
+    std::fs::write(&file, "PORT:\n  Ethernet0:\n    speed: \"1\\x01x\\\"\"\n").unwrap();
+    let out = swctl(&["--json", "validate", file.to_str().unwrap()]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(report["valid"], false);
+    assert_eq!(report["errors"][0]["location"], "PORT|Ethernet0|speed");
+    assert_eq!(report["errors"][0]["value"], "1\u{1}x\"");
+    let _ = std::fs::remove_dir_all(&dir);
+}

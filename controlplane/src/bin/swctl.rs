@@ -585,15 +585,27 @@ fn validate(file: &Path, headroom: &HeadroomArgs, json: bool) -> anyhow::Result<
         },
     };
     if json {
-        let issue = |i: &lossless_dataplane::model::config::ConfigIssue| {
-            format!("{{\"location\":{:?},\"value\":{:?},\"message\":{:?}}}", i.location(), i.value, i.message)
-        };
-        println!(
-            "{{\"valid\":{},\"errors\":[{}],\"warnings\":[{}]}}",
-            errors.is_empty(),
-            errors.iter().map(issue).collect::<Vec<_>>().join(","),
-            warnings.iter().map(issue).collect::<Vec<_>>().join(",")
-        );
+        /// One finding of `swctl validate --json`.
+        #[derive(serde::Serialize)]
+        struct Issue<'a> {
+            location: String,
+            value: &'a str,
+            message: &'a str,
+        }
+        #[derive(serde::Serialize)]
+        struct Report<'a> {
+            valid: bool,
+            errors: Vec<Issue<'a>>,
+            warnings: Vec<Issue<'a>>,
+        }
+        fn issues(list: &[lossless_dataplane::model::config::ConfigIssue]) -> Vec<Issue<'_>> {
+            list.iter()
+                .map(|i| Issue { location: i.location(), value: &i.value, message: &i.message })
+                .collect()
+        }
+        let report =
+            Report { valid: errors.is_empty(), errors: issues(&errors), warnings: issues(&warnings) };
+        println!("{}", serde_json::to_string(&report)?);
     } else {
         for e in &errors {
             println!("error: {e}");
