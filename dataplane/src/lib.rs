@@ -12,4 +12,4 @@
 pub mod io;
 pub mod server;
 
-pub use lossless_core::{model, nic, wire};
+pub use lossless_core::{model, nic, sim, text, wire};

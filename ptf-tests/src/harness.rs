@@ -113,20 +113,13 @@ fn open_test_port(ns: &Netns, interface: &str) -> std::io::Result<Box<dyn PortBa
     Ok(Box::new(port))
 }
 
-/// Natural order of port names: `Ethernet4` before `Ethernet12`.
-pub fn port_order(name: &str) -> (String, u64) {
-    let digits = name.trim_start_matches(|c: char| !c.is_ascii_digit());
-    let prefix = &name[..name.len() - digits.len()];
-    (prefix.to_owned(), digits.parse().unwrap_or(u64::MAX))
-}
-
 impl Ptf {
     /// Starts switchd on `db` with a test port for each of its PORT entries.
     pub fn start(profile: &str, db: ConfigDb) -> Ptf {
         let mut names: Vec<String> =
             db.tables.get("PORT").map(|t| t.keys().cloned().collect()).unwrap_or_default();
         assert!(!names.is_empty(), "{profile}: the configuration has no PORT table");
-        names.sort_by_key(|n| port_order(n));
+        names.sort_by(|a, b| lossless_dataplane::text::natural_cmp(a, b));
         let switch_ns = Netns::new(&unique_name("ptfsw")).expect("creating the switch namespace");
         let ptf_ns = Netns::new(&unique_name("ptf")).expect("creating the PTF namespace");
         for i in 0..names.len() {

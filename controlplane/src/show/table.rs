@@ -9,8 +9,8 @@
 //! are trimmed from every line, so a row of empty cells prints as an empty line (pfcstat `--history` uses
 //! that to separate ports).
 
+pub use lossless_dataplane::text::{natural_cmp, thousands};
 use serde_json::{Map, Value};
-use std::cmp::Ordering;
 
 /// One cell: what the table prints, and what `--json` carries for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,19 +64,6 @@ impl Cell {
 
 fn finite(x: f64) -> Value {
     serde_json::Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null)
-}
-
-/// `1234567` → `1,234,567` (Python's `'{:,}'.format`).
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// portstat's byte rate: `B/s` up to 10,000, `KB/s` up to 10,000,000, then `MB/s` (decimal units).
@@ -167,53 +154,9 @@ impl Table {
     }
 }
 
-/// `natsort.natsorted`'s order for names: digit runs compare as numbers (`Ethernet4` < `Ethernet12`).
-pub(crate) fn natural_cmp(a: &str, b: &str) -> Ordering {
-    fn chunks(s: &str) -> Vec<(bool, &str)> {
-        let mut out = Vec::new();
-        let mut start = 0;
-        let bytes = s.as_bytes();
-        for i in 1..=bytes.len() {
-            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
-                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
-                start = i;
-            }
-        }
-        out
-    }
-    let (ca, cb) = (chunks(a), chunks(b));
-    for ((da, sa), (db, sb)) in ca.iter().zip(&cb) {
-        let ord = match (da, db) {
-            // Compare digit runs by value without parsing (no overflow): strip leading zeros, then length,
-            // then text.
-            (true, true) => {
-                let (ta, tb) = (sa.trim_start_matches('0'), sb.trim_start_matches('0'));
-                ta.len().cmp(&tb.len()).then_with(|| ta.cmp(tb))
-            }
-            // natsort puts numbers before strings.
-            (true, false) => Ordering::Less,
-            (false, true) => Ordering::Greater,
-            (false, false) => sa.cmp(sb),
-        };
-        if ord != Ordering::Equal {
-            return ord;
-        }
-    }
-    ca.len().cmp(&cb.len()).then_with(|| a.cmp(b))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands(u64::MAX), "18,446,744,073,709,551,615");
-    }
 
     #[test]
     fn byte_rates_as_portstat() {
@@ -224,14 +167,6 @@ mod tests {
         assert_eq!(format_brate(13_370_000.0), "13.37 MB/s");
         assert_eq!(format_brate(0.0), "0.00 B/s");
         assert_eq!(format_brate(10_000.0), "10000.00 B/s");
-    }
-
-    #[test]
-    fn natural_order() {
-        let mut names = vec!["Ethernet12", "Ethernet4", "Ethernet0", "Ethernet-BP4", "Ethernet100"];
-        names.sort_by(|a, b| natural_cmp(a, b));
-        // As sonic-utilities' vectors order them: Ethernet0, Ethernet4, Ethernet-BP0, ...
-        assert_eq!(names, ["Ethernet0", "Ethernet4", "Ethernet12", "Ethernet100", "Ethernet-BP4"]);
     }
 
     #[test]

@@ -14,4 +14,5 @@
 pub mod model;
 pub mod nic;
 pub mod sim;
+pub mod text;
 pub mod wire;

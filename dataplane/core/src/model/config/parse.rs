@@ -26,6 +26,7 @@ use super::{
     PortBuffers, PortConfig, PortIndex, PortQos, RifIndex, RifKind, RouterInterface, SchedulerProfile,
     StaticFdb, StaticNeighbor, StaticRoute, SwitchConfig, SwitchSettings, VlanConfig, VlanMember,
 };
+use crate::text::{natural_cmp, thousands};
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
 use std::collections::btree_map::Entry as Slot;
@@ -583,7 +584,7 @@ impl<'a> Compiler<'a> {
     /// `PORT`, in natural name order (`Ethernet4` before `Ethernet12`); the position is the [`PortIndex`].
     fn ports(&mut self, device_mac: EthernetAddress) -> Vec<PortConfig> {
         let mut ports: Vec<Entry> = entries(self.db, "PORT").collect();
-        ports.sort_by(|a, b| natural_key(a.key).cmp(&natural_key(b.key)));
+        ports.sort_by(|a, b| natural_cmp(a.key, b.key));
         ports.into_iter().filter_map(|e| self.port(e, device_mac)).collect()
     }
 
@@ -651,19 +652,6 @@ fn parse_index_range(text: &str, what: &str) -> Result<std::ops::RangeInclusive<
         return Err(format!("{text:?} is an empty range ({lo} > {hi})"));
     }
     Ok(lo..=hi)
-}
-
-/// `12,345,678`, as SONiC's CLI prints byte counts.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut grouped = String::new();
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    grouped
 }
 
 /// `lanes`: SerDes lane numbers joined with commas (`"65,66,67,68"`); the first one places the port in a
@@ -776,14 +764,6 @@ fn split_interface_key(key: &str) -> (&str, Option<&str>) {
 
 fn overlaps(a: IpNet, b: IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
-}
-
-/// Sort key for natural port order: the name without its trailing number, then that number (compared
-/// without converting, so any length works), then the whole name to order `Ethernet04` and `Ethernet4`.
-fn natural_key(name: &str) -> (&str, usize, &str, &str) {
-    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
-    let number = name[stem.len()..].trim_start_matches('0');
-    (stem, number.len(), number, name)
 }
 
 fn find_port(ports: &PortMap, name: &str) -> Result<PortIndex, String> {

@@ -243,14 +243,6 @@ pub(super) fn parse_index_range_takes_a_number_or_a_range() {
     assert!(parse_index_range("4-3", "PG").unwrap_err().contains("empty range"));
 }
 
-#[test]
-pub(super) fn thousands_groups_digits() {
-    assert_eq!(thousands(0), "0");
-    assert_eq!(thousands(999), "999");
-    assert_eq!(thousands(1000), "1,000");
-    assert_eq!(thousands(15_982_720), "15,982,720");
-}
-
 /// A small TH-like buffer setup (no lossless priorities: BASE has no PORT_QOS_MAP).
 pub(super) const BUFFERS: &str = r#"
 BUFFER_POOL:
