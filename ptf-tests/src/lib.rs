@@ -50,3 +50,21 @@ pub fn profile(name: &str) -> ConfigDb {
         .map(|(_, db)| db)
         .unwrap_or_else(|| panic!("no profile {name}"))
 }
+
+/// A test on each catalog profile: `on_profiles!(module => function(args))` makes `module::th_balanced` and
+/// `module::sn2700`, each calling `function(profile, args...)`.
+#[macro_export]
+macro_rules! on_profiles {
+    ($name:ident => $f:ident($($arg:expr),*)) => {
+        mod $name {
+            #[test]
+            fn th_balanced() {
+                super::$f("th_balanced" $(, $arg)*);
+            }
+            #[test]
+            fn sn2700() {
+                super::$f("sn2700" $(, $arg)*);
+            }
+        }
+    };
+}

@@ -11,26 +11,12 @@
 
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_ptf::harness::Dest;
+use lossless_ptf::on_profiles;
 use lossless_ptf::packet::{Udp, simple_udp_packet};
 use lossless_ptf::qos::Qos;
 use lossless_ptf::report::Report;
 use lossless_ptf::{Ptf, profile};
 use std::net::Ipv4Addr;
-
-macro_rules! on_profiles {
-    ($test:ident, $($arg:expr),*) => {
-        mod $test {
-            #[test]
-            fn th_balanced() {
-                super::unknown_mac("th_balanced", $($arg),*);
-            }
-            #[test]
-            fn sn2700() {
-                super::unknown_mac("sn2700", $($arg),*);
-            }
-        }
-    };
-}
 
 /// Packets per DSCP, as test_unknown_mac.py.
 const COUNT: usize = 10;
@@ -176,7 +162,7 @@ fn unknown_mac(name: &str, dscp: u8, lossy_drop_variant: bool) {
     ptf.verify_no_other_packets();
 }
 
-on_profiles!(dscp3, 3, false);
-on_profiles!(dscp4, 4, false);
-on_profiles!(dscp8, 8, false);
-on_profiles!(dscp8_lossy_drop, 8, true);
+on_profiles!(dscp3 => unknown_mac(3, false));
+on_profiles!(dscp4 => unknown_mac(4, false));
+on_profiles!(dscp8 => unknown_mac(8, false));
+on_profiles!(dscp8_lossy_drop => unknown_mac(8, true));

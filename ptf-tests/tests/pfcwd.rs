@@ -19,27 +19,13 @@
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_proto::v1 as pb;
 use lossless_ptf::harness::{Dest, Events};
+use lossless_ptf::on_profiles;
 use lossless_ptf::packet::{Udp, mac, simple_pfc_packet, simple_udp_packet};
 use lossless_ptf::qos::Qos;
 use lossless_ptf::report::Report;
 use lossless_ptf::{Ptf, profile};
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
-
-macro_rules! on_profiles {
-    ($module:ident, $test:ident $(, $arg:expr)*) => {
-        mod $module {
-            #[test]
-            fn th_balanced() {
-                super::$test("th_balanced" $(, $arg)*);
-            }
-            #[test]
-            fn sn2700() {
-                super::$test("sn2700" $(, $arg)*);
-            }
-        }
-    };
-}
 
 /// Where traffic toward the stormed ports comes from (a routed uplink).
 const SRC: &str = "Ethernet0";
@@ -390,9 +376,9 @@ fn pfcwd_actions(name: &str, action: &str) {
     assert_eq!(got, 10, "traffic to the restored queue");
     ptf.verify_no_other_packets();
 }
-on_profiles!(actions_drop, pfcwd_actions, "drop");
-on_profiles!(actions_forward, pfcwd_actions, "forward");
-on_profiles!(actions_alert, pfcwd_actions, "alert");
+on_profiles!(actions_drop => pfcwd_actions("drop"));
+on_profiles!(actions_forward => pfcwd_actions("forward"));
+on_profiles!(actions_alert => pfcwd_actions("alert"));
 
 // ------------------------------------------------------------------------------------- real storms
 
@@ -528,7 +514,7 @@ fn pfcwd_multi_port(name: &str) {
     assert_eq!(got, K, "{} forwards after its restoration", b.name);
     ptf.verify_no_other_packets();
 }
-on_profiles!(multi_port, pfcwd_multi_port);
+on_profiles!(multi_port => pfcwd_multi_port());
 
 /// PfcWdNoTraffic (test_pfcwd_no_traffic): a real storm on a lossless queue that holds nothing. The
 /// watchdog's rule (`vs`, the default: the queue holds packets, sent none since the last poll, and was
@@ -583,7 +569,7 @@ fn pfcwd_no_traffic(name: &str) {
     storm.stop();
     restored(&events, a.name, a.queue, timers.restore_wait());
 }
-on_profiles!(no_traffic, pfcwd_no_traffic);
+on_profiles!(no_traffic => pfcwd_no_traffic());
 
 /// Reads (switch timestamp, PFC frames received for the priority) until `done` says stop.
 fn pfc_rx_reads(
@@ -722,7 +708,7 @@ fn pfcwd_timer_accuracy(name: &str) {
         );
     }
 }
-on_profiles!(timer_accuracy, pfcwd_timer_accuracy);
+on_profiles!(timer_accuracy => pfcwd_timer_accuracy());
 
 /// PfcWdConfig (test_pfc_config.py): invalid PFC_WD values are rejected by `Apply` with an error naming
 /// `PFC_WD|<port>|<field>` and pfcwdorch's wording, and the running configuration stays (same generation,
@@ -790,4 +776,4 @@ fn pfcwd_config(name: &str) {
     assert_eq!(said, "action forward");
     restored(&events, STORMED, queue, timers.restore_wait());
 }
-on_profiles!(config_validation, pfcwd_config);
+on_profiles!(config_validation => pfcwd_config());

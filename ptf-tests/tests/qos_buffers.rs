@@ -13,25 +13,11 @@ use lossless_ptf::buffer::{
     Flow, Obs, await_pfc, first_frame, is_xon, observe, pfc_kind, pool_wm, port_wm, release, settled, step,
     watch_pfc,
 };
+use lossless_ptf::on_profiles;
 use lossless_ptf::published::{self, window};
 use lossless_ptf::qos::Qos;
 use lossless_ptf::report::Report;
 use lossless_ptf::{Ptf, profile};
-
-macro_rules! on_profiles {
-    ($name:ident => $f:ident($($arg:expr),*)) => {
-        mod $name {
-            #[test]
-            fn th_balanced() {
-                super::$f("th_balanced" $(, $arg)*);
-            }
-            #[test]
-            fn sn2700() {
-                super::$f("sn2700" $(, $arg)*);
-            }
-        }
-    };
-}
 
 // ------------------------------------------------------------------------------------------- PFCtest
 

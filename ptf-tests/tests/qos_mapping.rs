@@ -2,26 +2,12 @@
 //! Dot1pToQueueMapping — every expected count computed from the profile's maps.
 
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_ptf::on_profiles;
 use lossless_ptf::packet::{Udp, simple_udp_packet};
 use lossless_ptf::qos::Qos;
 use lossless_ptf::report::Report;
 use lossless_ptf::{Ptf, profile};
 use std::net::Ipv4Addr;
-
-macro_rules! on_profiles {
-    ($test:ident) => {
-        mod $test {
-            #[test]
-            fn th_balanced() {
-                super::$test("th_balanced");
-            }
-            #[test]
-            fn sn2700() {
-                super::$test("sn2700");
-            }
-        }
-    };
-}
 
 fn queue_packets(ptf: &mut Ptf, port: &str) -> Vec<u64> {
     ptf.port_counters(port).queues.iter().map(|q| q.packets).collect()
@@ -64,7 +50,7 @@ fn dscp_mapping_pb(name: &str) {
     report.number("queue packets q0..q7", format!("{expected:?}"), format!("{observed:?}"));
     assert_eq!(observed, expected, "queue counter deltas on {dst_name}");
 }
-on_profiles!(dscp_mapping_pb);
+on_profiles!(dscp_mapping_pb => dscp_mapping_pb());
 
 /// DscpToPgMapping: for each PG, one packet per DSCP mapped to it; the source port's PG packet counters
 /// grow by exactly that many (and the others by nothing).
@@ -104,7 +90,7 @@ fn dscp_to_pg_mapping(name: &str) {
     }
     report.number("PG packets pg0..pg7", format!("{expected_all:?}"), format!("{observed_all:?}"));
 }
-on_profiles!(dscp_to_pg_mapping);
+on_profiles!(dscp_to_pg_mapping => dscp_to_pg_mapping());
 
 /// The profile with a dot1p map on every port: SONiC's storage back-end DOT1P_TO_TC_MAP (0→1, 1→0, 2..7
 /// identity), which neither shipped profile has, and Ethernet12 a
@@ -179,4 +165,4 @@ fn dot1p_to_queue_mapping(name: &str) {
     ptf.verify_no_other_packets();
     report.number("queue packets q0..q7", format!("{expected_all:?}"), format!("{observed_all:?}"));
 }
-on_profiles!(dot1p_to_queue_mapping);
+on_profiles!(dot1p_to_queue_mapping => dot1p_to_queue_mapping());

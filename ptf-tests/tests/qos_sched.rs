@@ -6,6 +6,7 @@
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_ptf::harness::Dest;
+use lossless_ptf::on_profiles;
 use lossless_ptf::packet::{Udp, ds_field, simple_udp_packet};
 use lossless_ptf::published;
 use lossless_ptf::qos::Qos;
@@ -13,21 +14,6 @@ use lossless_ptf::report::Report;
 use lossless_ptf::{Ptf, profile};
 use std::net::Ipv4Addr;
 use std::time::Duration;
-
-macro_rules! on_profiles {
-    ($test:ident) => {
-        mod $test {
-            #[test]
-            fn th_balanced() {
-                super::$test("th_balanced");
-            }
-            #[test]
-            fn sn2700() {
-                super::$test("sn2700");
-            }
-        }
-    };
-}
 
 const SRC: &str = "Ethernet0";
 const DST: &str = "Ethernet4";
@@ -180,7 +166,7 @@ fn wrr(name: &str) {
     let run = wrr_run(&mut ptf, &dest, &counts);
     wrr_check(&mut report, "weights 8/30", &counts, &run);
 }
-on_profiles!(wrr);
+on_profiles!(wrr => wrr());
 
 // ------------------------------------------------------------------------------------------- WRED/ECN
 
@@ -450,4 +436,4 @@ fn dscp_ecn_send(name: &str) {
     assert_eq!((r.ce, r.ecn_marked_counter), (0, 0), "no marks with ECN off on the queue");
     assert!((lo..=hi).contains(&dropped), "{dropped} WRED drops, expected {mean:.1} in [{lo}, {hi}]");
 }
-on_profiles!(dscp_ecn_send);
+on_profiles!(dscp_ecn_send => dscp_ecn_send());

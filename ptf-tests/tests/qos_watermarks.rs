@@ -9,25 +9,11 @@
 //! in the test's window around the frames sent so far (above the test's `fill_min`).
 
 use lossless_ptf::buffer::{Flow, cells, pool_wm, port_wm, release};
+use lossless_ptf::on_profiles;
 use lossless_ptf::published::{self, Block};
 use lossless_ptf::qos::Qos;
 use lossless_ptf::report::Report;
 use lossless_ptf::{Ptf, profile};
-
-macro_rules! on_profiles {
-    ($name:ident => $f:ident($($arg:expr),*)) => {
-        mod $name {
-            #[test]
-            fn th_balanced() {
-                super::$f("th_balanced" $(, $arg)*);
-            }
-            #[test]
-            fn sn2700() {
-                super::$f("sn2700" $(, $arg)*);
-            }
-        }
-    };
-}
 
 /// sonic-mgmt's fill plan over `total` cells (one cell per frame): the first step sends `first` frames, the
 /// next ones `total >> 2`, the last cut to end on `total`. Returns (frames sent in the step, frames in
