@@ -865,17 +865,12 @@ pub(crate) fn complete_checksum(frame: &mut [u8], csum_start: usize, csum_offset
 
 /// `frame` with a stripped tag put back after the MAC addresses.
 fn with_vlan(frame: &[u8], vlan: Option<StrippedVlan>) -> Vec<u8> {
-    match vlan {
-        Some((tpid, tci)) if frame.len() >= 12 => {
-            let mut out = Vec::with_capacity(frame.len() + 4);
-            out.extend_from_slice(&frame[..12]);
-            out.extend_from_slice(&tpid.to_be_bytes());
-            out.extend_from_slice(&tci.to_be_bytes());
-            out.extend_from_slice(&frame[12..]);
-            out
-        }
-        _ => frame.to_vec(),
+    let mut out = Vec::with_capacity(frame.len() + 4);
+    out.extend_from_slice(frame);
+    if let Some((tpid, tci)) = vlan {
+        crate::wire::vlan::push_tag(&mut out, tpid, tci);
     }
+    out
 }
 
 /// The index of `interface`, or `interface "NAME" not found`.

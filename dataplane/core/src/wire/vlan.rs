@@ -132,9 +132,54 @@ impl Repr {
     }
 }
 
+/// Where a tag goes in an Ethernet frame: right after the destination and source MAC addresses.
+const TAG_OFFSET: usize = 12;
+
+/// The TCI of a priority and a VLAN: PCP in the top three bits, DEI 0, VID in the low twelve.
+pub fn tci(pcp: u8, vid: u16) -> u16 {
+    (u16::from(pcp & PCP_MAX) << 13) | (vid & VID_MAX)
+}
+
+/// Tags an Ethernet frame in place: `tpid` (0x8100 for 802.1Q) and `tci` after its MAC addresses. A frame
+/// too short to hold MAC addresses is left alone.
+pub fn push_tag(frame: &mut Vec<u8>, tpid: u16, tci: u16) {
+    if frame.len() < TAG_OFFSET {
+        return;
+    }
+    let mut tag = [0u8; 4];
+    tag[..2].copy_from_slice(&tpid.to_be_bytes());
+    tag[2..].copy_from_slice(&tci.to_be_bytes());
+    frame.splice(TAG_OFFSET..TAG_OFFSET, tag);
+}
+
+/// Removes the outermost tag of a tagged Ethernet frame in place (the four bytes after its MAC
+/// addresses). A frame too short to hold a tag is left alone.
+pub fn pop_tag(frame: &mut Vec<u8>) {
+    if frame.len() >= TAG_OFFSET + 4 {
+        frame.drain(TAG_OFFSET..TAG_OFFSET + 4);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_and_pop_tags_in_place() {
+        let untagged: Vec<u8> = (0u8..20).collect();
+        let mut frame = untagged.clone();
+        push_tag(&mut frame, 0x8100, tci(3, 1000));
+        assert_eq!(&frame[12..16], &[0x81, 0x00, 0x63, 0xe8]);
+        assert_eq!(&frame[..12], &untagged[..12]);
+        assert_eq!(&frame[16..], &untagged[12..]);
+        pop_tag(&mut frame);
+        assert_eq!(frame, untagged);
+        let mut short = vec![0u8; 11];
+        push_tag(&mut short, 0x8100, 1);
+        pop_tag(&mut short);
+        assert_eq!(short, vec![0u8; 11]);
+        assert_eq!(tci(9, 0x1fff), 0x2fff, "PCP and VID are masked to their widths");
+    }
     use proptest::prelude::*;
 
     // PCP 3, DEI 0, VID 100 (TCI 0x6064), carrying IPv4, then two payload bytes.

@@ -94,11 +94,7 @@ impl Switch {
             && self.derived.membership.get(&(v, out)) == Some(&true)
         {
             let pcp = meta.pcp.unwrap_or(class.tc);
-            let tci = (u16::from(pcp & 7) << 13) | (v & 0x0fff);
-            let mut tag = [0u8; 4];
-            tag[..2].copy_from_slice(&u16::from(EtherType::Vlan).to_be_bytes());
-            tag[2..].copy_from_slice(&tci.to_be_bytes());
-            frame.splice(12..12, tag);
+            vlan::push_tag(&mut frame, u16::from(EtherType::Vlan), vlan::tci(pcp, v));
         }
         let queue =
             class.queue_override.unwrap_or(self.config.qos[out].tc_to_queue[usize::from(class.tc)]) & 7;

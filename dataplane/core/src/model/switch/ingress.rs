@@ -54,7 +54,7 @@ impl Switch {
         }
         if decoded.vlan.is_some() {
             // Frames travel untagged inside the switch; egress tags them as the port's membership says.
-            frame.drain(ethernet::HEADER_LEN - 2..ethernet::HEADER_LEN + vlan::HEADER_LEN - 2);
+            vlan::pop_tag(&mut frame);
         }
         if let Some(v) = vid
             && self.fdb.learn(v, src_mac, port, now_ns)
