@@ -202,15 +202,15 @@ impl Switch {
         if let Some((port, pg)) = self.mmu.release(alloc) {
             self.release_pfc(port, pg);
         }
-        if self.pfc_asserting > 0 {
-            let mut released = std::mem::take(&mut self.xon_scratch);
-            self.mmu.recheck_xon(&mut released);
-            for &(port, pg) in &released {
-                self.release_pfc(port, pg);
-            }
-            released.clear();
-            self.xon_scratch = released;
+        // Other PGs in XOFF may be back at their XON point (a dynamic limit grows as the pool drains); the
+        // MMU walks only the PGs in XOFF, so this costs nothing when none is.
+        let mut released = std::mem::take(&mut self.xon_scratch);
+        self.mmu.recheck_xon(&mut released);
+        for &(port, pg) in &released {
+            self.release_pfc(port, pg);
         }
+        released.clear();
+        self.xon_scratch = released;
     }
 
     /// The PFC priorities of a port that map to a PG.
@@ -232,7 +232,6 @@ impl Switch {
         let before = self.ports[port].pfc.asserted();
         self.ports[port].pfc.assert_xoff(prios);
         if before & prios != prios {
-            self.pfc_asserting += 1;
             self.push_event(Event::PfcXoff { port, pg });
         }
     }
@@ -241,7 +240,6 @@ impl Switch {
         let prios = self.pg_priorities(port, pg);
         if self.ports[port].pfc.asserted() & prios != 0 {
             self.ports[port].pfc.release_xoff(prios);
-            self.pfc_asserting = self.pfc_asserting.saturating_sub(1);
             self.push_event(Event::PfcXon { port, pg });
         }
     }
@@ -413,7 +411,6 @@ impl Switch {
                 pfc.unpause(disabled, now_ns);
                 if pfc.asserted() & disabled != 0 {
                     pfc.forget(disabled);
-                    self.pfc_asserting = self.pfc_asserting.saturating_sub(1);
                 }
             }
             for q in 0..8u8 {

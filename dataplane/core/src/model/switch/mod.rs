@@ -247,8 +247,6 @@ pub struct Switch {
     rng: Rng,
     /// The latest time any call carried (the model's notion of "now" for `poll_at`).
     now_ns: u64,
-    /// PGs currently sending XOFF (XON is re-checked on every release while any is).
-    pfc_asserting: usize,
     /// Reused by XON re-checks (no allocation per release while PFC is asserted).
     xon_scratch: Vec<(usize, u8)>,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
@@ -295,7 +293,6 @@ impl Switch {
             watchdog: Watchdog::default(),
             rng: Rng::new(1),
             now_ns: 0,
-            pfc_asserting: 0,
             xon_scratch: Vec::new(),
             wd_masks: Vec::new(),
         }
@@ -347,14 +344,12 @@ impl Switch {
                 .values_mut()
                 .map(|s| (0..8).map(|q| s.egress.flush(q).len() as u64).sum::<u64>())
                 .sum::<u64>();
-            self.pfc_asserting = 0;
         }
         for (state, qos) in self.ports.iter_mut().zip(&config.qos) {
             if state.pfc.asserted() & !qos.pfc_enable != 0 {
                 state.pfc.forget(!qos.pfc_enable);
             }
         }
-        self.pfc_asserting = self.ports.iter().map(|s| s.pfc.asserted().count_ones() as usize).sum();
         self.mmu.configure(&config, same_ports);
         if self.generation == 0 || config.asic.random_seed != self.config.asic.random_seed {
             self.rng = Rng::new(config.asic.random_seed);
