@@ -104,11 +104,9 @@ pub fn generate_lossless_profiles(
     }
 }
 
+/// The config compiler's `dynamic_th` rule, widened for the profile names' arithmetic.
 fn parse_dynamic_th(value: &str) -> Result<i64, String> {
-    match value.parse::<i64>() {
-        Ok(n) if (-8..=7).contains(&n) => Ok(n),
-        _ => Err(format!("{value:?} is not a dynamic_th in -8..7")),
-    }
+    lossless_dataplane::model::config::parse_dynamic_th(value).map(i64::from)
 }
 
 fn pg_requests<'a>(db: &'a ConfigDb, errors: &mut Vec<ConfigIssue>) -> Vec<PgRequest<'a>> {
@@ -396,7 +394,7 @@ mod tests {
             [
                 "BUFFER_PG|Ethernet12|3: \"Ethernet12\" is not a port (there is no PORT|Ethernet12)",
                 "CABLE_LENGTH|AZURE|Ethernet0: 0m: SONiC creates no lossless profile for a port with cable length 0m",
-                "DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE|default_dynamic_th: \"9\" is not a dynamic_th in -8..7",
+                "DEFAULT_LOSSLESS_BUFFER_PARAMETER|AZURE|default_dynamic_th: 9 is outside -8..7",
                 "PORT|Ethernet4|speed: \"25G\" is not a speed in Mb/s",
             ]
         );

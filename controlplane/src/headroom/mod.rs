@@ -277,14 +277,10 @@ fn field<'a>(db: &'a ConfigDb, table: &str, key: &str, name: &str) -> Option<&'a
     field_map(db, table, key)?.get(name)
 }
 
-/// `name` or the pre-202111 `[TABLE|name]`.
+/// `name` or the pre-202111 `[TABLE|name]` (the config compiler's reading; a malformed reference is taken
+/// as written, for the compiler to report).
 fn strip_reference<'v>(table: &str, value: &'v str) -> &'v str {
-    value
-        .strip_prefix('[')
-        .and_then(|v| v.strip_suffix(']'))
-        .and_then(|v| v.strip_prefix(table))
-        .and_then(|v| v.strip_prefix('|'))
-        .unwrap_or(value)
+    lossless_dataplane::model::config::parse_ref(table, value).unwrap_or(value)
 }
 
 /// The number of lanes of a port (`PORT|<port>|lanes`, comma-separated, counted as buffermgrd does); 0

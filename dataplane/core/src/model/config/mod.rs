@@ -14,7 +14,7 @@ pub mod asic;
 mod parse;
 
 pub use asic::{AsicFamily, Personality};
-pub use parse::compile;
+pub use parse::{compile, parse_dynamic_th, parse_ref};
 
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;

@@ -630,7 +630,7 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// `dynamic_th`: the alpha exponent n (alpha = 2^n), -8..=7.
-fn parse_dynamic_th(text: &str) -> Result<i8, String> {
+pub fn parse_dynamic_th(text: &str) -> Result<i8, String> {
     let digits = text.strip_prefix('-').unwrap_or(text);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("{text:?} is not a dynamic_th (an integer -8..7)"));
@@ -730,7 +730,7 @@ fn check_port_name(name: &str) -> Result<(), String> {
 }
 
 /// A reference to an entry of `table`, written `name` or (before SONiC 202111) `[TABLE|name]`.
-fn parse_ref<'v>(table: &str, value: &'v str) -> Result<&'v str, String> {
+pub fn parse_ref<'v>(table: &str, value: &'v str) -> Result<&'v str, String> {
     let name = match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
         None => value,
         Some(inner) => match inner.split_once('|') {
