@@ -374,6 +374,9 @@ impl Mmu {
 
     /// The buffer partition of a frame from `ingress` (none: a frame the switch made) to `egress`.
     fn partition(&self, ingress: Option<usize>, egress: usize) -> u8 {
+        if self.personality.partitions() == 1 {
+            return 0;
+        }
         let pipe = |port: usize| self.port_pipe.get(port).copied().unwrap_or(0);
         let out = pipe(egress);
         let from = ingress.map_or(out, pipe);
@@ -561,10 +564,18 @@ impl Mmu {
         if shared_headroom {
             pool.headroom_used[usize::from(a.partition)] += headroom;
         }
-        let (shared_total, headroom_total) = (pool.shared_total(), pool.headroom_reported(partitions));
-        for k in 0..2 {
-            pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
-            pool.wm_headroom[k] = pool.wm_headroom[k].max(headroom_total);
+        // The pool's watermarks can only rise when the frame took pool cells.
+        if pooled > 0 {
+            let shared_total = pool.shared_total();
+            for k in 0..2 {
+                pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
+            }
+        }
+        if headroom > 0 {
+            let headroom_total = pool.headroom_reported(partitions);
+            for k in 0..2 {
+                pool.wm_headroom[k] = pool.wm_headroom[k].max(headroom_total);
+            }
         }
     }
 
@@ -587,9 +598,11 @@ impl Mmu {
         }
         let pool = &mut self.pools[a.pool];
         pool.shared_used[usize::from(a.partition)] += shared;
-        let shared_total = pool.shared_total();
-        for k in 0..2 {
-            pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
+        if shared > 0 {
+            let shared_total = pool.shared_total();
+            for k in 0..2 {
+                pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
+            }
         }
     }
 
@@ -684,6 +697,16 @@ impl Mmu {
     /// the admitted frame, which [`Mmu::admit`] reports).
     pub fn take_raised(&mut self) -> Vec<(usize, u8)> {
         std::mem::take(&mut self.raised)
+    }
+
+    /// Did a filling pool raise XOFF on other PGs since the last [`Mmu::take_raised`]?
+    pub fn has_raised(&self) -> bool {
+        !self.raised.is_empty()
+    }
+
+    /// Is any PG in XOFF?
+    pub fn any_xoff(&self) -> bool {
+        !self.in_xoff.is_empty()
     }
 
     /// Releases XOFF when no headroom is used and the total usage is at most

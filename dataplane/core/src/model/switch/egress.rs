@@ -167,8 +167,10 @@ impl Switch {
         if xoff && let Some(port) = meta.ingress {
             self.assert_pfc(port, class.pg);
         }
-        for (port, pg) in self.mmu.take_raised() {
-            self.assert_pfc(port, pg);
+        if self.mmu.has_raised() {
+            for (port, pg) in self.mmu.take_raised() {
+                self.assert_pfc(port, pg);
+            }
         }
         true
     }
@@ -203,14 +205,16 @@ impl Switch {
             self.release_pfc(port, pg);
         }
         // Other PGs in XOFF may be back at their XON point (a dynamic limit grows as the pool drains); the
-        // MMU walks only the PGs in XOFF, so this costs nothing when none is.
-        let mut released = std::mem::take(&mut self.xon_scratch);
-        self.mmu.recheck_xon(&mut released);
-        for &(port, pg) in &released {
-            self.release_pfc(port, pg);
+        // MMU walks only the PGs in XOFF.
+        if self.mmu.any_xoff() {
+            let mut released = std::mem::take(&mut self.xon_scratch);
+            self.mmu.recheck_xon(&mut released);
+            for &(port, pg) in &released {
+                self.release_pfc(port, pg);
+            }
+            released.clear();
+            self.xon_scratch = released;
         }
-        released.clear();
-        self.xon_scratch = released;
     }
 
     /// The PFC priorities of a port that map to a PG.
