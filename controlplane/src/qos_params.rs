@@ -57,7 +57,9 @@ pub struct Xon {
     pub ecn: u8,
     pub pg: u8,
     pub pkts_num_trig_pfc: u64,
-    /// Packets drained from the XOFF point until the switch sends XON.
+    /// Packets drained from the XOFF point until the switch sends XON: the meaning of Broadcom's
+    /// `qos_params.<asic>.yaml` (12 on Tomahawk). NVIDIA's generator writes the PG's level at XON instead
+    /// (its shared limit + 1); translate before pasting into a Mellanox setup.
     pub pkts_num_dismiss_pfc: u64,
 }
 
