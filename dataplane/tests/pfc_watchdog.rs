@@ -7,7 +7,8 @@ mod common;
 
 use common::*;
 use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{Event, PortId, Switch, Transmit};
+use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::sim::{Device, Sim};
 use lossless_dataplane::wire::{MacControlRepr, PfcRepr, mac_control};
 use std::net::Ipv4Addr;
 
@@ -15,14 +16,13 @@ const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
 const MS: u64 = 1_000_000;
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 
-/// A switch driven in virtual time: `advance` runs every timeout and transmits everything that is due.
+/// A switch driven in virtual time by the driver of the model and NIC tests (`lossless_core::sim`): every
+/// timeout runs and everything due is transmitted; frames and events are logged.
 struct Lab {
-    sw: Switch,
+    sim: Sim,
     now: u64,
     src: PortId,
     dst: PortId,
-    sent: Vec<(u64, PortId, Transmit)>,
-    events: Vec<(u64, Event)>,
 }
 
 impl Lab {
@@ -32,32 +32,22 @@ impl Lab {
         let mut sw = Switch::new();
         sw.apply(&db, 0).unwrap_or_else(|e| panic!("{e}"));
         let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
-        let mut lab = Lab { sw, now: 0, src, dst, sent: Vec::new(), events: Vec::new() };
-        lab.sw.handle_frame(dst, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+        sw.handle_frame(dst, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+        let mut sim = Sim::new();
+        sim.add(Device::Switch(Box::new(sw)));
+        sim.keep_log = true;
+        let mut lab = Lab { sim, now: 0, src, dst };
         lab.advance(MS);
         lab
     }
 
-    /// Runs the switch up to `to`: timeouts when due, every transmission when its line is free.
+    fn sw(&mut self) -> &mut Switch {
+        self.sim.switch(0)
+    }
+
+    /// Runs the switch up to `to`.
     fn advance(&mut self, to: u64) {
-        let mut stuck = 0;
-        while let Some(at) = self.sw.poll_at().filter(|&t| t <= to) {
-            let t = at.max(self.now);
-            let progressed = t > self.now;
-            self.now = t;
-            self.sw.handle_timeout(t);
-            let before = self.sent.len();
-            for p in 0..self.sw.port_count() {
-                while let Some(tx) = self.sw.poll_transmit(p, t) {
-                    self.sent.push((t, p, tx));
-                }
-            }
-            while let Some(e) = self.sw.poll_event() {
-                self.events.push((t, e));
-            }
-            stuck = if progressed || self.sent.len() > before { 0 } else { stuck + 1 };
-            assert!(stuck < 100, "poll_at() = {at} makes no progress at {t}");
-        }
+        self.sim.run_until(to);
         self.now = self.now.max(to);
     }
 
@@ -66,13 +56,15 @@ impl Lab {
         let mut frame = vec![0u8; mac_control::FRAME_LEN];
         MacControlRepr::Pfc(PfcRepr { class_enable: 1 << 3, time: [0, 0, 0, quanta, 0, 0, 0, 0] })
             .emit_frame(HOST2_MAC, &mut frame);
-        self.sw.handle_frame(port, frame, self.now);
+        let now = self.now;
+        self.sw().handle_frame(port, frame, now);
     }
 
     fn send(&mut self, dscp: u8, n: u16) {
         for i in 0..n {
             let f = routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), HOST2_IP, i, 4791, dscp);
-            self.sw.handle_frame(self.src, f, self.now);
+            let (src, now) = (self.src, self.now);
+            self.sw().handle_frame(src, f, now);
         }
     }
 
@@ -86,15 +78,16 @@ impl Lab {
     }
 
     fn data_sent(&self, port: PortId, queue: u8) -> usize {
-        self.sent.iter().filter(|(_, p, t)| *p == port && t.queue == Some(queue)).count()
+        self.sim.sent.iter().filter(|s| s.from.1 == port && s.queue == Some(queue)).count()
     }
 
     fn event_time(&self, text: &str) -> Option<u64> {
-        self.events.iter().find(|(_, e)| e.to_string().contains(text)).map(|(t, _)| *t)
+        self.sim.events.iter().find(|(_, _, e)| e.to_string().contains(text)).map(|(t, _, _)| *t)
     }
 
-    fn wd(&self, queue: u8) -> lossless_dataplane::model::watchdog::PfcWdCounters {
-        self.sw.port_counters(self.dst).unwrap().pfc_wd[usize::from(queue)]
+    fn wd(&mut self, queue: u8) -> lossless_dataplane::model::watchdog::PfcWdCounters {
+        let dst = self.dst;
+        self.sw().port_counters(dst).unwrap().pfc_wd[usize::from(queue)]
     }
 }
 
@@ -113,7 +106,7 @@ fn received_pfc_pauses_the_mapped_queue_for_its_quanta() {
     assert_eq!(lab.data_sent(dst, 0), 5, "queue 0 runs");
     lab.advance(t0 + 20_480 + 10_000);
     assert_eq!(lab.data_sent(dst, 3), 5, "resumed when the quanta ran out");
-    let first = lab.sent.iter().find(|(_, p, t)| *p == dst && t.queue == Some(3)).unwrap().0;
+    let first = lab.sim.sent.iter().find(|s| s.from.1 == dst && s.queue == Some(3)).unwrap().at;
     assert_eq!(first, t0 + 20_480);
 
     // XON resumes at once; a priority outside pfc_enable is counted, not honoured.
@@ -126,7 +119,7 @@ fn received_pfc_pauses_the_mapped_queue_for_its_quanta() {
     lab.pfc_from_peer(dst, 0);
     lab.advance(t1 + 2000);
     assert_eq!(lab.data_sent(dst, 3), 6);
-    let c = lab.sw.port_counters(dst).unwrap();
+    let c = lab.sw().port_counters(dst).unwrap();
     assert_eq!((c.pfc[3].rx, c.pfc[3].rx_xon, c.pfc[3].rx_pause_transitions), (3, 1, 2));
     assert_eq!(c.pfc[3].rx_pause_ns, 20_480 + 1000, "pause time accumulates per priority");
 }
@@ -154,9 +147,11 @@ fn storm_detected_dropped_and_restored() {
     let wd2 = lab.wd(3);
     assert_eq!(wd2.tx_dropped_packets - wd.tx_dropped_packets, 100);
     assert_eq!(wd2.tx_dropped_packets_last, 110);
-    assert_eq!(lab.sw.port_counters(lab.dst).unwrap().queues[3].dropped_packets, 110);
+    let dst = lab.dst;
+    assert_eq!(lab.sw().port_counters(dst).unwrap().queues[3].dropped_packets, 110);
     // Lossless traffic in the other direction still arrives: rx counters count PG 3 packets of Ethernet8.
-    assert!(lab.sw.pfc_state(lab.dst).unwrap().1 & (1 << 3) == 0, "priority 3 no longer honoured");
+    let dst = lab.dst;
+    assert!(lab.sw().pfc_state(dst).unwrap().1 & (1 << 3) == 0, "priority 3 no longer honoured");
 
     // The storm stops: restored after restoration_time (400 ms) with no XOFF, within one more poll
     // (sonic-mgmt test_pfcwd_timer_accuracy: restore_time < real < restore_time + poll).
@@ -240,12 +235,15 @@ fn an_xon_storm_does_not_keep_the_queue_stormed() {
 fn big_red_switch_drops_every_monitored_queue_at_once() {
     let mut lab = Lab::new(|_| {});
     lab.send(3, 5);
-    lab.sw.set_port_hold(lab.dst, true);
+    let dst = lab.dst;
+    lab.sw().set_port_hold(dst, true);
     lab.send(4, 5);
     let mut db = ConfigDb::from_yaml_str(TH).unwrap();
     db.set("PFC_WD", "GLOBAL", "BIG_RED_SWITCH", "enable");
-    lab.sw.apply(&db, lab.now).unwrap();
-    lab.sw.set_port_hold(lab.dst, false);
+    let now = lab.now;
+    lab.sw().apply(&db, now).unwrap();
+    let dst = lab.dst;
+    lab.sw().set_port_hold(dst, false);
     lab.advance(lab.now + MS);
     assert_eq!(lab.data_sent(lab.dst, 4), 0, "queue 4 flushed");
     lab.send(4, 3);
@@ -256,7 +254,8 @@ fn big_red_switch_drops_every_monitored_queue_at_once() {
     assert_eq!(lab.data_sent(lab.dst, 0), 3, "lossy queues are not monitored");
     // Disabling it restores every queue.
     db.set("PFC_WD", "GLOBAL", "BIG_RED_SWITCH", "disable");
-    lab.sw.apply(&db, lab.now).unwrap();
+    let now = lab.now;
+    lab.sw().apply(&db, now).unwrap();
     lab.send(4, 3);
     lab.advance(lab.now + MS);
     assert_eq!(lab.data_sent(lab.dst, 4), 3);
@@ -277,10 +276,12 @@ fn broadcom_rule_detects_a_storm_of_xoff_frames() {
 fn debug_storm_forces_detection() {
     let mut lab = Lab::new(|_| {});
     lab.advance(100 * MS);
-    lab.sw.set_debug_storm(lab.dst, 4, true);
+    let dst = lab.dst;
+    lab.sw().set_debug_storm(dst, 4, true);
     lab.advance(700 * MS);
     assert!(lab.event_time("detected PFC storm on port Ethernet8, queue index 4").is_some());
-    lab.sw.set_debug_storm(lab.dst, 4, false);
+    let dst = lab.dst;
+    lab.sw().set_debug_storm(dst, 4, false);
     lab.advance(1300 * MS);
     assert!(lab.event_time("restored on port Ethernet8, queue index 4").is_some());
 }
@@ -296,16 +297,17 @@ fn drop_action_with_drop_ingress_also_drops_the_priority_arriving_on_the_stormed
     lab.storm_until(700 * MS);
     assert!(lab.event_time("detected PFC storm on port Ethernet8, queue index 3").is_some());
     // Host 2 (behind the stormed port) sends 50 lossless packets to the uplink: all dropped at ingress.
-    let uplink = lab.src;
-    lab.sw.handle_frame(
+    let (uplink, now) = (lab.src, lab.now);
+    lab.sw().handle_frame(
         uplink,
         arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)),
-        lab.now,
+        now,
     );
     let before = lab.wd(3);
     for i in 0..50 {
         let f = routed_udp(HOST2_MAC, HOST2_IP, Ipv4Addr::new(172, 16, 0, 9), i, 4791, 3);
-        lab.sw.handle_frame(lab.dst, f, lab.now);
+        let (dst, now) = (lab.dst, lab.now);
+        lab.sw().handle_frame(dst, f, now);
     }
     lab.storm_until(lab.now + 200 * MS);
     let after = lab.wd(3);

@@ -12,8 +12,8 @@
 //!   corruption, captures). With [`Sim::keep_log`] every sent and delivered frame is recorded.
 //! - Ties are broken by insertion order: the same inputs give the same run, every time.
 
-use crate::model::Switch;
 use crate::model::scheduler::WIRE_OVERHEAD_BYTES;
+use crate::model::{Event, Switch, Transmit};
 use crate::nic::Nic;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -23,12 +23,17 @@ pub trait Node {
     fn port_count(&self) -> usize;
     /// A frame arrived on `port` at `now`.
     fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: u64);
-    /// The next frame `port` sends at `now`, if its line is free and something is due.
-    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Vec<u8>>;
+    /// The next frame `port` sends at `now`, if its line is free and something is due (with the egress
+    /// queue it left from; `None` for a frame the port made itself, such as PFC, or a NIC's).
+    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit>;
     /// The next instant the node needs to be woken.
     fn poll_at(&self) -> Option<u64>;
     /// Runs whatever is due at `now`.
     fn handle_timeout(&mut self, now: u64);
+    /// Something that happened inside the node, for an observer (a switch's storms, XOFF/XON, ...).
+    fn poll_event(&mut self) -> Option<Event> {
+        None
+    }
 }
 
 impl Node for Switch {
@@ -40,8 +45,8 @@ impl Node for Switch {
         Switch::handle_frame(self, port, frame, now);
     }
 
-    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Vec<u8>> {
-        Switch::poll_transmit(self, port, now).map(|t| t.frame)
+    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit> {
+        Switch::poll_transmit(self, port, now)
     }
 
     fn poll_at(&self) -> Option<u64> {
@@ -50,6 +55,10 @@ impl Node for Switch {
 
     fn handle_timeout(&mut self, now: u64) {
         Switch::handle_timeout(self, now);
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        Switch::poll_event(self)
     }
 }
 
@@ -63,8 +72,8 @@ impl Node for Nic {
         Nic::handle_frame(self, &frame, now);
     }
 
-    fn poll_transmit(&mut self, _port: usize, now: u64) -> Option<Vec<u8>> {
-        Nic::poll_transmit(self, now)
+    fn poll_transmit(&mut self, _port: usize, now: u64) -> Option<Transmit> {
+        Nic::poll_transmit(self, now).map(|frame| Transmit { frame, queue: None })
     }
 
     fn poll_at(&self) -> Option<u64> {
@@ -118,6 +127,8 @@ pub struct Sent {
     pub from: Endpoint,
     /// Where the link takes it (`None`: the port has no link).
     pub to: Option<Endpoint>,
+    /// The egress queue it left from (`None`: made by the port itself, or a NIC's).
+    pub queue: Option<u8>,
     pub frame: Vec<u8>,
 }
 
@@ -143,10 +154,13 @@ pub struct Sim {
     order: u64,
     now: u64,
     tap: Option<Tap>,
-    /// Record every frame sent and delivered in [`Sim::sent`] / [`Sim::delivered`].
+    /// Record every frame sent and delivered, and every event, in [`Sim::sent`], [`Sim::delivered`] and
+    /// [`Sim::events`].
     pub keep_log: bool,
     pub sent: Vec<Sent>,
     pub delivered: Vec<Delivered>,
+    /// (time, node, event).
+    pub events: Vec<(u64, usize, Event)>,
 }
 
 impl Default for Sim {
@@ -167,6 +181,7 @@ impl Sim {
             keep_log: false,
             sent: Vec::new(),
             delivered: Vec::new(),
+            events: Vec::new(),
         }
     }
 
@@ -249,16 +264,21 @@ impl Sim {
             let node = self.devices[id].node_mut();
             node.handle_timeout(now);
             for port in 0..node.port_count() {
-                while let Some(frame) = self.devices[id].node_mut().poll_transmit(port, now) {
-                    self.transmit((id, port), now, frame);
+                while let Some(tx) = self.devices[id].node_mut().poll_transmit(port, now) {
+                    self.transmit((id, port), now, tx);
+                }
+            }
+            while let Some(event) = self.devices[id].node_mut().poll_event() {
+                if self.keep_log {
+                    self.events.push((now, id, event));
                 }
             }
         }
     }
 
-    fn transmit(&mut self, from: Endpoint, at: u64, frame: Vec<u8>) {
+    fn transmit(&mut self, from: Endpoint, at: u64, tx: Transmit) {
         let link = self.links.get(&from).copied();
-        let sent = Sent { at, from, to: link.map(|l| l.to), frame };
+        let sent = Sent { at, from, to: link.map(|l| l.to), queue: tx.queue, frame: tx.frame };
         let mut out = sent.frame.clone();
         let keep = self.tap.as_mut().is_none_or(|tap| tap(&sent, &mut out));
         if let (Some(link), true) = (link, keep) {
