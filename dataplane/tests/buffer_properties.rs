@@ -10,6 +10,7 @@ mod common;
 use common::*;
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::sim::{Device, Sim};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -68,25 +69,13 @@ fn frame(dscp: u8, len: u16, i: u16) -> Vec<u8> {
     flow.udp(4791, &vec![0u8; usize::from(len) - 42])
 }
 
-/// Runs transmissions and timeouts up to `to`; returns the data frames sent.
-fn advance(sw: &mut Switch, now: &mut u64, to: u64) -> u64 {
-    let mut sent = 0;
-    let mut idle_rounds = 0;
-    while let Some(at) = sw.poll_at().filter(|&t| t <= to) {
-        let progressed = at > *now;
-        *now = at.max(*now);
-        sw.handle_timeout(*now);
-        let mut frames = 0;
-        for p in 0..sw.port_count() {
-            while let Some(tx) = sw.poll_transmit(p, *now) {
-                frames += 1;
-                sent += u64::from(tx.queue.is_some());
-            }
-        }
-        idle_rounds = if progressed || frames > 0 { 0 } else { idle_rounds + 1 };
-        assert!(idle_rounds < 100, "poll_at() = {at} makes no progress at {now}");
-    }
+/// Runs the switch on the virtual-time driver up to `to`; returns the data frames (served from a queue)
+/// sent meanwhile.
+fn advance(sim: &mut Sim, now: &mut u64, to: u64) -> u64 {
+    sim.run_until(to);
     *now = (*now).max(to);
+    let sent = sim.sent.iter().filter(|s| s.queue.is_some()).count() as u64;
+    sim.sent.clear();
     sent
 }
 
@@ -99,12 +88,15 @@ proptest! {
         sw.apply(&db_with_alpha(0), 0).unwrap();
         let (e0, e4, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet4"), port(&sw, "Ethernet8"));
         sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+        let mut sim = Sim::new();
+        sim.add(Device::Switch(Box::new(sw)));
+        sim.keep_log = true;
         let mut now = 0u64;
-        let mut sent = advance(&mut sw, &mut now, 1000);
+        let mut sent = advance(&mut sim, &mut now, 1000);
         let cell = 208u64;
         // Tomahawk splits the shared headroom pool over its XPEs; the profile's ports have no lanes, so all
         // are in pipe 0 and every frame in the same XPE.
-        let shp_cells = 2000u64 / sw.config().asic.personality.partitions() as u64;
+        let shp_cells = 2000u64 / sim.switch(0).config().asic.personality.partitions() as u64;
         let xoff_cells = |src: usize| if src == 0 || src == 1 { 177_632u64.div_ceil(cell) } else { 53_248u64.div_ceil(cell) };
         for op in ops {
             match op {
@@ -112,11 +104,11 @@ proptest! {
                     let port = [e0, e4][src];
                     for i in 0..n {
                         let pg = if dscp == 3 || dscp == 4 { dscp } else { 0 };
-                        let before = sw.mmu().pg_occupancy(port, pg);
-                        let shp_before = sw.mmu().pool_cells("ingress_lossless_pool").unwrap().1;
-                        let drops_before = sw.port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
-                        sw.handle_frame(port, frame(dscp, len, i), now);
-                        let drops = sw.port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
+                        let before = sim.switch(0).mmu().pg_occupancy(port, pg);
+                        let shp_before = sim.switch(0).mmu().pool_cells("ingress_lossless_pool").unwrap().1;
+                        let drops_before = sim.switch(0).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
+                        sim.switch(0).handle_frame(port, frame(dscp, len, i), now);
+                        let drops = sim.switch(0).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
                         if pg != 0 && drops > drops_before {
                             let need = u64::from(len).div_ceil(cell);
                             let headroom_cells = before.headroom_bytes / cell;
@@ -126,40 +118,40 @@ proptest! {
                                 xoff_cells(src)
                             );
                         }
-                        let occ = sw.mmu().pg_occupancy(port, pg);
+                        let occ = sim.switch(0).mmu().pg_occupancy(port, pg);
                         prop_assert!(occ.headroom_bytes / cell <= xoff_cells(src));
                     }
                 }
-                Op::Hold(h) => sw.set_port_hold(e8, h),
-                Op::QueueHold(q, h) => sw.set_queue_hold(e8, q, h),
+                Op::Hold(h) => sim.switch(0).set_port_hold(e8, h),
+                Op::QueueHold(q, h) => sim.switch(0).set_queue_hold(e8, q, h),
                 Op::Advance(ns) => {
                     let to = now + ns;
-                    sent += advance(&mut sw, &mut now, to);
+                    sent += advance(&mut sim, &mut now, to);
                 }
                 Op::Alpha(a) => {
-                    sw.apply(&db_with_alpha(a), now).unwrap();
+                    sim.switch(0).apply(&db_with_alpha(a), now).unwrap();
                 }
             }
-            let (_, shp_used) = sw.mmu().pool_cells("ingress_lossless_pool").unwrap();
+            let (_, shp_used) = sim.switch(0).mmu().pool_cells("ingress_lossless_pool").unwrap();
             prop_assert!(shp_used <= shp_cells);
-            let l = sw.ledger();
-            let queued: u64 = (0..sw.port_count()).map(|p| sw.port_backlog(p) as u64).sum();
+            let l = sim.switch(0).ledger();
+            let queued: u64 = (0..sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p) as u64).sum();
             prop_assert_eq!(l.copies + l.originated, sent + queued + l.copies_dropped + l.flushed);
         }
         // Release everything and drain: every cell comes back.
-        sw.set_port_hold(e8, false);
+        sim.switch(0).set_port_hold(e8, false);
         for q in 0..8 {
-            sw.set_queue_hold(e8, q, false);
+            sim.switch(0).set_queue_hold(e8, q, false);
         }
         let to = now + 10_000_000_000;
-        sent += advance(&mut sw, &mut now, to);
-        let queued: usize = (0..sw.port_count()).map(|p| sw.port_backlog(p)).sum();
+        sent += advance(&mut sim, &mut now, to);
+        let queued: usize = (0..sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p)).sum();
         prop_assert_eq!(queued, 0);
-        prop_assert_eq!(sw.mmu().total_cells(), 0);
-        let l = sw.ledger();
+        prop_assert_eq!(sim.switch(0).mmu().total_cells(), 0);
+        let l = sim.switch(0).ledger();
         prop_assert_eq!(l.copies + l.originated, sent + l.copies_dropped + l.flushed);
-        for p in 0..sw.port_count() {
-            prop_assert_eq!(sw.mmu().xoff_pgs(p), 0, "no PG left in XOFF");
+        for p in 0..sim.switch(0).port_count() {
+            prop_assert_eq!(sim.switch(0).mmu().xoff_pgs(p), 0, "no PG left in XOFF");
         }
     }
 }
