@@ -42,6 +42,14 @@ struct Window {
     over: u64,
 }
 
+/// The fill of the usual test: `n` more frames of the flow, then a watermark reading.
+fn sending<'a>(f: &'a Flow, read: impl Fn(&mut Ptf) -> u64 + 'a) -> impl FnMut(&mut Ptf, u64) -> u64 + 'a {
+    move |ptf, n| {
+        f.send(ptf, n);
+        read(ptf)
+    }
+}
+
 fn read_steps(
     ptf: &mut Ptf,
     plan: &(Vec<(u64, u64)>, u64),
@@ -135,16 +143,7 @@ fn pg_shared_watermark(name: &str, block: &str) {
     f.send(&mut ptf, fill_min);
     let mut readings = vec![Reading { lo: 0, hi: if fill_min > 0 { 0 } else { m }, got: read(&mut ptf) }];
     let window = Window { below: lower, above: m, over: 1 };
-    read_steps(
-        &mut ptf,
-        &plan,
-        window,
-        |ptf, n| {
-            f.send(ptf, n);
-            read(ptf)
-        },
-        &mut readings,
-    );
+    read_steps(&mut ptf, &plan, window, sending(&f, read), &mut readings);
     check(
         &mut report,
         name,
@@ -180,16 +179,7 @@ fn pg_headroom_watermark(name: &str) {
     let mut readings = vec![Reading { lo: 0, hi: 0, got: read(&mut ptf) }];
     f.send(&mut ptf, m);
     let window = Window { below: m, above: m, over: 0 };
-    read_steps(
-        &mut ptf,
-        &plan,
-        window,
-        |ptf, n| {
-            f.send(ptf, n);
-            read(ptf)
-        },
-        &mut readings,
-    );
+    read_steps(&mut ptf, &plan, window, sending(&f, read), &mut readings);
     check(
         &mut report,
         name,
@@ -230,16 +220,7 @@ fn q_shared_watermark(name: &str, block: &str) {
     f.send(&mut ptf, fill_min);
     let mut readings = vec![Reading { lo: 0, hi: if fill_min > 0 { 0 } else { 1 }, got: read(&mut ptf) }];
     let window = Window { below: m, above: m, over: 0 };
-    read_steps(
-        &mut ptf,
-        &plan,
-        window,
-        |ptf, n| {
-            f.send(ptf, n);
-            read(ptf)
-        },
-        &mut readings,
-    );
+    read_steps(&mut ptf, &plan, window, sending(&f, read), &mut readings);
     check(
         &mut report,
         name,

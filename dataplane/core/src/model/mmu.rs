@@ -37,7 +37,7 @@
 //! the free space of that partition. PG and queue occupancy stays one level per PG and queue (a PG
 //! feeding egress pipes in two partitions is counted once, against the partition of its latest frame).
 
-use super::config::asic::{PgLayout, layout_cells, pool_shares};
+use super::config::asic::{PgLayout, cells, layout_cells, pool_shares};
 use super::config::{SwitchConfig, Threshold};
 
 /// A pool's identity that survives reconfiguration (pools are matched by name).
@@ -224,10 +224,6 @@ pub struct Mmu {
     raised: Vec<(usize, u8)>,
     /// The PGs holding XOFF, so that XON re-checks cost what is in XOFF, not every port × PG.
     in_xoff: Vec<(usize, u8)>,
-}
-
-fn cells(bytes: u64, cell: u64) -> u64 {
-    bytes.div_ceil(cell)
 }
 
 impl Mmu {

@@ -278,16 +278,22 @@ impl Sim {
 
     fn transmit(&mut self, from: Endpoint, at: u64, tx: Transmit) {
         let link = self.links.get(&from).copied();
-        let sent = Sent { at, from, to: link.map(|l| l.to), queue: tx.queue, frame: tx.frame };
-        let mut out = sent.frame.clone();
-        let keep = self.tap.as_mut().is_none_or(|tap| tap(&sent, &mut out));
+        let mut out = tx.frame;
+        // The frame is copied only for a tap or the log, which see it as it left the port.
+        let mut keep = true;
+        if self.tap.is_some() || self.keep_log {
+            let sent = Sent { at, from, to: link.map(|l| l.to), queue: tx.queue, frame: out.clone() };
+            if let Some(tap) = self.tap.as_mut() {
+                keep = tap(&sent, &mut out);
+            }
+            if self.keep_log {
+                self.sent.push(sent);
+            }
+        }
         if let (Some(link), true) = (link, keep) {
             let bits = (out.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
             let serialisation = (bits * 1000).div_ceil(u64::from(link.rate_mbps.max(1)));
             self.inject(link.to, at + serialisation + link.delay_ns, out);
-        }
-        if self.keep_log {
-            self.sent.push(sent);
         }
     }
 }

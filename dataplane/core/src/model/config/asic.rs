@@ -11,7 +11,8 @@ use std::fmt;
 /// The most buffer partitions a personality has.
 pub const MAX_PARTITIONS: usize = 4;
 
-fn cells(bytes: u64, cell: u64) -> u64 {
+/// Cells `bytes` occupy (whole cells, rounded up).
+pub fn cells(bytes: u64, cell: u64) -> u64 {
     bytes.div_ceil(cell.max(1))
 }
 
