@@ -273,8 +273,7 @@ fn config_changes_under_lossless_traffic_lose_nothing() {
                 .tokio
                 .block_on(client.apply(pb::ApplyRequest {
                     config: Some(server::config_db_to_proto(&db)),
-                    dry_run: false,
-                    expected_generation: 0,
+                    ..Default::default()
                 }))
                 .unwrap()
                 .into_inner();

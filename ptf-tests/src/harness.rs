@@ -600,14 +600,39 @@ impl Ptf {
         self.call(|mut c| async move { c.set_hold(request).await });
     }
 
-    /// Applies a configuration (whole, replacing the running one), returning switchd's answer.
+    /// Applies a configuration (whole, replacing the running one), returning switchd's answer; a refused
+    /// configuration comes back as `accepted: false` with one issue per field violation.
     pub fn apply(&mut self, db: &ConfigDb) -> pb::ApplyResponse {
         let request = pb::ApplyRequest {
             config: Some(server::config_db_to_proto(db)),
-            dry_run: false,
-            expected_generation: 0,
+            replace: true,
+            ..Default::default()
         };
-        let response = self.call(|mut c| async move { c.apply(request).await });
+        let client = self.client.clone().expect("connected");
+        let response = match self.tokio.block_on(async move { client.clone().apply(request).await }) {
+            Ok(response) => response.into_inner(),
+            Err(status) if status.code() == tonic::Code::InvalidArgument => pb::ApplyResponse {
+                accepted: false,
+                generation: 0,
+                issues: server::status_violations(&status)
+                    .into_iter()
+                    .map(|(location, message)| {
+                        let mut parts = location.splitn(3, '|').map(str::to_owned);
+                        pb::ConfigIssue {
+                            location: Some(pb::ConfigLocation {
+                                table: parts.next().unwrap_or_default(),
+                                key: parts.next().unwrap_or_default(),
+                                field: parts.next().unwrap_or_default(),
+                            }),
+                            severity: pb::config_issue::Severity::Error as i32,
+                            message,
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+            },
+            Err(status) => panic!("gRPC call failed: {status}"),
+        };
         if response.accepted {
             self.db = db.clone();
         }

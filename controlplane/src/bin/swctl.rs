@@ -93,6 +93,10 @@ enum Command {
         /// Show the changes and let the switch validate them; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Allow the push to remove ports, router interfaces, buffer pools and profiles the running
+        /// configuration has (the file replaces it whole); without it such a push is refused.
+        #[arg(long)]
+        replace: bool,
         #[command(flatten)]
         headroom: HeadroomArgs,
     },
@@ -634,13 +638,15 @@ async fn connect(endpoint: &str) -> anyhow::Result<SwitchClient<Channel>> {
 }
 
 fn status(e: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("the switch refused the request: {}", e.message())
+    anyhow::anyhow!("the switch refused the request: {}", lossless_dataplane::server::describe_status(&e))
 }
 
 async fn online(endpoint: &str, json: bool, command: Command) -> anyhow::Result<ExitCode> {
     let mut client = connect(endpoint).await?;
     match command {
-        Command::Apply { file, dry_run, headroom } => apply(&mut client, &file, dry_run, &headroom).await,
+        Command::Apply { file, dry_run, replace, headroom } => {
+            apply(&mut client, &file, dry_run, replace, &headroom).await
+        }
         Command::Get => {
             let r = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
             let db = config_db_from_proto(r.config.unwrap_or_default());
@@ -677,6 +683,7 @@ async fn apply(
     client: &mut SwitchClient<Channel>,
     file: &Path,
     dry_run: bool,
+    replace: bool,
     headroom: &HeadroomArgs,
 ) -> anyhow::Result<ExitCode> {
     let new = match read_config_with_headroom(file, headroom)? {
@@ -718,6 +725,7 @@ async fn apply(
             config: Some(config_db_to_proto(&new)),
             dry_run,
             expected_generation: running.generation,
+            replace,
         })
         .await
         .map_err(status)?
@@ -907,6 +915,7 @@ async fn edit_running(
             config: Some(config_db_to_proto(&db)),
             dry_run: false,
             expected_generation: running.generation,
+            replace: false,
         })
         .await
         .map_err(status)?

@@ -798,9 +798,11 @@ pub(super) fn push_config(
                 config: Some(server::config_db_to_proto(config)),
                 dry_run: false,
                 expected_generation: running.generation,
+                // The lab owns the whole configuration of its switches.
+                replace: true,
             })
             .await
-            .map_err(|e| anyhow::anyhow!("{}", e.message()))?
+            .map_err(|e| anyhow::anyhow!("{}", server::describe_status(&e)))?
             .into_inner();
         if !reply.accepted {
             let issues: Vec<String> = reply

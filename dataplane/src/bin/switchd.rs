@@ -14,7 +14,7 @@ use clap::Parser;
 use lossless_dataplane::io::{self, PortBackend, PortSpec, runtime::Runtime};
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::server::{self, Listen};
+use lossless_dataplane::server::{self, Limits, Listen, ServeOptions, TlsFiles};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,9 +31,35 @@ struct Args {
     /// Bind a port to an interface: NAME=IFNAME, NAME=pnet:IFNAME or NAME=tap:IFNAME (repeatable).
     #[arg(long = "port", value_name = "NAME=SPEC")]
     ports: Vec<String>,
-    /// Where to serve gRPC: unix:PATH (default unix:/run/lossless/NAME.sock, NAME from --name) or tcp:127.0.0.1:PORT.
+    /// Where to serve gRPC: unix:PATH (default unix:/run/lossless/NAME.sock, NAME from --name) or
+    /// tcp:IP:PORT (a non-loopback IP needs the --grpc-tls-* files).
     #[arg(long)]
     grpc: Option<String>,
+    /// The gRPC socket file's mode (octal), whatever the umask.
+    #[arg(long, value_name = "OCTAL", default_value = "0660", value_parser = parse_mode)]
+    grpc_mode: u32,
+    /// The gRPC socket file's group (name or id): its members may control the switch.
+    #[arg(long, value_name = "GROUP")]
+    grpc_group: Option<String>,
+    /// TLS for a tcp: listener: the server's certificate chain (PEM).
+    #[arg(long, value_name = "PEM", requires_all = ["grpc_tls_key", "grpc_tls_client_ca"])]
+    grpc_tls_cert: Option<PathBuf>,
+    /// TLS: the server's private key (PEM).
+    #[arg(long, value_name = "PEM", requires = "grpc_tls_cert")]
+    grpc_tls_key: Option<PathBuf>,
+    /// TLS: the CA that signs client certificates; clients without one are refused.
+    #[arg(long, value_name = "PEM", requires = "grpc_tls_cert")]
+    grpc_tls_client_ca: Option<PathBuf>,
+    /// Subscribe streams open at once; more are refused (RESOURCE_EXHAUSTED).
+    #[arg(long, default_value_t = Limits::default().max_streams)]
+    grpc_max_streams: usize,
+    /// Messages held per Subscribe stream for a client that has not read them (counter snapshots beyond
+    /// it are skipped: the client gets the latest one when it reads again).
+    #[arg(long, default_value_t = Limits::default().stream_buffer)]
+    grpc_stream_buffer: usize,
+    /// A Subscribe stream whose client reads nothing for this many seconds is ended.
+    #[arg(long, value_name = "S", default_value_t = Limits::default().stall_timeout.as_secs())]
+    grpc_stall_timeout_s: u64,
     /// Keep polling the ports without sleeping for this many microseconds after the last frame received
     /// or sent (0: sleep at once). Trades a busy CPU while traffic flows for no wake-up latency: the
     /// latency tail of a software switch, as DPDK's poll mode and the kernel's SO_BUSY_POLL do. Polling with
@@ -119,9 +145,25 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
 
-    let listen =
-        Listen::parse(&args.grpc.clone().unwrap_or_else(|| format!("unix:/run/lossless/{}.sock", args.name)))
-            .map_err(anyhow::Error::msg)?;
+    let mut options = ServeOptions::new(match &args.grpc {
+        Some(spec) => Listen::parse_any(spec).map_err(anyhow::Error::msg)?,
+        None => Listen::Unix(format!("/run/lossless/{}.sock", args.name).into()),
+    });
+    options.create_parent = args.grpc.is_none();
+    options.max_request_bytes = args.max_request_bytes;
+    options.socket_mode = args.grpc_mode;
+    options.socket_group = args.grpc_group.clone();
+    options.limits = Limits {
+        max_streams: args.grpc_max_streams,
+        stream_buffer: args.grpc_stream_buffer.max(1),
+        stall_timeout: std::time::Duration::from_secs(args.grpc_stall_timeout_s.max(1)),
+    };
+    if let (Some(cert), Some(key), Some(client_ca)) =
+        (&args.grpc_tls_cert, &args.grpc_tls_key, &args.grpc_tls_client_ca)
+    {
+        options.tls = Some(TlsFiles { cert: cert.clone(), key: key.clone(), client_ca: client_ca.clone() });
+    }
+    let listen = options.listen.clone();
     let ports = switch.port_count();
     let (mut runtime, handle) = Runtime::new(switch, db, backends).context("starting the runtime")?;
     runtime.set_busy_poll(args.busy_poll_us.saturating_mul(1000));
@@ -138,7 +180,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         };
         tracing::info!(name = %args.name, ports, grpc = %listen, "switchd ready");
-        server::serve(handle.clone(), listen, args.max_request_bytes, shutdown).await
+        server::serve(handle.clone(), options, shutdown).await
     });
     handle.stop();
     let stopped = model.join().map_err(|_| anyhow::anyhow!("the model thread panicked"))?;
@@ -146,6 +188,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     stopped.context("the model thread failed")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `--grpc-mode 0660`.
+fn parse_mode(s: &str) -> Result<u32, String> {
+    u32::from_str_radix(s.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| format!("{s:?}: expected an octal mode such as 0660"))
 }
 
 /// `--port Ethernet0=veth3` values, by port name.

@@ -15,25 +15,83 @@
 //! work (a sustained load), the thread returns to the normal class, so a busy switch keeps its fair share
 //! of the CPU; it goes back to `SCHED_IDLE` after [`IDLE_CLASS_AFTER_NS`] without work.
 //!
-//! The gRPC side talks to the model thread through a [`Handle`]: a command is a closure run on the model
-//! thread between two frames, so a configuration applies atomically while traffic keeps flowing.
+//! The gRPC side talks to the model thread through a [`Handle`]. Reads never run on the model thread: it
+//! publishes a [`Snapshot`] (counters, watermarks, port status) every [`SNAPSHOT_EVERY_NS`] and, coalesced,
+//! whenever a reader asks for a fresh one ([`Handle::snapshot`]). Changes are commands, closures run on the
+//! model thread between two frames and kept short: a configuration is validated and compiled by the
+//! caller ([`Switch::prepare`]) and only swapped in there ([`Switch::install`]).
 
 use crate::io::PortBackend;
 use crate::model::config::ConfigDb;
+use crate::model::mmu::WatermarkKind;
 use crate::model::{Event, Switch};
+use crate::server::{CountersSnapshot, PortNames, WatermarksSnapshot};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::time::Instant;
 
-/// What a command sees: the model, the CONFIG_DB content it runs, and the current time.
+/// What a command sees: the model and the current time.
 pub struct ModelCtx<'a> {
     pub switch: &'a mut Switch,
-    /// The last configuration applied successfully (what `Get` returns).
-    pub config: &'a mut ConfigDb,
     pub now_ns: u64,
+}
+
+/// How often the model thread publishes a [`Snapshot`] when nobody asks for a fresh one.
+pub const SNAPSHOT_EVERY_NS: u64 = 100_000_000;
+
+/// The switch as readers see it, taken on the model thread at one instant (copies only; conversion to the
+/// API's types happens on the reader's side).
+#[derive(Clone)]
+pub struct Snapshot {
+    /// Counts the snapshots published.
+    pub seq: u64,
+    pub counters: CountersSnapshot,
+    pub watermarks: WatermarksSnapshot,
+    pub persistent_watermarks: WatermarksSnapshot,
+    pub ports: PortNames,
+}
+
+impl Snapshot {
+    fn take(switch: &Switch, now_ns: u64, seq: u64) -> Snapshot {
+        Snapshot {
+            seq,
+            counters: CountersSnapshot::take(switch, now_ns),
+            watermarks: WatermarksSnapshot::take(switch, WatermarkKind::User),
+            persistent_watermarks: WatermarksSnapshot::take(switch, WatermarkKind::Persistent),
+            ports: PortNames::take(switch),
+        }
+    }
+}
+
+/// How long the model thread worked, at most, on something other than frames: the longest command (an
+/// Apply's swap, a hold, a flush) and the longest snapshot, in CPU time of the thread (time the scheduler
+/// gave to other threads is not the model's doing). Forwarding and PFC refresh wait while it runs.
+#[derive(Debug, Default)]
+pub struct Stalls {
+    longest_command_ns: AtomicU64,
+    longest_snapshot_ns: AtomicU64,
+}
+
+impl Stalls {
+    /// (longest command, longest snapshot), in nanoseconds, since the last [`Stalls::reset`].
+    pub fn longest(&self) -> (u64, u64) {
+        (self.longest_command_ns.load(Ordering::Relaxed), self.longest_snapshot_ns.load(Ordering::Relaxed))
+    }
+
+    pub fn reset(&self) {
+        self.longest_command_ns.store(0, Ordering::Relaxed);
+        self.longest_snapshot_ns.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The CONFIG_DB content of the running configuration (what `Get` returns) and its generation.
+#[derive(Debug, Clone, Default)]
+pub struct Running {
+    pub config: Arc<ConfigDb>,
+    pub generation: u64,
 }
 
 type Command = Box<dyn FnOnce(&mut ModelCtx<'_>) + Send>;
@@ -57,6 +115,10 @@ pub struct Handle {
     waker: Arc<Mutex<UnixStream>>,
     events: tokio::sync::broadcast::Sender<TimedEvent>,
     stop: Arc<AtomicBool>,
+    snapshots: Arc<tokio::sync::watch::Sender<Arc<Snapshot>>>,
+    snapshot_wanted: Arc<AtomicBool>,
+    running: Arc<RwLock<Running>>,
+    stalls: Arc<Stalls>,
 }
 
 impl Handle {
@@ -86,6 +148,39 @@ impl Handle {
         self.commands.send(command).map_err(|_| RuntimeGone)?;
         self.wake();
         rx.recv().map_err(|_| RuntimeGone)
+    }
+
+    /// A snapshot taken after this call: asks the model thread for one (requests that arrive together share
+    /// it) and waits for it.
+    pub async fn snapshot(&self) -> Result<Arc<Snapshot>, RuntimeGone> {
+        let mut published = self.snapshots.subscribe();
+        published.mark_unchanged();
+        self.snapshot_wanted.store(true, Ordering::SeqCst);
+        self.wake();
+        published.changed().await.map_err(|_| RuntimeGone)?;
+        Ok(published.borrow_and_update().clone())
+    }
+
+    /// The latest snapshot published (at most [`SNAPSHOT_EVERY_NS`] old while the runtime runs).
+    pub fn latest_snapshot(&self) -> Arc<Snapshot> {
+        self.snapshots.borrow().clone()
+    }
+
+    /// The model thread's longest stalls.
+    pub fn stalls(&self) -> &Stalls {
+        &self.stalls
+    }
+
+    /// The running configuration as last applied.
+    pub fn running(&self) -> Running {
+        self.running.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records the configuration just applied (generation `generation`) as the running one; returns the
+    /// one it replaced.
+    pub fn set_running(&self, config: Arc<ConfigDb>, generation: u64) -> Running {
+        let mut running = self.running.write().unwrap_or_else(|e| e.into_inner());
+        std::mem::replace(&mut *running, Running { config, generation })
     }
 
     /// Events from now on (a receiver that falls behind loses the oldest, and is told how many).
@@ -127,8 +222,11 @@ pub const IDLE_CLASS_AFTER_NS: u64 = 100_000;
 /// The model thread's state.
 pub struct Runtime {
     switch: Switch,
-    config: ConfigDb,
     ports: Vec<PortIo>,
+    snapshots: Arc<tokio::sync::watch::Sender<Arc<Snapshot>>>,
+    snapshot_wanted: Arc<AtomicBool>,
+    next_snapshot_ns: u64,
+    stalls: Arc<Stalls>,
     commands: mpsc::Receiver<Command>,
     wake_rx: UnixStream,
     events: tokio::sync::broadcast::Sender<TimedEvent>,
@@ -161,17 +259,27 @@ impl Runtime {
         let (cmd_tx, cmd_rx) = mpsc::channel();
         let (events, _) = tokio::sync::broadcast::channel(4096);
         let stop = Arc::new(AtomicBool::new(false));
+        let snapshots = Arc::new(tokio::sync::watch::Sender::new(Arc::new(Snapshot::take(&switch, 0, 0))));
+        let snapshot_wanted = Arc::new(AtomicBool::new(false));
+        let running = Running { config: Arc::new(config), generation: switch.generation() };
         let handle = Handle {
             commands: cmd_tx,
             waker: Arc::new(Mutex::new(wake_tx)),
             events: events.clone(),
             stop: stop.clone(),
+            snapshots: snapshots.clone(),
+            snapshot_wanted: snapshot_wanted.clone(),
+            running: Arc::new(RwLock::new(running)),
+            stalls: Arc::default(),
         };
         let ports = backends.into_iter().map(|backend| PortIo { backend, backlog: Vec::new() }).collect();
         let runtime = Runtime {
             switch,
-            config,
             ports,
+            snapshots,
+            snapshot_wanted,
+            next_snapshot_ns: 0,
+            stalls: handle.stalls.clone(),
             commands: cmd_rx,
             wake_rx,
             events,
@@ -233,6 +341,7 @@ impl Runtime {
             if !self.run_commands(now) {
                 break;
             }
+            self.publish(now);
             let now = self.now_ns();
             if self.switch.timeout_at().is_some_and(|t| t <= now) {
                 self.switch.handle_timeout(now);
@@ -264,14 +373,31 @@ impl Runtime {
         loop {
             match self.commands.try_recv() {
                 Ok(command) => {
-                    let mut ctx =
-                        ModelCtx { switch: &mut self.switch, config: &mut self.config, now_ns: now };
+                    let started = thread_cpu_ns();
+                    let mut ctx = ModelCtx { switch: &mut self.switch, now_ns: now };
                     command(&mut ctx);
+                    let took = thread_cpu_ns().saturating_sub(started);
+                    self.stalls.longest_command_ns.fetch_max(took, Ordering::Relaxed);
                 }
                 Err(mpsc::TryRecvError::Empty) => return true,
                 Err(mpsc::TryRecvError::Disconnected) => return false,
             }
         }
+    }
+
+    /// Publishes a snapshot when one is due or wanted.
+    fn publish(&mut self, now: u64) {
+        let wanted = self.snapshot_wanted.swap(false, Ordering::SeqCst);
+        if !wanted && now < self.next_snapshot_ns {
+            return;
+        }
+        self.next_snapshot_ns = now + SNAPSHOT_EVERY_NS;
+        let started = thread_cpu_ns();
+        let seq = self.snapshots.borrow().seq + 1;
+        let snapshot = Arc::new(Snapshot::take(&self.switch, now, seq));
+        self.snapshots.send_replace(snapshot);
+        let took = thread_cpu_ns().saturating_sub(started);
+        self.stalls.longest_snapshot_ns.fetch_max(took, Ordering::Relaxed);
     }
 
     /// Sends everything whose line is free, letting a late port catch up by at most [`CATCH_UP_NS`].
@@ -319,7 +445,8 @@ impl Runtime {
     /// deadline.
     fn wait(&mut self) -> io::Result<()> {
         let now = self.now_ns();
-        let deadline = self.switch.poll_at();
+        let deadline =
+            Some(self.switch.poll_at().map_or(self.next_snapshot_ns, |t| t.min(self.next_snapshot_ns)));
         let timeout_ns = match deadline {
             Some(t) if t <= now => return Ok(()),
             Some(t) => (t - now).min(100_000_000),
@@ -381,6 +508,15 @@ pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a live, exclusively borrowed timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
+#[allow(unsafe_code)]
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a live, exclusively borrowed timespec; the clock exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

@@ -66,6 +66,7 @@ pub fn issues_to_proto(errors: &[ConfigIssue], warnings: &[ConfigIssue]) -> Vec<
 // ---- counters -----------------------------------------------------------------------------------
 
 /// Every counter of the switch at one instant, ports in port order.
+#[derive(Clone)]
 pub struct CountersSnapshot {
     generation: u64,
     timestamp_ns: u64,
@@ -73,6 +74,7 @@ pub struct CountersSnapshot {
     ports: Vec<PortSnapshot>,
 }
 
+#[derive(Clone)]
 struct PortSnapshot {
     name: String,
     admin_up: bool,
@@ -108,7 +110,7 @@ impl CountersSnapshot {
         }
     }
 
-    pub fn into_proto(self) -> pb::GetCountersResponse {
+    pub fn to_proto(&self) -> pb::GetCountersResponse {
         let l = self.ledger;
         pb::GetCountersResponse {
             generation: self.generation,
@@ -123,14 +125,14 @@ impl CountersSnapshot {
                 copies_dropped: l.copies_dropped,
                 flushed: l.flushed,
             }),
-            ports: self.ports.into_iter().map(PortSnapshot::into_proto).collect(),
+            ports: self.ports.iter().map(PortSnapshot::to_proto).collect(),
         }
     }
 }
 
 impl PortSnapshot {
-    fn into_proto(self) -> pb::PortCounters {
-        let c = self.counters;
+    fn to_proto(&self) -> pb::PortCounters {
+        let c = &self.counters;
         let queues = c.queues.iter().map(|q| pb::QueueCounters {
             packets: q.packets,
             bytes: q.bytes,
@@ -171,7 +173,7 @@ impl PortSnapshot {
             rx_dropped_packets_last: w.rx_dropped_packets_last,
         });
         pb::PortCounters {
-            name: self.name,
+            name: self.name.clone(),
             admin_up: self.admin_up,
             speed_mbps: self.speed_mbps,
             rx_ok: c.rx_ok,
@@ -196,6 +198,7 @@ impl PortSnapshot {
 // ---- watermarks ---------------------------------------------------------------------------------
 
 /// Watermarks of every port (in port order) and pool (by name).
+#[derive(Clone)]
 pub struct WatermarksSnapshot {
     ports: Vec<(String, PortWatermarks)>,
     pools: Vec<(String, PoolWatermarks)>,
@@ -215,13 +218,13 @@ impl WatermarksSnapshot {
         WatermarksSnapshot { ports, pools: dump.pools.into_iter().collect() }
     }
 
-    pub fn into_proto(self) -> pb::GetWatermarksResponse {
+    pub fn to_proto(&self) -> pb::GetWatermarksResponse {
         pb::GetWatermarksResponse {
             ports: self
                 .ports
-                .into_iter()
+                .iter()
                 .map(|(name, w)| pb::PortWatermarks {
-                    name,
+                    name: name.clone(),
                     pg_shared_bytes: w.pg_shared_bytes.to_vec(),
                     pg_headroom_bytes: w.pg_headroom_bytes.to_vec(),
                     queue_shared_bytes: w.queue_shared_bytes.to_vec(),
@@ -229,9 +232,9 @@ impl WatermarksSnapshot {
                 .collect(),
             pools: self
                 .pools
-                .into_iter()
+                .iter()
                 .map(|(name, w)| pb::PoolWatermarks {
-                    name,
+                    name: name.clone(),
                     shared_bytes: w.shared_bytes,
                     headroom_bytes: w.headroom_bytes,
                 })

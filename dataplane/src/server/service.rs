@@ -1,27 +1,32 @@
-//! `lossless.v1.Switch` over the runtime's [`Handle`]: every RPC is one closure run on the model thread
-//! (so a configuration applies between two frames, atomically), and conversion to protobuf happens back on
-//! the gRPC side.
+//! `lossless.v1.Switch` over the runtime's [`Handle`].
 //!
-//! A refused configuration is not a gRPC error: the response says `accepted: false` and carries every
-//! issue, so a client can print them all. gRPC errors are kept for requests that cannot be carried out at
-//! all: a stale `expected_generation` (ABORTED), an unknown port (NOT_FOUND), an out-of-range queue or
-//! VLAN (INVALID_ARGUMENT), a stopped runtime (UNAVAILABLE).
+//! Reads (counters, watermarks, the running configuration) are served from what the model thread
+//! publishes, never by running code there per request. An Apply is validated and compiled here, off the
+//! model thread (on a blocking-pool thread), and only swapped in there; Applies are serialised, so the
+//! generation and removal checks see the configuration they replace.
+//!
+//! gRPC errors carry `google.rpc` details: a refused configuration is INVALID_ARGUMENT with a
+//! `BadRequest` whose field violations name `TABLE|key|field`; a push that would remove ports, router
+//! interfaces, buffer pools or profiles without `replace` is FAILED_PRECONDITION with a
+//! `PreconditionFailure` naming each `TABLE|key`; a stale `expected_generation` is ABORTED, an unknown port
+//! NOT_FOUND, a stopped runtime UNAVAILABLE. `Validate` answers `valid: false` with the issues instead: for
+//! it, an invalid configuration is an answer, not an error.
 
-use super::convert::{self, CountersSnapshot, PortNames, WatermarksSnapshot};
-use crate::io::runtime::{Handle, ModelCtx, TimedEvent};
+use super::convert;
+use super::streams::{Limits, Streams, Subscription};
+use crate::io::runtime::{Handle, ModelCtx};
+use crate::model::config::{ConfigDb, ConfigErrors};
 use crate::model::mmu::WatermarkKind;
-use crate::model::{Event, PortId, Switch};
+use crate::model::{PortId, Switch};
 use lossless_proto::v1 as pb;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, watch};
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status};
+use tokio::sync::watch;
+use tonic::{Code, Request, Response, Status};
+use tonic_types::{ErrorDetails, FieldViolation, PreconditionViolation, StatusExt};
 
 /// The shortest counter period a subscriber may ask for; shorter requests are raised to it.
 pub const MIN_COUNTERS_INTERVAL: Duration = Duration::from_millis(10);
-/// Items buffered per subscriber; a subscriber that falls further behind skips events (never blocks the
-/// switch, which publishes into a bounded broadcast channel).
-const SUBSCRIBER_BUFFER: usize = 256;
 
 /// The `lossless.v1.Switch` service.
 #[derive(Clone)]
@@ -30,14 +35,22 @@ pub struct SwitchService {
     /// Becomes `true` when the server shuts down: open subscriptions end, so a graceful shutdown does not
     /// wait for streams that never finish.
     shutdown: watch::Receiver<bool>,
+    /// One Apply at a time.
+    apply_lock: Arc<tokio::sync::Mutex<()>>,
+    streams: Arc<Streams>,
 }
 
 impl SwitchService {
-    /// A service over `handle`. Subscriptions end when their client goes away (see [`super::serve`], which
-    /// also ends them on shutdown).
+    /// A service over `handle` with the default [`Limits`]. Subscriptions end when their client goes away
+    /// (see [`super::serve`], which also ends them on shutdown).
     pub fn new(handle: Handle) -> SwitchService {
         // A sender dropped at once: `stopped` then never fires.
-        SwitchService { handle, shutdown: watch::channel(false).1 }
+        SwitchService {
+            handle,
+            shutdown: watch::channel(false).1,
+            apply_lock: Arc::default(),
+            streams: Arc::new(Streams::new(Limits::default())),
+        }
     }
 
     /// Ends open subscriptions when `shutdown` becomes `true`.
@@ -46,11 +59,26 @@ impl SwitchService {
         self
     }
 
+    /// Bounds the `Subscribe` streams.
+    pub fn with_limits(mut self, limits: Limits) -> SwitchService {
+        self.streams = Arc::new(Streams::new(limits));
+        self
+    }
+
+    /// The registry of open `Subscribe` streams.
+    pub fn streams(&self) -> Arc<Streams> {
+        self.streams.clone()
+    }
+
     async fn call<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut ModelCtx<'_>) -> R + Send + 'static,
     ) -> Result<R, Status> {
         self.handle.call(f).await.map_err(|gone| Status::unavailable(gone.to_string()))
+    }
+
+    async fn snapshot(&self) -> Result<Arc<crate::io::runtime::Snapshot>, Status> {
+        self.handle.snapshot().await.map_err(|gone| Status::unavailable(gone.to_string()))
     }
 }
 
@@ -59,91 +87,143 @@ fn port_of(switch: &Switch, name: &str) -> Result<PortId, Status> {
 }
 
 fn queue_index(queue: u32) -> Result<u8, Status> {
-    u8::try_from(queue)
-        .ok()
-        .filter(|&q| q < 8)
-        .ok_or_else(|| Status::invalid_argument(format!("queue {queue} is outside 0..7")))
+    u8::try_from(queue).ok().filter(|&q| q < 8).ok_or_else(|| {
+        bad_request(format!("queue {queue} is outside 0..7"), [("queue", "outside 0..7".to_owned())])
+    })
+}
+
+/// INVALID_ARGUMENT with a `BadRequest` listing `(field, description)`.
+fn bad_request(message: String, violations: impl IntoIterator<Item = (&'static str, String)>) -> Status {
+    let violations: Vec<FieldViolation> =
+        violations.into_iter().map(|(field, why)| FieldViolation::new(field, why)).collect();
+    Status::with_error_details(Code::InvalidArgument, message, ErrorDetails::with_bad_request(violations))
+}
+
+/// A refused configuration: INVALID_ARGUMENT, one field violation per error (`TABLE|key|field`).
+fn refused(e: &ConfigErrors) -> Status {
+    let violations: Vec<FieldViolation> =
+        e.errors.iter().map(|issue| FieldViolation::new(issue.location(), issue.message.clone())).collect();
+    let first = e.errors.first().map(|i| i.to_string()).unwrap_or_default();
+    let message = match e.errors.len() {
+        1 => format!("configuration refused: {first}"),
+        n => format!("configuration refused: {n} errors; the first: {first}"),
+    };
+    Status::with_error_details(Code::InvalidArgument, message, ErrorDetails::with_bad_request(violations))
+}
+
+/// The config of an Apply or Validate: absent is an error, never "an empty configuration". Converted on
+/// a blocking-pool thread: a large one takes a while.
+async fn required_config(config: Option<pb::ConfigDb>) -> Result<Arc<ConfigDb>, Status> {
+    match config {
+        Some(config) => tokio::task::spawn_blocking(move || Arc::new(convert::config_db_from_proto(config)))
+            .await
+            .map_err(|e| Status::internal(format!("reading the configuration failed: {e}"))),
+        None => Err(bad_request(
+            "the request has no config (an empty configuration must be sent as an empty ConfigDb)".into(),
+            [("config", "required".to_owned())],
+        )),
+    }
+}
+
+/// Validates and compiles on a blocking-pool thread: never on the model thread, never on the thread that
+/// runs the gRPC tasks.
+async fn prepare(db: Arc<ConfigDb>) -> Result<Result<crate::model::Prepared, ConfigErrors>, Status> {
+    tokio::task::spawn_blocking(move || Switch::prepare(&db))
+        .await
+        .map_err(|e| Status::internal(format!("validation failed: {e}")))
 }
 
 #[tonic::async_trait]
 impl pb::switch_server::Switch for SwitchService {
     async fn apply(&self, request: Request<pb::ApplyRequest>) -> Result<Response<pb::ApplyResponse>, Status> {
         let request = request.into_inner();
-        let db = convert::config_db_from_proto(request.config.unwrap_or_default());
-        let (dry_run, expected) = (request.dry_run, request.expected_generation);
-        let response = self
-            .call(move |ctx| {
-                let running = ctx.switch.generation();
-                if expected != 0 && expected != running {
-                    return Err(Status::aborted(format!(
-                        "expected generation {expected}, but the running generation is {running}"
-                    )));
-                }
-                let refused = |e: crate::model::config::ConfigErrors| pb::ApplyResponse {
-                    accepted: false,
-                    generation: running,
-                    issues: convert::issues_to_proto(&e.errors, &e.warnings),
-                };
-                Ok(if dry_run {
-                    match ctx.switch.validate(&db) {
-                        Ok(warnings) => pb::ApplyResponse {
-                            accepted: true,
-                            generation: running,
-                            issues: convert::issues_to_proto(&[], &warnings),
-                        },
-                        Err(e) => refused(e),
-                    }
-                } else {
-                    match ctx.switch.apply(&db, ctx.now_ns) {
-                        Ok(applied) => {
-                            *ctx.config = db;
-                            pb::ApplyResponse {
-                                accepted: true,
-                                generation: applied.generation,
-                                issues: convert::issues_to_proto(&[], &applied.warnings),
-                            }
-                        }
-                        Err(e) => refused(e),
-                    }
-                })
-            })
-            .await??;
-        if response.accepted && !dry_run {
-            tracing::info!(generation = response.generation, "configuration applied");
+        let db = required_config(request.config).await?;
+        let _one_at_a_time = self.apply_lock.lock().await;
+        let running = self.handle.running();
+        let expected = request.expected_generation;
+        if expected != 0 && expected != running.generation {
+            return Err(Status::aborted(format!(
+                "expected generation {expected}, but the running generation is {}",
+                running.generation
+            )));
         }
-        Ok(Response::new(response))
+        if !request.replace {
+            let removed = running.config.guarded_removals(&db);
+            if !removed.is_empty() {
+                let shown = removed.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+                let more = if removed.len() > 5 {
+                    format!(" and {} more", removed.len() - 5)
+                } else {
+                    String::new()
+                };
+                let violations: Vec<PreconditionViolation> = removed
+                    .iter()
+                    .map(|key| {
+                        PreconditionViolation::new("REMOVAL", key, "absent from the new configuration")
+                    })
+                    .collect();
+                return Err(Status::with_error_details(
+                    Code::FailedPrecondition,
+                    format!(
+                        "the configuration would remove {shown}{more}; to replace the running configuration \
+                         with it, resend with replace (swctl apply --replace)"
+                    ),
+                    ErrorDetails::with_precondition_failure(violations),
+                ));
+            }
+        }
+        let prepared = prepare(db.clone()).await?.map_err(|e| refused(&e))?;
+        if request.dry_run {
+            return Ok(Response::new(pb::ApplyResponse {
+                accepted: true,
+                generation: running.generation,
+                issues: convert::issues_to_proto(&[], &prepared.warnings),
+            }));
+        }
+        let (applied, retired) = self.call(move |ctx| ctx.switch.install(prepared, ctx.now_ns)).await?;
+        let replaced = self.handle.set_running(db, applied.generation);
+        // The old configuration and its tables can be large: dropped off the model thread and off the
+        // threads that serve requests.
+        tokio::task::spawn_blocking(move || drop((retired, replaced)));
+        tracing::info!(generation = applied.generation, "configuration applied");
+        Ok(Response::new(pb::ApplyResponse {
+            accepted: true,
+            generation: applied.generation,
+            issues: convert::issues_to_proto(&[], &applied.warnings),
+        }))
     }
 
     async fn validate(
         &self,
         request: Request<pb::ValidateRequest>,
     ) -> Result<Response<pb::ValidateResponse>, Status> {
-        let db = convert::config_db_from_proto(request.into_inner().config.unwrap_or_default());
-        let response = self
-            .call(move |ctx| match ctx.switch.validate(&db) {
-                Ok(warnings) => {
-                    pb::ValidateResponse { valid: true, issues: convert::issues_to_proto(&[], &warnings) }
-                }
-                Err(e) => pb::ValidateResponse {
-                    valid: false,
-                    issues: convert::issues_to_proto(&e.errors, &e.warnings),
-                },
-            })
-            .await?;
+        let db = required_config(request.into_inner().config).await?;
+        let response = match prepare(db).await? {
+            Ok(prepared) => pb::ValidateResponse {
+                valid: true,
+                issues: convert::issues_to_proto(&[], &prepared.warnings),
+            },
+            Err(e) => pb::ValidateResponse {
+                valid: false,
+                issues: convert::issues_to_proto(&e.errors, &e.warnings),
+            },
+        };
         Ok(Response::new(response))
     }
 
     async fn get(&self, _: Request<pb::GetRequest>) -> Result<Response<pb::GetResponse>, Status> {
-        let (db, generation) = self.call(|ctx| (ctx.config.clone(), ctx.switch.generation())).await?;
-        Ok(Response::new(pb::GetResponse { config: Some(convert::config_db_to_proto(&db)), generation }))
+        let running = self.handle.running();
+        Ok(Response::new(pb::GetResponse {
+            config: Some(convert::config_db_to_proto(&running.config)),
+            generation: running.generation,
+        }))
     }
 
     async fn get_counters(
         &self,
         _: Request<pb::GetCountersRequest>,
     ) -> Result<Response<pb::GetCountersResponse>, Status> {
-        let snapshot = self.call(|ctx| CountersSnapshot::take(ctx.switch, ctx.now_ns)).await?;
-        Ok(Response::new(snapshot.into_proto()))
+        Ok(Response::new(self.snapshot().await?.counters.to_proto()))
     }
 
     async fn get_watermarks(
@@ -152,48 +232,55 @@ impl pb::switch_server::Switch for SwitchService {
     ) -> Result<Response<pb::GetWatermarksResponse>, Status> {
         let request = request.into_inner();
         let kind = if request.persistent { WatermarkKind::Persistent } else { WatermarkKind::User };
-        let snapshot = self
-            .call(move |ctx| {
-                let snapshot = WatermarksSnapshot::take(ctx.switch, kind);
-                if request.clear {
+        if request.clear {
+            // Read and clear in one step on the model thread, so no peak falls between the two.
+            let snapshot = self
+                .call(move |ctx| {
+                    let snapshot = convert::WatermarksSnapshot::take(ctx.switch, kind);
                     ctx.switch.clear_watermarks(kind);
-                }
-                snapshot
-            })
-            .await?;
-        Ok(Response::new(snapshot.into_proto()))
+                    snapshot
+                })
+                .await?;
+            return Ok(Response::new(snapshot.to_proto()));
+        }
+        let snapshot = self.snapshot().await?;
+        let watermarks = match kind {
+            WatermarkKind::User => &snapshot.watermarks,
+            WatermarkKind::Persistent => &snapshot.persistent_watermarks,
+        };
+        Ok(Response::new(watermarks.to_proto()))
     }
 
-    type SubscribeStream = ReceiverStream<Result<pb::SubscribeResponse, Status>>;
+    type SubscribeStream = super::streams::SubscribeStream;
 
     async fn subscribe(
         &self,
         request: Request<pb::SubscribeRequest>,
     ) -> Result<Response<Self::SubscribeStream>, Status> {
+        let peer = request.remote_addr().map_or_else(|| "local".to_owned(), |a| a.to_string());
         let request = request.into_inner();
         if !request.events && request.counters_interval_ms == 0 {
-            return Err(Status::invalid_argument(
-                "nothing to subscribe to: set events and/or counters_interval_ms",
+            return Err(bad_request(
+                "nothing to subscribe to: set events and/or counters_interval_ms".into(),
+                [("events", "false".to_owned()), ("counters_interval_ms", "0".to_owned())],
             ));
         }
-        // Subscribed before the response goes out: once the client has the response, no event is missed.
-        let events = request.events.then(|| self.handle.subscribe());
         let counters_every = (request.counters_interval_ms > 0)
             .then(|| Duration::from_millis(request.counters_interval_ms.into()).max(MIN_COUNTERS_INTERVAL));
-        let (tx, rx) = mpsc::channel(SUBSCRIBER_BUFFER);
-        let subscription = Subscription {
-            handle: self.handle.clone(),
-            shutdown: self.shutdown.clone(),
+        let slot = self.streams.open(peer, request.events, counters_every)?;
+        // Subscribed before the response goes out: once the client has the response, no event is missed.
+        let events = request.events.then(|| self.handle.subscribe());
+        let ports = self.handle.latest_snapshot().ports.clone();
+        let (subscription, stream) = Subscription::new(
+            self.handle.clone(),
+            self.shutdown.clone(),
+            slot,
             events,
-            counters: counters_every.map(|period| {
-                let mut ticker = tokio::time::interval(period);
-                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-                ticker
-            }),
-            tx,
-        };
+            counters_every,
+            ports,
+        );
         tokio::spawn(subscription.run());
-        Ok(Response::new(ReceiverStream::new(rx)))
+        Ok(Response::new(stream))
     }
 
     async fn set_hold(
@@ -304,109 +391,5 @@ impl pb::switch_server::Switch for SwitchService {
     ) -> Result<Response<pb::FlushNeighborsResponse>, Status> {
         let flushed = self.call(|ctx| ctx.switch.flush_neighbors()).await?;
         Ok(Response::new(pb::FlushNeighborsResponse { flushed: flushed as u64 }))
-    }
-}
-
-/// One `Subscribe` stream: a task that forwards events and counter snapshots until the client goes away,
-/// the server shuts down or the runtime stops.
-struct Subscription {
-    handle: Handle,
-    shutdown: watch::Receiver<bool>,
-    events: Option<broadcast::Receiver<TimedEvent>>,
-    counters: Option<tokio::time::Interval>,
-    tx: mpsc::Sender<Result<pb::SubscribeResponse, Status>>,
-}
-
-enum Next {
-    Event(TimedEvent),
-    /// The subscriber fell this far behind the switch's event channel; the events were skipped.
-    Lagged(u64),
-    Counters,
-    Done,
-}
-
-impl Subscription {
-    async fn run(mut self) {
-        let Ok(mut ports) = self.handle.call(|ctx| PortNames::take(ctx.switch)).await else {
-            let _ = self.tx.send(Err(Status::unavailable("the switch runtime has stopped"))).await;
-            return;
-        };
-        let mut last_at_ns = 0;
-        loop {
-            let next = tokio::select! {
-                () = self.tx.closed() => Next::Done,
-                () = stopped(&mut self.shutdown) => Next::Done,
-                next = next_event(&mut self.events) => next,
-                () = tick(&mut self.counters) => Next::Counters,
-            };
-            let item = match next {
-                Next::Done => return,
-                Next::Event(timed) => {
-                    last_at_ns = timed.at_ns;
-                    if let Event::ConfigApplied { generation } = timed.event
-                        && generation > ports.generation
-                    {
-                        // Later events refer to the new port set.
-                        match self.handle.call(|ctx| PortNames::take(ctx.switch)).await {
-                            Ok(names) => ports = names,
-                            Err(_) => return self.gone().await,
-                        }
-                    }
-                    pb::subscribe_response::Item::Event(convert::event_to_proto(&timed, &ports))
-                }
-                Next::Lagged(skipped) => {
-                    tracing::debug!(skipped, "a subscriber fell behind; events skipped");
-                    pb::subscribe_response::Item::Event(pb::SwitchEvent {
-                        timestamp_ns: last_at_ns,
-                        kind: "events_lost".into(),
-                        message: format!("subscriber fell behind: {skipped} event(s) skipped"),
-                        port: String::new(),
-                        index: u32::try_from(skipped).unwrap_or(u32::MAX),
-                    })
-                }
-                Next::Counters => {
-                    match self.handle.call(|ctx| CountersSnapshot::take(ctx.switch, ctx.now_ns)).await {
-                        Ok(snapshot) => pb::subscribe_response::Item::Counters(snapshot.into_proto()),
-                        Err(_) => return self.gone().await,
-                    }
-                }
-            };
-            let sent = tokio::select! {
-                sent = self.tx.send(Ok(pb::SubscribeResponse { item: Some(item) })) => sent.is_ok(),
-                () = stopped(&mut self.shutdown) => false,
-            };
-            if !sent {
-                return;
-            }
-        }
-    }
-
-    async fn gone(self) {
-        let _ = self.tx.send(Err(Status::unavailable("the switch runtime has stopped"))).await;
-    }
-}
-
-/// Resolves once the server shuts down (never, for a service without a shutdown signal).
-async fn stopped(shutdown: &mut watch::Receiver<bool>) {
-    if shutdown.wait_for(|&stop| stop).await.is_err() {
-        std::future::pending::<()>().await;
-    }
-}
-
-async fn next_event(events: &mut Option<broadcast::Receiver<TimedEvent>>) -> Next {
-    let Some(rx) = events else { return std::future::pending().await };
-    match rx.recv().await {
-        Ok(timed) => Next::Event(timed),
-        Err(broadcast::error::RecvError::Lagged(skipped)) => Next::Lagged(skipped),
-        Err(broadcast::error::RecvError::Closed) => Next::Done,
-    }
-}
-
-async fn tick(counters: &mut Option<tokio::time::Interval>) {
-    match counters {
-        Some(ticker) => {
-            ticker.tick().await;
-        }
-        None => std::future::pending().await,
     }
 }

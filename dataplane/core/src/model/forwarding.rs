@@ -76,7 +76,17 @@ impl Fdb {
         before - self.entries.len()
     }
 
-    /// Keeps only the entries for which `keep` holds (used when a new configuration is applied).
+    /// Copies `old`'s dynamic entries that `port` maps to a port of the new configuration, unless this
+    /// table has an entry for the same key (a static entry wins). Used when a configuration is installed.
+    pub fn adopt_dynamic(&mut self, old: &Fdb, mut port: impl FnMut(u16, &FdbEntry) -> Option<PortIndex>) {
+        for (&(vid, mac), e) in old.entries.iter().filter(|(_, e)| !e.is_static) {
+            if let Some(port) = port(vid, e) {
+                self.entries.entry((vid, mac)).or_insert(FdbEntry { port, ..*e });
+            }
+        }
+    }
+
+    /// Keeps only the entries for which `keep` holds.
     pub fn retain(&mut self, mut keep: impl FnMut(u16, EthernetAddress, &mut FdbEntry) -> bool) {
         self.entries.retain(|&(v, m), e| keep(v, m, e));
     }
@@ -158,6 +168,20 @@ impl Neighbors {
         let before = self.entries.len();
         self.entries.retain(|_, n| n.is_static);
         before - self.entries.len()
+    }
+
+    /// Copies `old`'s dynamic entries that `rif` maps to an interface of the new configuration, unless
+    /// this table has an entry for the same address (a static entry wins).
+    pub fn adopt_dynamic(
+        &mut self,
+        old: &Neighbors,
+        mut rif: impl FnMut(IpAddr, &Neighbor) -> Option<RifIndex>,
+    ) {
+        for (&ip, n) in old.entries.iter().filter(|(_, n)| !n.is_static) {
+            if let Some(rif) = rif(ip, n) {
+                self.entries.entry(ip).or_insert(Neighbor { rif, ..*n });
+            }
+        }
     }
 
     pub fn retain(&mut self, mut keep: impl FnMut(IpAddr, &mut Neighbor) -> bool) {

@@ -29,7 +29,26 @@ pub struct ConfigDb {
     pub tables: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>,
 }
 
+/// Tables whose entries a configuration push may only remove when it says so (`swctl apply --replace`, the
+/// API's `replace`): losing a port, a router interface or a buffer profile is rarely what an operator
+/// pushing a partial file meant.
+pub const GUARDED_TABLES: [&str; 5] =
+    ["PORT", "INTERFACE", "VLAN_INTERFACE", "BUFFER_PROFILE", "BUFFER_POOL"];
+
 impl ConfigDb {
+    /// The keys of [`GUARDED_TABLES`] this configuration has and `next` does not, as `TABLE|key`.
+    pub fn guarded_removals(&self, next: &ConfigDb) -> Vec<String> {
+        let mut removed = Vec::new();
+        for table in GUARDED_TABLES {
+            let Some(keys) = self.tables.get(table) else { continue };
+            let kept = next.tables.get(table);
+            for key in keys.keys().filter(|k| !kept.is_some_and(|t| t.contains_key(*k))) {
+                removed.push(format!("{table}|{key}"));
+            }
+        }
+        removed
+    }
+
     /// Sets one field (creating the table and key as needed).
     pub fn set(&mut self, table: &str, key: &str, field: &str, value: impl Into<String>) -> &mut Self {
         self.tables
@@ -642,5 +661,22 @@ impl BorderRule {
     /// Does a packet with this DSCP and UDP destination port match?
     pub fn matches(&self, dscp: Option<u8>, udp_dport: Option<u16>) -> bool {
         self.dscp.is_none_or(|d| dscp == Some(d)) && self.udp_dport.is_none_or(|p| udp_dport == Some(p))
+    }
+}
+
+#[cfg(test)]
+mod guarded_tests {
+    use super::ConfigDb;
+
+    #[test]
+    fn guarded_removals_name_each_removed_key_of_the_guarded_tables() {
+        let mut running = ConfigDb::default();
+        running.touch("PORT", "Ethernet0").touch("PORT", "Ethernet4");
+        running.touch("BUFFER_PROFILE", "pg_lossless").touch("SCHEDULER", "scheduler.0");
+        let mut next = ConfigDb::default();
+        next.touch("PORT", "Ethernet4").touch("PORT", "Ethernet8");
+        assert_eq!(running.guarded_removals(&next), ["PORT|Ethernet0", "BUFFER_PROFILE|pg_lossless"]);
+        assert!(running.guarded_removals(&running).is_empty());
+        assert!(ConfigDb::default().guarded_removals(&next).is_empty(), "additions are not removals");
     }
 }

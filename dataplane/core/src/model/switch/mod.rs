@@ -43,6 +43,28 @@ pub struct Applied {
     pub warnings: Vec<ConfigIssue>,
 }
 
+/// A configuration validated and compiled by [`Switch::prepare`], with its lookup tables built: what
+/// [`Switch::install`] swaps in.
+#[derive(Debug)]
+pub struct Prepared {
+    config: SwitchConfig,
+    derived: Derived,
+    fdb: Fdb,
+    neighbors: Neighbors,
+    pub warnings: Vec<ConfigIssue>,
+}
+
+/// The state an install replaced (the old configuration and its tables). Dropping a large one takes
+/// time: a daemon drops it away from the thread that forwards frames.
+#[derive(Debug)]
+pub struct Retired {
+    _config: SwitchConfig,
+    _derived: Derived,
+    _fdb: Fdb,
+    _neighbors: Neighbors,
+    _ports: Vec<PortState>,
+}
+
 /// A frame leaving a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transmit {
@@ -309,14 +331,46 @@ impl Switch {
     /// Validates and installs a whole configuration, atomically: on any error nothing changes. Dynamic
     /// FDB and neighbour entries, queued frames and counters of ports that still exist are kept.
     pub fn apply(&mut self, db: &ConfigDb, now_ns: u64) -> Result<Applied, ConfigErrors> {
-        let Compiled { config, warnings } = compile(db)?;
-        self.install(config, now_ns);
-        self.generation += 1;
-        self.push_event(Event::ConfigApplied { generation: self.generation });
-        Ok(Applied { generation: self.generation, warnings })
+        let prepared = Switch::prepare(db)?;
+        Ok(self.install(prepared, now_ns).0)
     }
 
-    fn install(&mut self, config: SwitchConfig, now_ns: u64) {
+    /// Everything of an apply that does not need the running switch: validation, compilation, the route
+    /// table and the static FDB and neighbour tables. It takes no `&self`, so a daemon runs it off the
+    /// thread that forwards frames and only [`Switch::install`] runs there.
+    pub fn prepare(db: &ConfigDb) -> Result<Prepared, ConfigErrors> {
+        let Compiled { config, warnings } = compile(db)?;
+        let derived = Derived::build(&config);
+        let mut fdb = Fdb::default();
+        for f in &config.fdb {
+            fdb.insert_static(f.vid, f.mac, f.port);
+        }
+        let mut neighbors = Neighbors::default();
+        for n in &config.neighbors {
+            neighbors.insert_static(n.ip, n.mac, n.rif);
+        }
+        Ok(Prepared { config, derived, fdb, neighbors, warnings })
+    }
+
+    /// Swaps in a prepared configuration: the cost is in the number of ports and of dynamic entries, not
+    /// in the size of the configuration. What it replaced comes back as [`Retired`], to be dropped where
+    /// the time it takes does not matter.
+    pub fn install(&mut self, prepared: Prepared, now_ns: u64) -> (Applied, Retired) {
+        let Prepared { config, derived, fdb, neighbors, warnings } = prepared;
+        let retired = self.install_parts(config, derived, fdb, neighbors, now_ns);
+        self.generation += 1;
+        self.push_event(Event::ConfigApplied { generation: self.generation });
+        (Applied { generation: self.generation, warnings }, retired)
+    }
+
+    fn install_parts(
+        &mut self,
+        config: SwitchConfig,
+        derived: Derived,
+        mut fdb: Fdb,
+        mut neighbors: Neighbors,
+        now_ns: u64,
+    ) -> Retired {
         self.note_time(now_ns);
         let old_port_names: Vec<String> = self.config.ports.iter().map(|p| p.name.clone()).collect();
         let old_rif_names: Vec<String> = self.config.interfaces.iter().map(|r| r.name.clone()).collect();
@@ -355,43 +409,29 @@ impl Switch {
             self.rng = Rng::new(config.asic.random_seed);
         }
 
-        let derived = Derived::build(&config);
+        // Dynamic entries carry over to the prepared tables (which hold the static ones, and win).
         let new_port = |old: PortIndex| config.ports.iter().position(|p| p.name == old_port_names[old]);
-        self.fdb.retain(|vid, _, e| {
-            if e.is_static {
-                return false;
-            }
-            match new_port(e.port) {
-                Some(p) if derived.membership.contains_key(&(vid, p)) => {
-                    e.port = p;
-                    true
-                }
-                _ => false,
-            }
+        fdb.adopt_dynamic(&self.fdb, |vid, e| match new_port(e.port) {
+            Some(port) if derived.membership.contains_key(&(vid, port)) => Some(port),
+            _ => None,
         });
-        for f in &config.fdb {
-            self.fdb.insert_static(f.vid, f.mac, f.port);
-        }
-        self.neighbors.retain(|ip, n| {
-            if n.is_static {
-                return false;
-            }
-            let Some(rif) = config.interfaces.iter().position(|r| r.name == old_rif_names[n.rif]) else {
-                return false;
-            };
-            n.rif = rif;
-            config.interfaces[rif].addrs.iter().any(|a| a.contains(&ip))
+        neighbors.adopt_dynamic(&self.neighbors, |ip, n| {
+            let rif = config.interfaces.iter().position(|r| r.name == old_rif_names[n.rif])?;
+            config.interfaces[rif].addrs.iter().any(|a| a.contains(&ip)).then_some(rif)
         });
-        for n in &config.neighbors {
-            self.neighbors.insert_static(n.ip, n.mac, n.rif);
-        }
         self.arp_pending.clear();
         self.next_fdb_sweep_ns = sweep_interval(config.switch.fdb_aging_ns).map(|i| now_ns + i);
         self.next_neigh_sweep_ns = sweep_interval(config.switch.neigh_aging_ns).map(|i| now_ns + i);
         let restored = self.watchdog.configure(&config, same_ports, now_ns);
-        self.config = config;
-        self.derived = derived;
+        let retired = Retired {
+            _config: std::mem::replace(&mut self.config, config),
+            _derived: std::mem::replace(&mut self.derived, derived),
+            _fdb: std::mem::replace(&mut self.fdb, fdb),
+            _neighbors: std::mem::replace(&mut self.neighbors, neighbors),
+            _ports: old_ports.into_values().collect(),
+        };
         self.apply_watchdog(restored, now_ns);
+        retired
     }
 
     /// Time only moves forward for the model, whatever order calls arrive in.
