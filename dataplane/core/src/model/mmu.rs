@@ -37,8 +37,12 @@
 //! the free space of that partition. PG and queue occupancy stays one level per PG and queue (a PG
 //! feeding egress pipes in two partitions is counted once, against the partition of its latest frame).
 
-use super::config::asic::{PgLayout, cells, layout_cells, pool_shares};
-use super::config::{SwitchConfig, Threshold};
+use super::config::asic::{PgLayout, cells};
+
+mod configure;
+mod observe;
+
+pub use observe::{PgOccupancy, PoolWatermarks, PortWatermarks, WatermarkKind};
 
 /// A pool's identity that survives reconfiguration (pools are matched by name).
 pub type PoolId = usize;
@@ -174,40 +178,6 @@ struct PortState {
     shared_by_pool: Vec<u64>,
 }
 
-/// Which copy of the watermarks: SONiC keeps a "user" copy (cleared by `sonic-clear ... watermark`) and a
-/// "persistent" one (cleared only by its own clear).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatermarkKind {
-    User = 0,
-    Persistent = 1,
-}
-
-/// Occupancy of one PG, in bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct PgOccupancy {
-    pub reserved_bytes: u64,
-    pub shared_bytes: u64,
-    pub headroom_bytes: u64,
-    /// XOFF asserted (PFC being sent for the PG's priorities).
-    pub xoff: bool,
-}
-
-/// Watermarks of one port, bytes, SAI names: PG `SHARED_WATERMARK_BYTES` and `XOFF_ROOM_WATERMARK_BYTES`,
-/// queue `SHARED_WATERMARK_BYTES`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct PortWatermarks {
-    pub pg_shared_bytes: [u64; 8],
-    pub pg_headroom_bytes: [u64; 8],
-    pub queue_shared_bytes: [u64; 8],
-}
-
-/// Watermarks of one pool, bytes: `SAI_BUFFER_POOL_STAT_WATERMARK_BYTES` and `..._XOFF_ROOM_WATERMARK_BYTES`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct PoolWatermarks {
-    pub shared_bytes: u64,
-    pub headroom_bytes: u64,
-}
-
 /// The buffer state of the whole switch.
 #[derive(Debug, Clone, Default)]
 pub struct Mmu {
@@ -227,110 +197,6 @@ pub struct Mmu {
 }
 
 impl Mmu {
-    /// Builds or updates the buffer configuration. With `keep_occupancy` (the port set is unchanged) every
-    /// PG, queue and pool keeps what it holds, so frames queued under the old configuration release exactly
-    /// what they took; otherwise all occupancy is reset (the caller has flushed the queues).
-    pub fn configure(&mut self, config: &SwitchConfig, keep_occupancy: bool) {
-        let cell = u64::from(config.asic.cell_bytes.max(1));
-        if !keep_occupancy {
-            self.ports.clear();
-            for p in &mut self.pools {
-                p.shared_used = [0; MAX_PARTITIONS];
-                p.headroom_used = [0; MAX_PARTITIONS];
-            }
-        }
-        self.cell_bytes = cell;
-        self.personality = config.asic.personality;
-        let shares = pool_shares(config, cell);
-        self.port_pipe = config.ports.iter().map(|p| self.personality.pipe_of_lane(p.first_lane)).collect();
-        for p in &mut self.pools {
-            p.active = false;
-        }
-        let pool_ids: Vec<PoolId> = config
-            .pools
-            .iter()
-            .zip(&shares)
-            .map(|(cfg, &(size, headroom_size))| {
-                let id = match self.pools.iter().position(|p| p.name == cfg.name) {
-                    Some(id) => id,
-                    None => {
-                        self.pools.push(Pool { name: cfg.name.clone(), ..Pool::default() });
-                        self.pools.len() - 1
-                    }
-                };
-                let pool = &mut self.pools[id];
-                pool.active = true;
-                pool.size = size;
-                pool.headroom_size = headroom_size;
-                id
-            })
-            .collect();
-        let layout = self.personality.pg_layout;
-        let profile = |i: usize| {
-            let p = &config.profiles[i];
-            let (reserved, xoff) = layout_cells(layout, p.size_bytes, p.xoff_bytes, cell);
-            CellProfile {
-                pool: pool_ids[p.pool],
-                reserved,
-                threshold: match p.threshold {
-                    Threshold::Dynamic(n) => CellThreshold::Dynamic(n),
-                    Threshold::Static(0) => CellThreshold::Static(None),
-                    Threshold::Static(b) => CellThreshold::Static(Some(cells(b, cell))),
-                },
-                xon: cells(p.xon_bytes, cell),
-                xoff,
-                xon_offset: cells(p.xon_offset_bytes, cell),
-            }
-        };
-        self.ports.resize_with(config.ports.len(), PortState::default);
-        for (i, state) in self.ports.iter_mut().enumerate() {
-            let buffers = config.port_buffers.get(i).cloned().unwrap_or_default();
-            let qos = &config.qos[i];
-            let (mut lossless_pgs, mut lossless_queues) = (0u8, 0u8);
-            for p in 0..8 {
-                if qos.pfc_enable & (1 << p) != 0 {
-                    lossless_pgs |= 1 << qos.pfc_to_pg[p];
-                    lossless_queues |= 1 << qos.pfc_to_queue[p];
-                }
-            }
-            for g in 0..8 {
-                state.pgs[g].profile = buffers.pg_profile[g].map(profile);
-                state.pgs[g].lossless = lossless_pgs & (1 << g) != 0;
-                if !state.pgs[g].lossless {
-                    state.pgs[g].xoff = false;
-                }
-                // (`in_xoff` is rebuilt from these flags below.)
-                state.queues[g].profile = buffers.queue_profile[g].map(profile);
-                state.queues[g].lossless = lossless_queues & (1 << g) != 0;
-            }
-            state.caps = vec![None; self.pools.len()];
-            state.shared_by_pool.resize(self.pools.len(), 0);
-            for &i in buffers.ingress_profile_list.iter().chain(&buffers.egress_profile_list) {
-                let p = profile(i);
-                state.caps[p.pool] = Some(p.threshold);
-            }
-        }
-        self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
-        self.raised.clear();
-        self.in_xoff.clear();
-        for (port, state) in self.ports.iter().enumerate() {
-            for (g, pg) in state.pgs.iter().enumerate() {
-                if pg.xoff {
-                    self.in_xoff.push((port, g as u8));
-                }
-            }
-        }
-        for (port, state) in self.ports.iter().enumerate() {
-            for (g, pg) in state.pgs.iter().enumerate() {
-                if let Some(prof) =
-                    pg.profile.filter(|p| pg.lossless && matches!(p.threshold, CellThreshold::Dynamic(_)))
-                {
-                    self.dynamic_lossless[prof.pool].push((port, g as u8));
-                }
-            }
-        }
-    }
-
     pub fn cell_bytes(&self) -> u64 {
         self.cell_bytes
     }
@@ -750,96 +616,6 @@ impl Mmu {
     /// PGs of a port currently asserting XOFF, as a bit mask.
     pub fn xoff_pgs(&self, port: usize) -> u8 {
         self.ports.get(port).map_or(0, |p| (0..8).filter(|&g| p.pgs[g].xoff).fold(0, |m, g| m | 1 << g))
-    }
-
-    pub fn pg_occupancy(&self, port: usize, pg: u8) -> PgOccupancy {
-        let cell = self.cell_bytes;
-        self.ports.get(port).map_or_else(PgOccupancy::default, |p| {
-            let s = &p.pgs[usize::from(pg & 7)];
-            PgOccupancy {
-                reserved_bytes: s.reserved_used * cell,
-                shared_bytes: s.shared_used * cell,
-                headroom_bytes: s.headroom_used * cell,
-                xoff: s.xoff,
-            }
-        })
-    }
-
-    /// Is the queue managed by a buffer profile?
-    pub fn queue_is_managed(&self, port: usize, queue: u8) -> bool {
-        self.ports.get(port).is_some_and(|p| p.queues[usize::from(queue & 7)].profile.is_some())
-    }
-
-    /// Cells a queue holds (reserved + shared).
-    pub fn queue_cells(&self, port: usize, queue: u8) -> u64 {
-        self.ports.get(port).map_or(0, |p| {
-            let q = &p.queues[usize::from(queue & 7)];
-            q.reserved_used + q.shared_used
-        })
-    }
-
-    /// (shared used, headroom used) of a pool, in cells.
-    pub fn pool_cells(&self, name: &str) -> Option<(u64, u64)> {
-        self.pools.iter().find(|p| p.name == name).map(|p| (p.shared_total(), p.headroom_total()))
-    }
-
-    /// Total cells held anywhere (zero after a full drain).
-    pub fn total_cells(&self) -> u64 {
-        let ports: u64 = self
-            .ports
-            .iter()
-            .map(|p| {
-                p.pgs.iter().map(|g| g.reserved_used + g.shared_used + g.headroom_used).sum::<u64>()
-                    + p.queues.iter().map(|q| q.reserved_used + q.shared_used).sum::<u64>()
-            })
-            .sum();
-        ports + self.pools.iter().map(|p| p.shared_total() + p.headroom_total()).sum::<u64>()
-    }
-
-    pub fn port_watermarks(&self, port: usize, kind: WatermarkKind) -> PortWatermarks {
-        let (cell, k) = (self.cell_bytes, kind as usize);
-        self.ports.get(port).map_or_else(PortWatermarks::default, |p| PortWatermarks {
-            pg_shared_bytes: std::array::from_fn(|g| p.pgs[g].wm_shared[k] * cell),
-            pg_headroom_bytes: std::array::from_fn(|g| p.pgs[g].wm_headroom[k] * cell),
-            queue_shared_bytes: std::array::from_fn(|q| p.queues[q].wm_shared[k] * cell),
-        })
-    }
-
-    /// Watermarks of the pools of the running configuration, by name.
-    pub fn pool_watermarks(&self, kind: WatermarkKind) -> Vec<(String, PoolWatermarks)> {
-        let (cell, k) = (self.cell_bytes, kind as usize);
-        self.pools
-            .iter()
-            .filter(|p| p.active)
-            .map(|p| {
-                (
-                    p.name.clone(),
-                    PoolWatermarks {
-                        shared_bytes: p.wm_shared[k] * cell,
-                        headroom_bytes: p.wm_headroom[k] * cell,
-                    },
-                )
-            })
-            .collect()
-    }
-
-    /// Resets watermarks of one kind to the current occupancy (SAI's read-and-clear).
-    pub fn clear_watermarks(&mut self, kind: WatermarkKind) {
-        let partitions = self.personality.partitions();
-        let k = kind as usize;
-        for p in &mut self.ports {
-            for g in &mut p.pgs {
-                g.wm_shared[k] = g.shared_used;
-                g.wm_headroom[k] = g.headroom_used;
-            }
-            for q in &mut p.queues {
-                q.wm_shared[k] = q.shared_used;
-            }
-        }
-        for p in &mut self.pools {
-            p.wm_shared[k] = p.shared_total();
-            p.wm_headroom[k] = p.headroom_reported(partitions);
-        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! DCQCN's time scale in a closed loop, in virtual time: a 2:1 incast of two NICs at line rate R into a
 //! port of rate R that marks CE above a fixed backlog (step marking, no PFC: the queue is unbounded); the
-//! receiver's ACKs and CNPs go straight back. NVIDIA's defaults: the reaction point of
+//! receiver's ACKs and CNPs cross it without queueing. The NICs and the port run on the virtual-time
+//! driver ([`crate::sim`]), the port as a [`Device::Custom`] node. NVIDIA's defaults: the reaction point of
 //! [`DcqcnParams::default`], the notification point with `min_time_between_cnps` = 0 (a CNP for every CE
 //! packet; `docs/nic.md`, "Notification point"), 4 KB MTU as in the labs.
 //!
@@ -16,17 +17,19 @@
 //! which it falls into.)
 
 use super::*;
+use crate::model::Transmit;
+use crate::sim::{self, Device, Sim};
 use crate::wire::Ipv4Packet;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// IP MTU of the lab hosts: 4096 ⇒ 4052-byte payloads, 4110-byte frames, 4134 bytes of line time.
 const MTU: u32 = 4096;
 /// Step marking: a data packet arriving to this backlog or more is marked CE.
 const MARK_BYTES: u64 = 20_000;
 const SENDERS: usize = 2;
+/// Node id of the receiver, and the port of the marking port that faces it (the senders are nodes and
+/// ports `0..SENDERS`).
 const RX: usize = 2;
-/// Destination index of the switch port on the wire.
+/// Node id of the marking port.
 const PORT: usize = 3;
 
 fn mac(i: usize) -> EthernetAddress {
@@ -63,57 +66,129 @@ struct Trace {
     acked: [u64; SENDERS],
 }
 
-/// A frame on a link: (arrival, tie-break, destination: a NIC or [`PORT`], frame).
-type InFlight = (u64, u64, usize, Vec<u8>);
+/// Serialisation of a frame at `rate_mbps`, in ps (exact at the rates used here).
+fn line_ps(frame_len: usize, rate_mbps: u32) -> u128 {
+    let bits = (frame_len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
+    bits * 1_000_000 / u128::from(rate_mbps)
+}
 
-struct Incast {
-    nics: Vec<Nic>,
-    setup: Setup,
-    delay_ns: u64,
-    now: u64,
-    order: u64,
-    wire: BinaryHeap<Reverse<InFlight>>,
-    /// Frames in the port: when each finishes leaving (ps) and its line bytes.
-    queue: std::collections::VecDeque<(u128, u64)>,
+/// The switch port the incast meets: ports `0..SENDERS` face the senders, port [`RX`] the receiver. Data
+/// goes through one FIFO at the line rate, marked CE when it arrives to a backlog of [`MARK_BYTES`] or more
+/// (unbounded, no PFC); ACKs and CNPs go back to the sender they are addressed to at once.
+struct MarkingPort {
+    rate_mbps: u32,
+    /// Frames in the FIFO: when each finishes leaving (ps) and its line bytes.
+    queue: VecDeque<(u128, u64)>,
     queue_bytes: u64,
-    port_free_ps: u128,
+    free_ps: u128,
     marked: u64,
-    /// Every CNP a sender received: (time, sender, its DCQCN rate right after).
-    cnps: Vec<(u64, usize, u64)>,
+    /// Data for the receiver: the instant each goes on the link, whose serialisation the driver adds, so
+    /// that it arrives when its last bit has left the FIFO plus the link delay.
+    to_rx: VecDeque<(u64, Vec<u8>)>,
+    /// ACKs and CNPs for each sender, with the instant they arrived.
+    to_senders: [VecDeque<(u64, Vec<u8>)>; SENDERS],
+}
+
+impl MarkingPort {
+    fn new(rate_mbps: u32) -> MarkingPort {
+        MarkingPort {
+            rate_mbps,
+            queue: VecDeque::new(),
+            queue_bytes: 0,
+            free_ps: 0,
+            marked: 0,
+            to_rx: VecDeque::new(),
+            to_senders: Default::default(),
+        }
+    }
+
+    /// Forgets the frames that have left the FIFO by `now_ns`.
+    fn drain(&mut self, now_ns: u64) {
+        while self.queue.front().is_some_and(|&(end, _)| end <= u128::from(now_ns) * 1000) {
+            let (_, bytes) = self.queue.pop_front().unwrap();
+            self.queue_bytes -= bytes;
+        }
+    }
+
+    /// The backlog at `now_ns`.
+    fn backlog(&mut self, now_ns: u64) -> u64 {
+        self.drain(now_ns);
+        self.queue_bytes
+    }
+}
+
+impl sim::Node for MarkingPort {
+    fn port_count(&self) -> usize {
+        RX + 1
+    }
+
+    fn handle_frame(&mut self, port: usize, mut frame: Vec<u8>, now: u64) {
+        if port == RX {
+            let to = (0..SENDERS).find(|&s| frame[..6] == mac(s).0).expect("to a sender");
+            self.to_senders[to].push_back((now, frame));
+            return;
+        }
+        self.drain(now);
+        if self.queue_bytes >= MARK_BYTES {
+            assert!(Ipv4Packet::new_checked(&mut frame[14..]).unwrap().set_ecn_ce());
+            self.marked += 1;
+        }
+        let serialisation = line_ps(frame.len(), self.rate_mbps);
+        let start = self.free_ps.max(u128::from(now) * 1000);
+        self.free_ps = start + serialisation;
+        let bytes = frame.len() as u64 + WIRE_OVERHEAD_BYTES;
+        self.queue.push_back((self.free_ps, bytes));
+        self.queue_bytes += bytes;
+        let leaves = (self.free_ps.div_ceil(1000) - serialisation.div_ceil(1000)) as u64;
+        self.to_rx.push_back((leaves, frame));
+    }
+
+    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit> {
+        let frame = if port == RX {
+            self.to_rx.front().is_some_and(|&(at, _)| at <= now).then(|| self.to_rx.pop_front().unwrap().1)
+        } else {
+            self.to_senders[port].pop_front().map(|(_, frame)| frame)
+        };
+        frame.map(|frame| Transmit { frame, queue: None })
+    }
+
+    fn poll_at(&self) -> Option<u64> {
+        let replies = self.to_senders.iter().filter_map(|q| q.front().map(|&(at, _)| at));
+        self.to_rx.front().map(|&(at, _)| at).into_iter().chain(replies).min()
+    }
+
+    fn handle_timeout(&mut self, _now: u64) {}
+}
+
+/// The incast on the driver: senders `0..SENDERS` and the receiver [`RX`] linked to the [`MarkingPort`].
+struct Incast {
+    sim: Sim,
 }
 
 impl Incast {
     fn new(setup: Setup) -> Incast {
         let n = setup.stretch;
-        let nics = (0..=RX)
-            .map(|i| {
-                let cfg = NicConfig {
-                    mac: mac(i),
-                    ip: ip(i),
-                    line_rate_mbps: setup.line_rate_mbps,
-                    mtu: MTU,
-                    dcqcn: DcqcnParams { time_scale: setup.time_scale, ..DcqcnParams::default() },
-                    np: NpParams { cnp_interval_ns: 0, ..NpParams::default() },
-                    rto_ns: NicConfig::default().rto_ns * n,
-                    nak_interval_ns: NicConfig::default().nak_interval_ns * n,
-                    ..NicConfig::default()
-                };
-                Nic::new(cfg).unwrap()
-            })
-            .collect();
-        let mut incast = Incast {
-            nics,
-            setup,
-            delay_ns: DELAY_NS * n,
-            now: 0,
-            order: 0,
-            wire: BinaryHeap::new(),
-            queue: Default::default(),
-            queue_bytes: 0,
-            port_free_ps: 0,
-            marked: 0,
-            cnps: Vec::new(),
-        };
+        let mut sim = Sim::new();
+        for i in 0..=RX {
+            let cfg = NicConfig {
+                mac: mac(i),
+                ip: ip(i),
+                line_rate_mbps: setup.line_rate_mbps,
+                mtu: MTU,
+                dcqcn: DcqcnParams { time_scale: setup.time_scale, ..DcqcnParams::default() },
+                np: NpParams { cnp_interval_ns: 0, ..NpParams::default() },
+                rto_ns: NicConfig::default().rto_ns * n,
+                nak_interval_ns: NicConfig::default().nak_interval_ns * n,
+                ..NicConfig::default()
+            };
+            assert_eq!(sim.add(Device::Nic(Box::new(Nic::new(cfg).unwrap()))), i);
+        }
+        let port = sim.add(Device::Custom(Box::new(MarkingPort::new(setup.line_rate_mbps))));
+        assert_eq!(port, PORT);
+        let rate = setup.line_rate_mbps;
+        for i in 0..=RX {
+            sim.connect((i, 0), rate, (PORT, i), rate, DELAY_NS * n);
+        }
         for s in 0..SENDERS {
             let flow = FlowConfig {
                 id: 1,
@@ -123,82 +198,29 @@ impl Incast {
                 src_port: 49152 + s as u16,
                 ..FlowConfig::default()
             };
-            incast.nics[s].add_flow(flow).unwrap();
+            sim.nic(s).add_flow(flow).unwrap();
         }
-        incast
-    }
-
-    fn line_ps(&self, frame_len: usize) -> u128 {
-        let bits = (frame_len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
-        bits * 1_000_000 / u128::from(self.setup.line_rate_mbps)
-    }
-
-    fn send(&mut self, to: usize, at: u64, frame: Vec<u8>) {
-        self.order += 1;
-        self.wire.push(Reverse((at, self.order, to, frame)));
-    }
-
-    /// Forgets the frames that have left the port by `now_ns`.
-    fn drain_port(&mut self, now_ns: u64) {
-        while self.queue.front().is_some_and(|&(end, _)| end <= u128::from(now_ns) * 1000) {
-            let (_, bytes) = self.queue.pop_front().unwrap();
-            self.queue_bytes -= bytes;
-        }
-    }
-
-    /// A data frame reached the port at `at`: mark, queue, and schedule its arrival at the receiver.
-    fn enqueue(&mut self, at: u64, mut frame: Vec<u8>) {
-        self.drain_port(at);
-        if self.queue_bytes >= MARK_BYTES {
-            assert!(Ipv4Packet::new_checked(&mut frame[14..]).unwrap().set_ecn_ce());
-            self.marked += 1;
-        }
-        let start = self.port_free_ps.max(u128::from(at) * 1000);
-        self.port_free_ps = start + self.line_ps(frame.len());
-        let bytes = frame.len() as u64 + WIRE_OVERHEAD_BYTES;
-        self.queue.push_back((self.port_free_ps, bytes));
-        self.queue_bytes += bytes;
-        let arrival = self.port_free_ps.div_ceil(1000) as u64 + self.delay_ns;
-        self.send(RX, arrival, frame);
+        Incast { sim }
     }
 
     fn run_until(&mut self, end: u64) {
-        loop {
-            let next =
-                self.nics.iter().filter_map(Nic::poll_at).chain(self.wire.peek().map(|Reverse(e)| e.0)).min();
-            let Some(t) = next.filter(|&t| t <= end) else { break };
-            let t = t.max(self.now);
-            self.now = t;
-            while self.wire.peek().is_some_and(|Reverse(e)| e.0 <= t) {
-                let Reverse((at, _, to, frame)) = self.wire.pop().unwrap();
-                if to == PORT {
-                    self.enqueue(at, frame);
-                } else {
-                    self.nics[to].handle_frame(&frame, at);
-                    let bth_opcode = 14 + 20 + 8;
-                    if to < SENDERS && frame.get(bth_opcode) == Some(&u8::from(Opcode::Cnp)) {
-                        self.cnps.push((at, to, self.nics[to].flow_dcqcn(1).unwrap().rate_bps()));
-                    }
-                }
-            }
-            for i in 0..=RX {
-                self.nics[i].handle_timeout(t);
-                while let Some(frame) = self.nics[i].poll_transmit(t) {
-                    let done = t + self.line_ps(frame.len()).div_ceil(1000) as u64;
-                    if i == RX {
-                        // ACKs and CNPs: back to the sender the frame is addressed to, across the switch.
-                        let to = (0..SENDERS).find(|&s| frame[..6] == mac(s).0).expect("to a sender");
-                        self.send(to, done + 2 * self.delay_ns, frame);
-                    } else {
-                        self.send(PORT, done + self.delay_ns, frame);
-                    }
-                }
-            }
-        }
-        self.now = self.now.max(end);
-        for nic in &mut self.nics {
-            nic.handle_timeout(self.now);
-        }
+        self.sim.run_until(end);
+    }
+
+    fn port(&mut self) -> &mut MarkingPort {
+        self.sim.custom(PORT)
+    }
+
+    fn dcqcn(&mut self, sender: usize) -> &Dcqcn {
+        self.sim.nic(sender).flow_dcqcn(1).unwrap()
+    }
+
+    /// Every CNP a sender received (needs `keep_log`): (time, sender).
+    fn cnps(&self) -> Vec<(u64, usize)> {
+        let bth_opcode = 14 + 20 + 8;
+        let cnp = u8::from(Opcode::Cnp);
+        let to_sender = |d: &&sim::Delivered| d.to.0 < SENDERS && d.frame.get(bth_opcode) == Some(&cnp);
+        self.sim.delivered.iter().filter(to_sender).map(|d| (d.at, d.to.0)).collect()
     }
 
     fn run(setup: Setup) -> Trace {
@@ -214,15 +236,15 @@ impl Incast {
         for k in 1..=END_NS / SAMPLE_NS {
             let t = k * SAMPLE_NS * n;
             incast.run_until(t);
-            incast.drain_port(t);
-            trace.queue.push(incast.queue_bytes);
-            trace.rates.push(std::array::from_fn(|s| incast.nics[s].flow_dcqcn(1).unwrap().rate_bps()));
+            let backlog = incast.port().backlog(t);
+            trace.queue.push(backlog);
+            trace.rates.push(std::array::from_fn(|s| incast.dcqcn(s).rate_bps()));
         }
         for s in 0..SENDERS {
-            trace.decreases[s] = incast.nics[s].flow_dcqcn(1).unwrap().decreases();
-            trace.acked[s] = incast.nics[s].flow_stats(1).unwrap().acked_bytes;
+            trace.decreases[s] = incast.dcqcn(s).decreases();
+            trace.acked[s] = incast.sim.nic(s).flow_stats(1).unwrap().acked_bytes;
         }
-        trace.marked = incast.marked;
+        trace.marked = incast.port().marked;
         trace
     }
 }
@@ -240,26 +262,28 @@ const FAST_LINE: u64 = 25_000_000_000;
 #[test]
 fn a_time_scaled_incast_follows_the_fast_one_until_rounding_parts_them() {
     let (mut fast, mut slow) = (Incast::new(FAST), Incast::new(SLOW));
+    fast.sim.keep_log = true;
+    slow.sim.keep_log = true;
     let mut rates = Vec::new();
     for k in 1..=20 {
         let t = k * 100_000;
         fast.run_until(t);
         slow.run_until(t * N);
-        fast.drain_port(t);
-        slow.drain_port(t * N);
         // The port's backlog within one packet.
-        assert!(fast.queue_bytes.abs_diff(slow.queue_bytes) <= 4_110, "at {t} ns");
+        let (fast_backlog, slow_backlog) = (fast.port().backlog(t), slow.port().backlog(t * N));
+        assert!(fast_backlog.abs_diff(slow_backlog) <= 4_110, "at {t} ns");
         for s in 0..SENDERS {
-            let (f, r) = (fast.nics[s].flow_dcqcn(1).unwrap(), slow.nics[s].flow_dcqcn(1).unwrap());
+            let (f, r) = (fast.dcqcn(s).clone(), slow.dcqcn(s).clone());
             // Rates within 10^-6 of the line rate, the same decisions.
             assert!((r.rate_bps() * N).abs_diff(f.rate_bps()) <= FAST_LINE / 1_000_000, "at {t} ns");
             assert_eq!((r.decreases(), r.increases()), (f.decreases(), f.increases()), "at {t} ns");
             rates.push(f.rate_bps());
         }
     }
-    assert_eq!(slow.cnps.len(), fast.cnps.len());
-    assert!(fast.cnps.len() > 30, "{} CNPs", fast.cnps.len());
-    for (i, (f, s)) in fast.cnps.iter().zip(&slow.cnps).enumerate() {
+    let (fast_cnps, slow_cnps) = (fast.cnps(), slow.cnps());
+    assert_eq!(slow_cnps.len(), fast_cnps.len());
+    assert!(fast_cnps.len() > 30, "{} CNPs", fast_cnps.len());
+    for (i, (f, s)) in fast_cnps.iter().zip(&slow_cnps).enumerate() {
         assert_eq!(s.1, f.1, "CNP {i}: same sender");
         // Within 40 ns of 25 Gb/s time (a few nanoseconds of rounding per hop).
         assert!((f.0 * N).abs_diff(s.0) <= 40 * N, "CNP {i}: at {} vs {} × {N}", s.0, f.0);

@@ -3,8 +3,9 @@
 //! ([`Node::poll_at`]), so a run is deterministic and as fast as the machine allows. It is the seed of the
 //! fabric simulator (`docs/ARCHITECTURE.md`); today the model and NIC tests drive their scenarios with it.
 //!
-//! - A [`Node`] is a switch or a NIC: frames in ([`Node::handle_frame`]), frames out when its line is free
-//!   ([`Node::poll_transmit`]: the models pace their own ports at line rate), and timers.
+//! - A [`Node`] is a switch, a NIC, or a model of a test's own ([`Device::Custom`]): frames in
+//!   ([`Node::handle_frame`]), frames out when its line is free ([`Node::poll_transmit`]: the models pace
+//!   their own ports at line rate), and timers.
 //! - A link joins two ports. A frame sent at `t` arrives at `t + serialisation + delay`, the serialisation
 //!   being its bits on the wire (frame + [`WIRE_OVERHEAD_BYTES`]) at the sender's rate. A port without a link
 //!   sends into the void.
@@ -15,11 +16,12 @@
 use crate::model::scheduler::WIRE_OVERHEAD_BYTES;
 use crate::model::{Event, Switch, Transmit};
 use crate::nic::Nic;
+use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 /// What the driver needs of a model.
-pub trait Node {
+pub trait Node: Any {
     fn port_count(&self) -> usize;
     /// A frame arrived on `port` at `now`.
     fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: u64);
@@ -89,6 +91,8 @@ impl Node for Nic {
 pub enum Device {
     Switch(Box<Switch>),
     Nic(Box<Nic>),
+    /// Any other model (a test's idealised port, ...); reached again with [`Sim::custom`].
+    Custom(Box<dyn Node>),
 }
 
 impl Device {
@@ -96,6 +100,7 @@ impl Device {
         match self {
             Device::Switch(s) => s.as_ref(),
             Device::Nic(n) => n.as_ref(),
+            Device::Custom(c) => c.as_ref(),
         }
     }
 
@@ -103,6 +108,7 @@ impl Device {
         match self {
             Device::Switch(s) => s.as_mut(),
             Device::Nic(n) => n.as_mut(),
+            Device::Custom(c) => c.as_mut(),
         }
     }
 }
@@ -208,14 +214,26 @@ impl Sim {
     pub fn switch(&mut self, id: usize) -> &mut Switch {
         match &mut self.devices[id] {
             Device::Switch(s) => s,
-            Device::Nic(_) => panic!("node {id} is a NIC"),
+            _ => panic!("node {id} is not a switch"),
         }
     }
 
     pub fn nic(&mut self, id: usize) -> &mut Nic {
         match &mut self.devices[id] {
             Device::Nic(n) => n,
-            Device::Switch(_) => panic!("node {id} is a switch"),
+            _ => panic!("node {id} is not a NIC"),
+        }
+    }
+
+    /// A [`Device::Custom`] node as the type it was added as.
+    pub fn custom<T: Node>(&mut self, id: usize) -> &mut T {
+        match &mut self.devices[id] {
+            Device::Custom(c) => {
+                let any: &mut dyn Any = c.as_mut();
+                any.downcast_mut()
+                    .unwrap_or_else(|| panic!("node {id} is not a {}", std::any::type_name::<T>()))
+            }
+            _ => panic!("node {id} is not a custom node"),
         }
     }
 

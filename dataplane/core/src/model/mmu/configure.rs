@@ -1,0 +1,112 @@
+//! [`Mmu::configure`]: the buffer configuration resolved to cells, pools matched by name across
+//! reconfigurations.
+
+use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, Pool, PoolId, PortState};
+use crate::model::config::asic::{cells, layout_cells, pool_shares};
+use crate::model::config::{SwitchConfig, Threshold};
+
+impl Mmu {
+    /// Builds or updates the buffer configuration. With `keep_occupancy` (the port set is unchanged) every
+    /// PG, queue and pool keeps what it holds, so frames queued under the old configuration release exactly
+    /// what they took; otherwise all occupancy is reset (the caller has flushed the queues).
+    pub fn configure(&mut self, config: &SwitchConfig, keep_occupancy: bool) {
+        let cell = u64::from(config.asic.cell_bytes.max(1));
+        if !keep_occupancy {
+            self.ports.clear();
+            for p in &mut self.pools {
+                p.shared_used = [0; MAX_PARTITIONS];
+                p.headroom_used = [0; MAX_PARTITIONS];
+            }
+        }
+        self.cell_bytes = cell;
+        self.personality = config.asic.personality;
+        let shares = pool_shares(config, cell);
+        self.port_pipe = config.ports.iter().map(|p| self.personality.pipe_of_lane(p.first_lane)).collect();
+        for p in &mut self.pools {
+            p.active = false;
+        }
+        let pool_ids: Vec<PoolId> = config
+            .pools
+            .iter()
+            .zip(&shares)
+            .map(|(cfg, &(size, headroom_size))| {
+                let id = match self.pools.iter().position(|p| p.name == cfg.name) {
+                    Some(id) => id,
+                    None => {
+                        self.pools.push(Pool { name: cfg.name.clone(), ..Pool::default() });
+                        self.pools.len() - 1
+                    }
+                };
+                let pool = &mut self.pools[id];
+                pool.active = true;
+                pool.size = size;
+                pool.headroom_size = headroom_size;
+                id
+            })
+            .collect();
+        let layout = self.personality.pg_layout;
+        let profile = |i: usize| {
+            let p = &config.profiles[i];
+            let (reserved, xoff) = layout_cells(layout, p.size_bytes, p.xoff_bytes, cell);
+            CellProfile {
+                pool: pool_ids[p.pool],
+                reserved,
+                threshold: match p.threshold {
+                    Threshold::Dynamic(n) => CellThreshold::Dynamic(n),
+                    Threshold::Static(0) => CellThreshold::Static(None),
+                    Threshold::Static(b) => CellThreshold::Static(Some(cells(b, cell))),
+                },
+                xon: cells(p.xon_bytes, cell),
+                xoff,
+                xon_offset: cells(p.xon_offset_bytes, cell),
+            }
+        };
+        self.ports.resize_with(config.ports.len(), PortState::default);
+        for (i, state) in self.ports.iter_mut().enumerate() {
+            let buffers = config.port_buffers.get(i).cloned().unwrap_or_default();
+            let qos = &config.qos[i];
+            let (mut lossless_pgs, mut lossless_queues) = (0u8, 0u8);
+            for p in 0..8 {
+                if qos.pfc_enable & (1 << p) != 0 {
+                    lossless_pgs |= 1 << qos.pfc_to_pg[p];
+                    lossless_queues |= 1 << qos.pfc_to_queue[p];
+                }
+            }
+            for g in 0..8 {
+                state.pgs[g].profile = buffers.pg_profile[g].map(profile);
+                state.pgs[g].lossless = lossless_pgs & (1 << g) != 0;
+                if !state.pgs[g].lossless {
+                    state.pgs[g].xoff = false;
+                }
+                // (`in_xoff` is rebuilt from these flags below.)
+                state.queues[g].profile = buffers.queue_profile[g].map(profile);
+                state.queues[g].lossless = lossless_queues & (1 << g) != 0;
+            }
+            state.caps = vec![None; self.pools.len()];
+            state.shared_by_pool.resize(self.pools.len(), 0);
+            for &i in buffers.ingress_profile_list.iter().chain(&buffers.egress_profile_list) {
+                let p = profile(i);
+                state.caps[p.pool] = Some(p.threshold);
+            }
+        }
+        self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
+        self.raised.clear();
+        self.in_xoff.clear();
+        for (port, state) in self.ports.iter().enumerate() {
+            for (g, pg) in state.pgs.iter().enumerate() {
+                if pg.xoff {
+                    self.in_xoff.push((port, g as u8));
+                }
+            }
+        }
+        for (port, state) in self.ports.iter().enumerate() {
+            for (g, pg) in state.pgs.iter().enumerate() {
+                if let Some(prof) =
+                    pg.profile.filter(|p| pg.lossless && matches!(p.threshold, CellThreshold::Dynamic(_)))
+                {
+                    self.dynamic_lossless[prof.pool].push((port, g as u8));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The transmit side of [`Nic`]: line pacing, and which frame goes next (PFC storm, control frames,
+//! then data round-robin among the flows that may send).
+
+use super::flow::Local;
+use super::packet::{self, Envelope};
+use super::{
+    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
+};
+use crate::wire::bth::{self, Opcode};
+use crate::wire::ip::Ecn;
+use crate::wire::mac_control;
+use crate::wire::{ArpPacket, EtherType, EthernetAddress, MacControlRepr, arp, ethernet, vlan};
+use std::net::Ipv4Addr;
+
+impl Nic {
+    pub(super) fn line_free_ns(&self) -> u64 {
+        self.line_free_ps.div_ceil(PS_PER_NS) as u64
+    }
+
+    /// Priorities paused at `now` (all of them under an 802.3x PAUSE).
+    pub(super) fn paused(&self, now_ns: u64) -> u8 {
+        self.pfc.paused_queues(now_ns, &IDENTITY_PRIORITIES)
+    }
+
+    /// Puts a frame of `len` bytes on the line at `now_ns`; returns the instant (ps) its first bit leaves.
+    fn occupy_line(&mut self, now_ns: u64, len: usize) -> u128 {
+        let start =
+            if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
+        let bits = (len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
+        let scaled = bits * 1_000_000_000_000 + self.line_remainder;
+        let rate = u128::from(self.line_rate_bps());
+        self.line_free_ps = start + scaled / rate;
+        self.line_remainder = scaled % rate;
+        self.counters.tx_frames += 1;
+        self.counters.tx_bytes += len as u64;
+        start
+    }
+
+    /// The next frame to put on the line at `now_ns`, if the line is free and something may go.
+    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+        self.observe(now_ns);
+        if now_ns < self.line_free_ns() {
+            return None;
+        }
+        self.pfc.settle(now_ns);
+        if let Some(pfc) = self.pfc.poll_frame(now_ns, STORM_QUANTA, self.storm_interval_ns) {
+            let mut frame = vec![0u8; mac_control::FRAME_LEN];
+            MacControlRepr::Pfc(pfc).emit_frame(self.cfg.mac, &mut frame);
+            self.counters.tx_pfc_frames += 1;
+            self.occupy_line(now_ns, frame.len());
+            return Some(frame);
+        }
+        let paused = self.paused(now_ns);
+        while let Some(i) = self.control.iter().position(|c| paused & (1 << self.control_priority(c)) == 0) {
+            let Some(c) = self.control.remove(i) else { break };
+            if let Some(frame) = self.build_control(c) {
+                self.occupy_line(now_ns, frame.len());
+                return Some(frame);
+            }
+        }
+        let n = self.flows.len();
+        for k in 0..n {
+            let i = (self.rr_next + k) % n;
+            let flow = &self.flows[i];
+            if paused & (1 << flow.cfg.priority) != 0
+                || flow.ready_at(now_ns, self.cfg.window_packets).is_none_or(|t| t > now_ns)
+            {
+                continue;
+            }
+            self.rr_next = (i + 1) % n;
+            let local = self.local();
+            // The flow is paced from the instant its first bit leaves, which needs the frame length; the
+            // line start does not depend on it.
+            let start_ps =
+                if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
+            let frame = self.flows[i].transmit(now_ns, start_ps, &local);
+            self.occupy_line(now_ns, frame.len());
+            self.counters.tx_data_frames += 1;
+            return Some(frame);
+        }
+        None
+    }
+
+    fn local(&self) -> Local {
+        Local {
+            mac: self.cfg.mac,
+            ip: self.cfg.ip,
+            vlan: self.cfg.vlan_id,
+            gateway_mac: self.cfg.gateway_mac,
+            ttl: self.cfg.ttl,
+        }
+    }
+
+    pub(super) fn control_priority(&self, c: &Control) -> u8 {
+        match c {
+            Control::Arp(_) => ARP_PRIORITY,
+            Control::Cnp(_) => self.cfg.np.cnp_priority,
+            Control::Ack(key) | Control::Nak(key) => {
+                self.receivers.get(key).map_or(0, |rx| self.cfg.priority_of_dscp(rx.dscp))
+            }
+        }
+    }
+
+    fn next_control_ident(&mut self) -> u16 {
+        self.control_ident = self.control_ident.wrapping_add(1);
+        self.control_ident
+    }
+
+    /// The frame of a control item, built from the state at transmission; `None` if it became moot (a
+    /// NAK overtaken by in-order progress).
+    fn build_control(&mut self, c: Control) -> Option<Vec<u8>> {
+        let ident = self.next_control_ident();
+        let cfg = &self.cfg;
+        match c {
+            Control::Arp(reply) => {
+                let env = Envelope {
+                    dst_mac: reply.target_hardware_addr,
+                    priority: ARP_PRIORITY,
+                    ..self.envelope()
+                };
+                let l2 = ethernet::HEADER_LEN + if cfg.vlan_id.is_some() { vlan::HEADER_LEN } else { 0 };
+                let mut frame = vec![0u8; (l2 + arp::PACKET_LEN).max(ethernet::MIN_FRAME_LEN)];
+                packet::emit_l2(&env, EtherType::Arp, &mut frame);
+                reply.emit(&mut ArpPacket::new_unchecked(&mut frame[l2..]));
+                self.counters.tx_arp_replies += 1;
+                Some(frame)
+            }
+            Control::Ack(key) | Control::Nak(key) => {
+                let is_nak = matches!(c, Control::Nak(_));
+                let priority = self.control_priority(&c);
+                let base = self.envelope();
+                let gateway = self.cfg.gateway_mac;
+                let rx = self.receivers.get_mut(&key)?;
+                let (psn, aeth) = if is_nak {
+                    rx.nak_queued = false;
+                    if rx.nak_psn != Some(rx.expected) {
+                        return None;
+                    }
+                    rx.stats.naks_sent += 1;
+                    (rx.expected, Aeth::nak_sequence_error(rx.msn()))
+                } else {
+                    rx.ack_queued = false;
+                    rx.ack_sent();
+                    let (psn, msn) = rx.ack_state();
+                    (psn, Aeth::ack(msn))
+                };
+                let env = Envelope {
+                    dst_mac: gateway.unwrap_or(rx.peer_mac),
+                    priority,
+                    dst_ip: key.0,
+                    dscp: rx.dscp,
+                    ident,
+                    udp_src_port: rx.udp_src_port,
+                    ..base
+                };
+                let bth = packet::bth(Opcode::RcAck, rx.requester_qp, psn, false);
+                let frame = packet::rocev2_frame(&env, &bth, Aeth::LEN, |p| aeth.emit(p));
+                if is_nak {
+                    self.counters.tx_nak_frames += 1;
+                } else {
+                    self.counters.tx_ack_frames += 1;
+                }
+                Some(frame)
+            }
+            Control::Cnp(key) => {
+                let base = self.envelope();
+                let gateway = self.cfg.gateway_mac;
+                let np = self.cfg.np;
+                let rx = self.receivers.get_mut(&key)?;
+                rx.stats.cnps_sent += 1;
+                let env = Envelope {
+                    dst_mac: gateway.unwrap_or(rx.peer_mac),
+                    priority: np.cnp_priority,
+                    dst_ip: key.0,
+                    dscp: np.cnp_dscp,
+                    ident,
+                    udp_src_port: rx.udp_src_port,
+                    ..base
+                };
+                let bth = packet::bth(Opcode::Cnp, rx.requester_qp, 0, false);
+                self.counters.tx_cnp_frames += 1;
+                Some(packet::rocev2_frame(&env, &bth, bth::CNP_PAYLOAD_LEN, |_| {}))
+            }
+        }
+    }
+
+    /// This NIC's addressing for a control packet; the caller fills in destination and class.
+    fn envelope(&self) -> Envelope {
+        Envelope {
+            src_mac: self.cfg.mac,
+            dst_mac: EthernetAddress::default(),
+            vlan: self.cfg.vlan_id,
+            priority: 0,
+            src_ip: self.cfg.ip,
+            dst_ip: Ipv4Addr::UNSPECIFIED,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            ident: 0,
+            ttl: self.cfg.ttl,
+            udp_src_port: 0,
+        }
+    }
+}
