@@ -532,3 +532,40 @@ fn invalid_config_keeps_the_running_generation() {
     let ok: ConfigDb = t0_db();
     assert_eq!(sw.apply(&ok, 6).unwrap().generation, 2);
 }
+
+#[test]
+fn a_port_whose_link_is_down_sends_nothing_and_comes_back() {
+    let mut sw = t0_switch();
+    host2_announces(&mut sw, 0);
+    let e8 = port(&sw, "Ethernet8");
+    let frame = || routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 1, 1), HOST2_IP, 1234, 5678, 8);
+    // Two frames wait behind a hold; the link goes down: they are dropped, their cells released.
+    sw.set_port_hold(e8, true);
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), SEC);
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), SEC);
+    assert_eq!(sw.queue_depth(e8, 0), 2);
+    while sw.poll_event().is_some() {}
+    sw.set_port_oper(e8, false, SEC);
+    assert!(!sw.port_oper_up(e8));
+    assert_eq!(sw.queue_depth(e8, 0), 0);
+    let c = sw.port_counters(e8).unwrap();
+    assert_eq!((c.tx_drp, c.queues[0].dropped_packets), (2, 2));
+    assert_eq!(
+        sw.poll_event(),
+        Some(Event::PortOperStatus { port: "Ethernet8".into(), up: false }),
+        "the event names the port"
+    );
+    sw.set_port_hold(e8, false);
+    // While down: forwarded frames are dropped with the link-down reason, nothing is sent.
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), 2 * SEC);
+    assert!(drain_all(&mut sw, 2 * SEC).is_empty());
+    let c0 = sw.port_counters(port(&sw, "Ethernet0")).unwrap();
+    assert_eq!(c0.drop_reasons.get(&DropReason::EgressPortDown), Some(&1), "{:?}", c0.drop_reasons);
+    // Back up: forwarding resumes.
+    sw.set_port_oper(e8, true, 3 * SEC);
+    assert_eq!(sw.poll_event(), Some(Event::PortOperStatus { port: "Ethernet8".into(), up: true }));
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), 3 * SEC);
+    let out = drain_all(&mut sw, 3 * SEC);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].0, e8);
+}

@@ -279,6 +279,8 @@ pub fn event_kind(event: &Event) -> &'static str {
         Event::PfcXon { .. } => "xon",
         Event::PfcStormDetected { .. } => "pfc_storm_detected",
         Event::PfcStormRestored { .. } => "pfc_storm_restored",
+        Event::PortOperStatus { up: true, .. } => "port_oper_up",
+        Event::PortOperStatus { up: false, .. } => "port_oper_down",
     }
 }
 
@@ -289,6 +291,7 @@ pub fn event_to_proto(timed: &TimedEvent, ports: &PortNames) -> pb::SwitchEvent 
         Event::PfcStormDetected { port, queue, .. } | Event::PfcStormRestored { port, queue } => {
             (port.clone(), u32::from(*queue))
         }
+        Event::PortOperStatus { port, .. } => (port.clone(), 0),
         Event::ConfigApplied { .. }
         | Event::FdbAged { .. }
         | Event::NeighborLearned { .. }

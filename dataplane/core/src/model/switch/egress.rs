@@ -281,7 +281,7 @@ impl Switch {
         let refresh_ns =
             mac_control::quanta_to_ns(quanta, speed) * u64::from(self.config.asic.pfc_refresh_percent) / 100;
         let state = &mut self.ports[port];
-        if state.egress.line_free_at_ns() > now_ns {
+        if state.egress.line_free_at_ns() > now_ns || !state.oper_up {
             return None;
         }
         if let Some(repr) = state.pfc.poll_frame(now_ns, quanta, refresh_ns) {
@@ -392,6 +392,21 @@ impl Switch {
     }
 
     /// Carries out storms and restorations, and (re)applies the drop and forward actions in force.
+    /// Drops the frames queued on `port` in the queues of `queues` (a bit mask): TX_DRP and the queues'
+    /// drop counters, their cells released.
+    pub(super) fn drop_queued(&mut self, port: PortId, queues: u8) {
+        for q in (0..8u8).filter(|q| queues & (1 << q) != 0) {
+            for item in self.ports[port].egress.flush(q) {
+                self.ledger.flushed += 1;
+                self.release(&item.alloc);
+                let c = &mut self.ports[port].counters;
+                c.tx_drp += 1;
+                c.queues[usize::from(q)].dropped_packets += 1;
+                c.queues[usize::from(q)].dropped_bytes += item.frame.len() as u64;
+            }
+        }
+    }
+
     pub(super) fn apply_watchdog(&mut self, transitions: Vec<Transition>, now_ns: u64) {
         for t in &transitions {
             let name = self.config.ports[t.port].name.clone();
@@ -417,17 +432,9 @@ impl Switch {
                     pfc.forget(disabled);
                 }
             }
-            for q in 0..8u8 {
-                if self.wd_masks[port].dropping_queues & (1 << q) != 0 {
-                    for item in self.ports[port].egress.flush(q) {
-                        self.ledger.flushed += 1;
-                        self.release(&item.alloc);
-                        let c = &mut self.ports[port].counters;
-                        c.tx_drp += 1;
-                        c.queues[usize::from(q)].dropped_packets += 1;
-                        c.queues[usize::from(q)].dropped_bytes += item.frame.len() as u64;
-                    }
-                }
+            let dropping = self.wd_masks[port].dropping_queues;
+            if dropping != 0 {
+                self.drop_queued(port, dropping);
             }
         }
         // A restored priority whose PG is still above its limit pauses its peer again.

@@ -204,6 +204,10 @@ impl Switch {
 
     /// Queues a frame the switch itself sends (ARP), on the control queue.
     fn originate(&mut self, port: PortId, vid: Option<u16>, frame: Vec<u8>, now_ns: u64) {
+        if !self.ports[port].oper_up {
+            // The switch's own ARP has nowhere to go: not queued, not counted.
+            return;
+        }
         let class = Classification {
             tc: CONTROL_QUEUE,
             pg: 0,
@@ -281,11 +285,10 @@ impl Switch {
         meta: Meta,
         now_ns: u64,
     ) {
-        let out_cfg = &self.config.ports[out];
-        if !out_cfg.admin_up {
+        if !self.port_up(out) {
             return self.drop_ingress(in_port, DropReason::EgressPortDown);
         }
-        if ip_len > out_cfg.mtu as usize {
+        if ip_len > self.config.ports[out].mtu as usize {
             return self.drop_ingress(in_port, DropReason::ExceedsL3Mtu);
         }
         self.deliver([(out, vid, frame)], meta, now_ns);
@@ -305,9 +308,7 @@ impl Switch {
         }
         match self.fdb.lookup(vid, dst).map(|e| e.port) {
             Some(out) if out == port => self.drop_ingress(port, DropReason::L2LoopbackFilter),
-            Some(out) if !self.config.ports[out].admin_up => {
-                self.drop_ingress(port, DropReason::EgressPortDown)
-            }
+            Some(out) if !self.port_up(out) => self.drop_ingress(port, DropReason::EgressPortDown),
             Some(out) => self.deliver([(out, Some(vid), frame)], meta, now_ns),
             None if self.is_lossless_in_vlan(vid, meta.class.tc) => {
                 self.drop_ingress(port, DropReason::UnknownUnicastLossless)
@@ -330,7 +331,7 @@ impl Switch {
             .members
             .iter()
             .map(|m| m.port)
-            .filter(|&p| Some(p) != exclude && self.config.ports[p].admin_up)
+            .filter(|&p| Some(p) != exclude && self.port_up(p))
             .collect();
         if targets.is_empty() {
             return self.drop_ingress(in_port, DropReason::FloodNoMembers);

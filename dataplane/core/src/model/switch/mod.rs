@@ -114,6 +114,11 @@ pub enum Event {
         port: String,
         queue: u8,
     },
+    /// A port's link went down or came back ([`Switch::set_port_oper`]).
+    PortOperStatus {
+        port: String,
+        up: bool,
+    },
 }
 
 impl std::fmt::Display for Event {
@@ -141,8 +146,15 @@ impl std::fmt::Display for Event {
             Event::PfcStormRestored { port, queue } => {
                 write!(f, "PFC Watchdog storm restored on port {port}, queue index {queue}")
             }
+            Event::PortOperStatus { port, up } => {
+                write!(f, "Port {port} oper state set from {} to {}", updown(!up), updown(*up))
+            }
         }
     }
+}
+
+fn updown(up: bool) -> &'static str {
+    if up { "up" } else { "down" }
 }
 
 /// Per-packet metadata decided at ingress.
@@ -221,6 +233,8 @@ struct PortState {
     /// Egress hold (`sai_thrift_port_tx_disable`): the whole port, or these queues.
     port_hold: bool,
     queue_hold: u8,
+    /// The link (the interface behind the port) is up: see [`Switch::set_port_oper`].
+    oper_up: bool,
 }
 
 impl PortState {
@@ -232,6 +246,7 @@ impl PortState {
             wred: [WredQueue::default(); 8],
             port_hold: false,
             queue_hold: 0,
+            oper_up: true,
         }
     }
 }
@@ -437,6 +452,37 @@ impl Switch {
     /// Time only moves forward for the model, whatever order calls arrive in.
     fn note_time(&mut self, now_ns: u64) {
         self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// Marks a port's link down or up (its interface vanished, lost carrier, or came back). While it is
+    /// down nothing leaves it: frames queued to it are dropped (TX_DRP, per queue), it sends no PFC, pauses
+    /// it received are forgotten, and frames forwarded to it are dropped (`L3_EGRESS_LINK_DOWN`). A port
+    /// starts up; the state survives configuration changes.
+    pub fn set_port_oper(&mut self, port: PortId, up: bool, now_ns: u64) {
+        self.note_time(now_ns);
+        let Some(state) = self.ports.get_mut(port) else { return };
+        if state.oper_up == up {
+            return;
+        }
+        state.oper_up = up;
+        if !up {
+            self.drop_queued(port, 0xff);
+            let pfc = &mut self.ports[port].pfc;
+            pfc.unpause(0xff, now_ns);
+            pfc.forget(0xff);
+        }
+        let name = self.config.ports[port].name.clone();
+        self.push_event(Event::PortOperStatus { port: name, up });
+    }
+
+    /// Whether a port's link is up (see [`Switch::set_port_oper`]).
+    pub fn port_oper_up(&self, port: PortId) -> bool {
+        self.ports.get(port).is_some_and(|s| s.oper_up)
+    }
+
+    /// Admin and oper up: frames may be sent to it.
+    fn port_up(&self, port: PortId) -> bool {
+        self.config.ports[port].admin_up && self.ports[port].oper_up
     }
 
     /// The running configuration's generation (0 before the first apply).
