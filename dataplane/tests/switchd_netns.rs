@@ -7,12 +7,12 @@
 use lossless_dataplane::io::PortBackend;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server;
-use lossless_testkit::netns::{Netns, Star};
-use lossless_testkit::{Switchd, SwitchdCommand};
 use lossless_dataplane::wire::build::Ipv4Flow;
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_dataplane::wire::{self, EthernetAddress, L3, MacControlRepr};
 use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
+use lossless_testkit::netns::{Netns, Star};
+use lossless_testkit::{Switchd, SwitchdCommand};
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 

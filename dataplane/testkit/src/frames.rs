@@ -86,12 +86,7 @@ pub fn send_all(port: &mut dyn PortBackend, frames: &[Vec<u8>]) {
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut sent = 0;
     while sent < frames.len() {
-        assert!(
-            Instant::now() < deadline,
-            "{}: only {sent} of {} frames sent",
-            port.name(),
-            frames.len()
-        );
+        assert!(Instant::now() < deadline, "{}: only {sent} of {} frames sent", port.name(), frames.len());
         sent += port.send_batch(&frames[sent..]).expect("send");
     }
 }

@@ -32,6 +32,7 @@
 pub mod frames;
 pub mod netns;
 pub mod switchd;
+mod watch;
 
 pub use netns::{Netns, unique_name};
 pub use switchd::{Client, Log, Switchd, SwitchdCommand, connect, switchd_binary};
