@@ -295,6 +295,9 @@ impl SwitchdCommand {
         command.stdin(Stdio::null());
         let child = command.spawn().map_err(|e| {
             cleanup(&config_file);
+            if self.log == Log::Capture {
+                cleanup(&log_path);
+            }
             io::Error::new(e.kind(), format!("starting {}: {e}", self.binary.display()))
         })?;
         let socket = endpoint.strip_prefix("unix:").map(PathBuf::from);
