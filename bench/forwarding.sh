@@ -16,7 +16,8 @@
 # sleeping or spinning): what leaving the kernel costs on this machine, whatever the forwarder does.
 # It closes with each forwarder's ratios to the kernel, PASS/FAIL against the targets (64 B pps ≥ 0.85×,
 # p99 ≤ 1.5×).
-# Results depend on the machine being otherwise idle; the example warns when it is not.
+# Results depend on the machine being otherwise idle; fwd-bench warns when it is not.
+# The benchmark is the fwd-bench binary of the lossless-bench crate (dataplane/bench).
 #
 # Usage (root: namespaces and AF_PACKET sockets):
 #   sudo bench/forwarding.sh [--seconds 3] [--sizes 64,1500] [--rate 10000] [--latency-seconds 2] [--json]
@@ -34,9 +35,9 @@ for tool in ip cargo; do
 done
 
 cd "$(dirname "$0")/.."
-cargo build --release -p lossless-dataplane --bin switchd --example fwd_bench >&2
+cargo build --release -p lossless-dataplane --bin switchd -p lossless-bench --bin fwd-bench >&2
 target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null \
     | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 target_dir=${target_dir:-target}
 # exec: Ctrl-C reaches the benchmark directly, which then removes what it created.
-exec "$target_dir/release/examples/fwd_bench" --mode both --switchd "$target_dir/release/switchd" "$@"
+exec "$target_dir/release/fwd-bench" --mode both --switchd "$target_dir/release/switchd" "$@"

@@ -3,84 +3,48 @@
 //! pfcwd, and the one-sentence error when the switch cannot be reached. Needs root and iproute2.
 
 use lossless_dataplane::io::PortBackend;
-use lossless_dataplane::io::netns::{Netns, unique_name};
 use lossless_dataplane::wire::EthernetAddress;
 use lossless_dataplane::wire::build::Ipv4Flow;
 use lossless_dataplane::wire::ip::Ecn;
+use lossless_testkit::netns::{Netns, Star, unique_name};
+use lossless_testkit::{Switchd, SwitchdCommand, switchd_binary};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const CONFIG: &str = include_str!("../../dataplane/tests/configs/switchd_congestion.yaml");
 
-/// The switchd binary next to this test's target directory (built on demand when only this crate's tests
-/// were built).
-fn switchd_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("switchd");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "lossless-dataplane", "--bin", "switchd"])
-            .status()
-            .unwrap();
-        assert!(status.success(), "building switchd");
-    }
-    bin
-}
-
 struct Lab {
-    switchd: Child,
-    endpoint: String,
-    hosts: Vec<Netns>,
-    _sw: Netns,
+    // Field order matters for Drop: the process stops before the namespaces go.
+    switchd: Switchd,
+    star: Star,
     dir: PathBuf,
 }
 
 impl Lab {
     fn start() -> Lab {
-        let sw = Netns::new(&unique_name("esw")).unwrap();
-        let hosts: Vec<Netns> = (0..3).map(|_| Netns::new(&unique_name("eh")).unwrap()).collect();
-        for (i, h) in hosts.iter().enumerate() {
-            h.veth("eth0", &sw, &format!("p{i}")).unwrap();
-        }
+        let star = Star::new("e", 3).unwrap();
         let dir = std::env::temp_dir().join(unique_name("swctl"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("switch.yaml"), CONFIG).unwrap();
-        let endpoint = format!("unix:{}", dir.join("sw.sock").display());
-        let switchd = Command::new("ip")
-            .args(["netns", "exec", sw.name()])
-            .arg(switchd_binary())
-            .arg("--config")
-            .arg(dir.join("switch.yaml"))
-            .args([
-                "--port",
-                "Ethernet0=p0",
-                "--port",
-                "Ethernet4=p1",
-                "--port",
-                "Ethernet8=p2",
-                "--grpc",
-                &endpoint,
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        let mut switchd = SwitchdCommand::new(switchd_binary())
+            .netns(&star.switch)
+            .config(dir.join("switch.yaml"))
+            .port("Ethernet0", "p0")
+            .port("Ethernet4", "p1")
+            .port("Ethernet8", "p2")
+            .grpc(&format!("unix:{}", dir.join("sw.sock").display()))
             .spawn()
             .unwrap();
-        let mut lab = Lab { switchd, endpoint, hosts, _sw: sw, dir };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !lab.swctl(&["get"]).status.success() {
-            assert!(lab.switchd.try_wait().unwrap().is_none(), "switchd exited during start-up");
-            assert!(Instant::now() < deadline, "switchd did not answer within 20 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        lab
+        let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        tokio.block_on(switchd.ready()).unwrap();
+        Lab { switchd, star, dir }
     }
 
     fn swctl(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_swctl"))
-            .args(["--switch", &self.endpoint])
+            .args(["--switch", self.switchd.endpoint()])
             .args(args)
             .output()
             .unwrap()
@@ -95,13 +59,7 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.switchd.id().to_string()]).status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.switchd.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.switchd.kill();
-        let _ = self.switchd.wait();
+        let _ = self.switchd.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -117,8 +75,8 @@ fn host_port(ns: &Netns) -> Box<dyn PortBackend> {
 
 /// h1 sends `n` DSCP-3 frames to h3; returns when h3 has them all.
 fn traffic(lab: &Lab, n: u16) {
-    let mut tx = host_port(&lab.hosts[0]);
-    let mut rx = host_port(&lab.hosts[2]);
+    let mut tx = host_port(&lab.star.hosts[0]);
+    let mut rx = host_port(&lab.star.hosts[2]);
     let frames: Vec<Vec<u8>> = (0..n)
         .map(|i| {
             Ipv4Flow {

@@ -5,10 +5,10 @@
 //! test starts is stopped (SIGTERM, then SIGKILL) before its namespace goes. Tests wait for `--ready-file`
 //! and for process exits, never for a guessed time.
 
-use lossless_dataplane::io::netns::{Netns, unique_name};
 use lossless_dataplane::io::runtime::{libc_pollfd, poll_fds};
 use lossless_dataplane::io::{self, PortBackend, PortSpec};
 use lossless_dataplane::wire::{self, L3, MacControlRepr, PfcRepr};
+use lossless_testkit::netns::{Netns, unique_name};
 use serde_json::Value;
 use std::fs::File;
 use std::path::PathBuf;

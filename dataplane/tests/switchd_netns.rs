@@ -5,16 +5,15 @@
 //! `h1:eth0 — sw:p0 (Ethernet0)`, `h2:eth0 — sw:p1 (Ethernet4)`, `h3:eth0 — sw:p2 (Ethernet8, 1 Gb/s)`.
 
 use lossless_dataplane::io::PortBackend;
-use lossless_dataplane::io::netns::{Netns, unique_name};
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server;
 use lossless_dataplane::wire::build::Ipv4Flow;
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_dataplane::wire::{self, EthernetAddress, L3, MacControlRepr};
 use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
+use lossless_testkit::netns::{Netns, Star};
+use lossless_testkit::{Switchd, SwitchdCommand};
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CONFIG: &str = include_str!("configs/switchd_congestion.yaml");
@@ -26,10 +25,8 @@ const HOST_MACS: [EthernetAddress; 3] = [
 
 struct Lab {
     // Field order matters for Drop: the process stops before the namespaces go.
-    switchd: Option<Child>,
-    socket: PathBuf,
-    hosts: Vec<Netns>,
-    _sw: Netns,
+    switchd: Switchd,
+    star: Star,
     tokio: tokio::runtime::Runtime,
 }
 
@@ -40,46 +37,29 @@ impl Lab {
 
     /// Like [`Lab::start`], with extra switchd arguments.
     fn start_with(extra: &[&str]) -> Lab {
-        let sw = Netns::new(&unique_name("lsw")).unwrap();
-        let hosts: Vec<Netns> = (0..3).map(|_| Netns::new(&unique_name("lh")).unwrap()).collect();
-        for (i, h) in hosts.iter().enumerate() {
-            h.veth("eth0", &sw, &format!("p{i}")).unwrap();
-        }
-        let config = std::env::temp_dir().join(format!("{}.yaml", unique_name("lcfg")));
-        std::fs::write(&config, CONFIG).unwrap();
-        let socket = std::env::temp_dir().join(format!("{}.sock", unique_name("lsock")));
-        let child = Command::new("ip")
-            .args(["netns", "exec", sw.name(), env!("CARGO_BIN_EXE_switchd"), "--name", "t"])
-            .arg("--config")
-            .arg(&config)
-            .args(["--port", "Ethernet0=p0", "--port", "Ethernet4=p1", "--port", "Ethernet8=p2"])
-            .arg("--grpc")
-            .arg(format!("unix:{}", socket.display()))
+        let star = Star::new("l", 3).unwrap();
+        let mut switchd = SwitchdCommand::new(env!("CARGO_BIN_EXE_switchd"))
+            .netns(&star.switch)
+            .name("t")
+            .config_text("switch.yaml", CONFIG)
+            .port("Ethernet0", "p0")
+            .port("Ethernet4", "p1")
+            .port("Ethernet8", "p2")
             .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
             .spawn()
             .expect("switchd starts");
         let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let mut lab = Lab { switchd: Some(child), socket, hosts, _sw: sw, tokio };
-        lab.client(); // waits until it answers
-        lab
+        tokio.block_on(switchd.ready()).unwrap();
+        Lab { switchd, star, tokio }
     }
 
-    /// A client on switchd's socket; waits (bounded) for switchd to be up, failing if it exited.
+    fn hosts(&self) -> &[Netns] {
+        &self.star.hosts
+    }
+
+    /// A client on switchd's socket.
     fn client(&mut self) -> SwitchClient<tonic::transport::Channel> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let endpoint = format!("unix:{}", self.socket.display());
-        loop {
-            if let Ok(c) = self.tokio.block_on(server::connect(&endpoint)) {
-                return c;
-            }
-            if let Some(status) = self.switchd.as_mut().unwrap().try_wait().unwrap() {
-                panic!("switchd exited during start-up: {status}");
-            }
-            assert!(Instant::now() < deadline, "switchd did not answer on {endpoint} within 20 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.tokio.block_on(self.switchd.client()).unwrap()
     }
 
     fn counters(&mut self) -> pb::GetCountersResponse {
@@ -89,21 +69,6 @@ impl Lab {
 
     fn port<'a>(c: &'a pb::GetCountersResponse, name: &str) -> &'a pb::PortCounters {
         c.ports.iter().find(|p| p.name == name).unwrap()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.switchd.take() {
-            // SIGTERM through kill(1): switchd stops cleanly; a stuck one is killed.
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 
@@ -170,7 +135,7 @@ fn receive(port: &mut dyn PortBackend, want: usize, quiet: Duration) -> (usize, 
 /// Two senders, one 1 Gb/s receiver: `dscp` 3 is lossless, 8 lossy. Returns (frames received by h3,
 /// PFC frames seen by h1 and h2).
 fn two_to_one(lab: &mut Lab, dscp: u8, per_sender: u16) -> (usize, Vec<PfcSeen>) {
-    let mut ports: Vec<_> = lab.hosts.iter().map(host_port).collect();
+    let mut ports: Vec<_> = lab.hosts().iter().map(host_port).collect();
     let total = 2 * usize::from(per_sender);
     let (p1, rest) = ports.split_first_mut().unwrap();
     let (p2, rest) = rest.split_first_mut().unwrap();
@@ -242,8 +207,8 @@ fn lossy_congestion_tail_drops_and_sends_no_pfc() {
 #[test]
 fn config_changes_under_lossless_traffic_lose_nothing() {
     let mut lab = Lab::start();
-    let mut p1 = host_port(&lab.hosts[0]);
-    let mut p3 = host_port(&lab.hosts[2]);
+    let mut p1 = host_port(&lab.hosts()[0]);
+    let mut p3 = host_port(&lab.hosts()[2]);
     let base = ConfigDb::from_yaml_str(CONFIG).unwrap();
     let mut client = lab.client();
     let total = 3000usize;
@@ -305,15 +270,13 @@ fn config_changes_under_lossless_traffic_lose_nothing() {
 
 #[test]
 fn a_missing_interface_is_a_clear_start_up_error() {
-    let sw = Netns::new(&unique_name("lsw")).unwrap();
-    let config = std::env::temp_dir().join(format!("{}.yaml", unique_name("lcfg")));
-    std::fs::write(&config, CONFIG).unwrap();
+    let sw = lossless_testkit::netns::unique("lsw").unwrap();
     let started = Instant::now();
-    let out = Command::new("ip")
-        .args(["netns", "exec", sw.name(), env!("CARGO_BIN_EXE_switchd")])
-        .arg("--config")
-        .arg(&config)
-        .args(["--port", "Ethernet0=nope0", "--grpc", "tcp:127.0.0.1:1"])
+    let out = SwitchdCommand::new(env!("CARGO_BIN_EXE_switchd"))
+        .netns(&sw)
+        .config_text("switch.yaml", CONFIG)
+        .port("Ethernet0", "nope0")
+        .grpc("tcp:127.0.0.1:1")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -334,16 +297,14 @@ fn busy_polling_forwards_answers_and_stops() {
     assert_eq!(Lab::port(&c, "Ethernet8").queues[3].packets, 600);
     // Polling with nothing to do, the model thread is in SCHED_IDLE (5); once the 1.5 s window has passed
     // it sleeps, back in SCHED_OTHER (0).
-    let pid = lab.switchd.as_ref().unwrap().id();
+    let pid = lab.switchd.pid();
     let model = model_thread(pid);
     let policy = || scheduling_policy(pid, model);
     let seen = await_value(policy, 5, Duration::from_millis(1400));
     assert_eq!(seen, 5, "the idle-polling model thread is in SCHED_IDLE");
     let seen = await_value(policy, 0, Duration::from_secs(5));
     assert_eq!(seen, 0, "the sleeping model thread is back in SCHED_OTHER");
-    let mut child = lab.switchd.take().unwrap();
-    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(child.wait().unwrap().success(), "switchd exits 0 on SIGTERM");
+    assert!(lab.switchd.stop().unwrap().success(), "switchd exits 0 on SIGTERM");
 }
 
 /// The thread of `pid` named `model`.
@@ -380,10 +341,9 @@ fn await_value(read: impl Fn() -> u32, want: u32, limit: Duration) -> u32 {
 #[test]
 fn sigterm_stops_cleanly_and_removes_the_socket() {
     let mut lab = Lab::start();
-    assert!(lab.socket.exists());
-    let mut child = lab.switchd.take().unwrap();
-    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    let status = child.wait().unwrap();
+    let socket = lab.switchd.socket().unwrap().to_owned();
+    assert!(socket.exists());
+    let status = lab.switchd.stop().unwrap();
     assert!(status.success(), "switchd exits 0 on SIGTERM: {status}");
-    assert!(!lab.socket.exists(), "socket removed");
+    assert!(!socket.exists(), "socket removed");
 }

@@ -10,7 +10,9 @@
 //!
 //! Test port `i` is the `i`-th port of the profile's PORT table in natural order (Ethernet0, Ethernet4, …).
 //! Everything is torn down on drop, also while a failed assertion unwinds: switchd gets SIGTERM (then
-//! SIGKILL), the sockets close, both namespaces are deleted (their veths go with them).
+//! SIGKILL; see `lossless_testkit::Switchd`), the sockets close, both namespaces are deleted (their veths go
+//! with them). switchd's log is captured and quoted when it fails to start (`LOSSLESS_PTF_SWITCHD_LOG=1`
+//! sends it to stderr instead).
 //!
 //! Waits: a positive verb (`verify_packet`) returns as soon as the frame arrives and fails after
 //! [`Ptf::timeout`]; a negative verb (`verify_no_packet`, `verify_no_other_packets`) watches for
@@ -21,16 +23,14 @@
 use crate::packet::{Mask, describe};
 use lossless_dataplane::io::PortBackend;
 use lossless_dataplane::io::afpacket::AfPacketPort;
-use lossless_dataplane::io::netns::{Netns, unique_name};
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server;
 use lossless_dataplane::wire::EthernetAddress;
 use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
+use lossless_testkit::netns::{Netns, unique_name};
+use lossless_testkit::{Log, Switchd, SwitchdCommand};
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Frames sent before waiting for switchd to count them: well under its receive ring (thousands of slots).
@@ -65,42 +65,14 @@ pub struct Ptf {
     pub timeout: Duration,
     /// How long a negative verb watches.
     pub negative_timeout: Duration,
-    // Field order is drop order after `Drop::drop` stopped switchd: sockets, files, then namespaces.
+    // Field order is drop order after `Drop::drop` closed the client: sockets, switchd (stopped, its files
+    // removed), then the namespaces.
     ports: Vec<TestPort>,
-    switchd: Option<Child>,
     client: Option<SwitchClient<tonic::transport::Channel>>,
+    switchd: Switchd,
     tokio: tokio::runtime::Runtime,
-    socket: PathBuf,
-    config_file: PathBuf,
     _ptf_ns: Netns,
     _switch_ns: Netns,
-}
-
-/// switchd's binary: `$LOSSLESS_SWITCHD`, else the workspace's build (brought up to date once per
-/// process with `cargo build`, in the profile the tests were built in).
-pub fn switchd_binary() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        if let Some(p) = std::env::var_os("LOSSLESS_SWITCHD") {
-            return PathBuf::from(p);
-        }
-        // target/<profile>/deps/<test binary>
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir =
-            exe.parent().and_then(Path::parent).expect("the test runs from target/<profile>/deps");
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "lossless-dataplane", "--bin", "switchd"]);
-        if release {
-            build.arg("--release");
-        }
-        build.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let status = build.status().expect("running cargo build for switchd");
-        assert!(status.success(), "building switchd failed");
-        profile_dir.join("switchd")
-    })
-    .clone()
 }
 
 /// Receive ring of a test port: room for tens of thousands of frames, so a released queue's whole burst
@@ -126,19 +98,17 @@ impl Ptf {
             ptf_ns.veth(&format!("eth{i}"), &switch_ns, &format!("p{i}")).expect("creating a veth pair");
         }
         let text = serde_json::to_string_pretty(&db).expect("a ConfigDb serialises");
-        let config_file = std::env::temp_dir().join(format!("{}.json", unique_name("ptfcfg")));
-        std::fs::write(&config_file, text).expect("writing switchd's configuration");
-        let socket = std::env::temp_dir().join(format!("{}.sock", unique_name("ptfsock")));
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", switch_ns.name()]).arg(switchd_binary());
-        command.args(["--name", "ptf", "--config"]).arg(&config_file);
+        let mut command = SwitchdCommand::new(lossless_testkit::switchd_binary())
+            .netns(&switch_ns)
+            .name("ptf")
+            .config_text("ptf.json", &text);
         for (i, n) in names.iter().enumerate() {
-            command.args(["--port", &format!("{n}=p{i}")]);
+            command = command.port(n, &format!("p{i}"));
         }
-        command.arg("--grpc").arg(format!("unix:{}", socket.display()));
-        let log = std::env::var_os("LOSSLESS_PTF_SWITCHD_LOG").is_some();
-        command.stdout(Stdio::null()).stderr(if log { Stdio::inherit() } else { Stdio::null() });
-        let child = command.spawn().expect("starting switchd");
+        if std::env::var_os("LOSSLESS_PTF_SWITCHD_LOG").is_some() {
+            command = command.log(Log::Inherit);
+        }
+        let switchd = command.spawn().expect("starting switchd");
         let ports = names
             .iter()
             .enumerate()
@@ -159,11 +129,9 @@ impl Ptf {
             timeout: Duration::from_secs(3),
             negative_timeout: Duration::from_millis(300),
             ports,
-            switchd: Some(child),
             client: None,
+            switchd,
             tokio,
-            socket,
-            config_file,
             _ptf_ns: ptf_ns,
             _switch_ns: switch_ns,
         };
@@ -171,22 +139,11 @@ impl Ptf {
         ptf
     }
 
-    /// Waits (bounded) until switchd answers on its socket; fails at once if it exited.
+    /// Waits (bounded) until switchd answers on its socket; fails at once if it exited, quoting its log.
     fn connect(&mut self) {
-        let endpoint = format!("unix:{}", self.socket.display());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(c) = self.tokio.block_on(server::connect(&endpoint)) {
-                self.client = Some(c);
-                return;
-            }
-            if let Some(status) = self.switchd.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                panic!(
-                    "switchd exited during start-up ({status}); set LOSSLESS_PTF_SWITCHD_LOG=1 to see why"
-                );
-            }
-            assert!(Instant::now() < deadline, "switchd did not answer on {endpoint} within 20 s");
-            std::thread::sleep(Duration::from_millis(20));
+        match self.tokio.block_on(self.switchd.ready()) {
+            Ok(c) => self.client = Some(c),
+            Err(e) => panic!("{e:#}"),
         }
     }
 
@@ -720,19 +677,9 @@ impl Events {
 
 impl Drop for Ptf {
     fn drop(&mut self) {
+        // Close the connection first: switchd waits for open connections when it stops.
         self.client = None;
-        if let Some(mut child) = self.switchd.take() {
-            // `ip netns exec` passes SIGTERM on by exec'ing switchd in place.
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_file(&self.socket);
-        let _ = std::fs::remove_file(&self.config_file);
+        let _ = self.switchd.stop();
     }
 }
 

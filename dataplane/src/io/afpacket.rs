@@ -232,6 +232,11 @@ impl AfPacketPort {
         if self.tx_ring.is_some() { TxMode::Ring } else { TxMode::Sendmmsg }
     }
 
+    /// Slots of the receive ring (0 without one): how many frames the socket holds before the kernel drops.
+    pub fn rx_ring_slots(&self) -> usize {
+        self.ring.as_ref().map_or(0, |r| r.frame_nr)
+    }
+
     /// Frames the kernel dropped at this port's socket because the switch did not take them in time (a full
     /// ring or socket buffer): invisible to every other counter.
     pub fn rx_kernel_drops(&self) -> u64 {
