@@ -14,8 +14,10 @@
 //! The lab is removed at the end, on failure and on Ctrl-C; the run directory keeps the plot, the summary
 //! (`summary.json`), the hosts' reports and every process's log.
 
-use super::run::{self, Lab, UpOptions};
+use super::down;
+use super::state::{self, LabState};
 use super::topology::{Flow, Topology};
+use super::up::{self, Lab, UpOptions};
 use super::{check_interrupted, interrupted};
 use anyhow::{Context, bail};
 use lossless_dataplane::server;
@@ -258,7 +260,7 @@ pub fn run(
         let _ = std::io::stdout().flush();
     }
     let up = UpOptions { name: Some(name), traffic_seconds: Some(options.seconds), ..UpOptions::default() };
-    let mut lab = run::up(topology, &up, tokio)?;
+    let mut lab = up::up(topology, &up, tokio)?;
     let endpoint = lab.endpoint(&plan.switch).context("the switch's endpoint")?.to_owned();
     let samples: Arc<Mutex<Vec<pb::GetCountersResponse>>> = Arc::default();
     let sampler = tokio.spawn(sample(endpoint.clone(), samples.clone()));
@@ -303,19 +305,19 @@ pub fn run(
 /// over from a crashed run, which is removed) the name with this process's id.
 fn choose_name(topology: &Topology, requested: Option<&str>) -> anyhow::Result<String> {
     let base = requested.unwrap_or(&topology.name).to_owned();
-    let dir = run::lab_dir(&base);
+    let dir = state::lab_dir(&base);
     let taken = |name: &str| {
-        run::lab_dir(name).join("state.json").exists()
-            || topology.node_names().any(|n| run::namespace_exists(&run::namespace_name(name, n)))
+        state::lab_dir(name).join("state.json").exists()
+            || topology.node_names().any(|n| state::namespace_exists(&state::namespace_name(name, n)))
     };
     if !taken(&base) {
         return Ok(base);
     }
-    if let Ok(state) = run::LabState::load(&dir)
+    if let Ok(state) = LabState::load(&dir)
         && state.owner.is_some()
         && !state.owner_alive()
     {
-        let report = run::down(&base, false)?;
+        let report = down::down(&base, false)?;
         eprintln!("swctl: removed lab {base} left over from an interrupted run ({})", report.summary());
         if !taken(&base) {
             return Ok(base);
@@ -532,7 +534,7 @@ fn flow_stats<'a>(
             })
             .nth(nth)
     });
-    let qp = sent.map(|s| u64_at(s, "dst_qp")).unwrap_or(u64::from(run::flow_qp(planned.index)));
+    let qp = sent.map(|s| u64_at(s, "dst_qp")).unwrap_or(u64::from(up::flow_qp(planned.index)));
     let src_ip = src.ip.to_string();
     let received = reports.get(&f.to).and_then(|r| {
         items(r, "receivers").find(|x| {

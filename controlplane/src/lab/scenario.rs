@@ -51,8 +51,9 @@
 //! event of the Subscribe stream ends it; `pfcwd_detected` checks the longer of the two delays (the
 //! detection certainly happened within it).
 
-use super::run::{self, UpOptions};
+use super::switchd::push_config;
 use super::topology::{MAX_LAB_NAME, RelativeTo, Topology};
+use super::up::{self, Lab, UpOptions};
 use super::{check_interrupted, interrupted};
 use anyhow::{Context, bail};
 use lossless_dataplane::model::config::ConfigDb;
@@ -635,7 +636,7 @@ fn lab_name(scenario: &str) -> String {
 
 /// Carries out one timed action; what it did, for the report.
 fn act(
-    lab: &mut run::Lab,
+    lab: &mut Lab,
     endpoints: &BTreeMap<String, String>,
     action: &Action,
     tokio: &tokio::runtime::Handle,
@@ -676,7 +677,7 @@ fn act(
             };
             super::topology::resolve_switch_config(&mut db)
                 .map_err(|issues| anyhow::anyhow!("apply to {switch} ({source}): {}", issues.join("; ")))?;
-            let generation = run::push_config(tokio, &mut client, &db)
+            let generation = push_config(tokio, &mut client, &db)
                 .with_context(|| format!("apply to {switch} ({source})"))?;
             (
                 format!("apply {source} to {switch}{}", if *replace { " (replace)" } else { " (merge)" }),
@@ -713,7 +714,7 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
     let up = UpOptions { name: Some(name.clone()), traffic_seconds: Some(seconds), host_args };
     let samples: Samples = Arc::default();
     let events: Events = Arc::default();
-    let mut lab = run::up(&scenario.topology, &up, tokio)?;
+    let mut lab = up::up(&scenario.topology, &up, tokio)?;
     let endpoints: BTreeMap<String, String> =
         lab.state.switches.iter().map(|s| (s.name.clone(), s.endpoint.clone())).collect();
     let tasks: Vec<_> = endpoints
@@ -874,7 +875,7 @@ fn evaluate(
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let qp = u64::from(run::flow_qp(i));
+            let qp = u64::from(up::flow_qp(i));
             let src_ip = t.host(&f.from).map(|h| h.ip.to_string()).unwrap_or_default();
             let dst_ip = t.host(&f.to).map(|h| h.ip.to_string()).unwrap_or_default();
             let r = reports.get(&f.to).and_then(|r| r.get("receivers")).and_then(Value::as_array).and_then(
