@@ -332,7 +332,7 @@ impl ExpectFile {
     }
 
     /// A bounded metric as the side of a ratio has it (the bounds apply to the metric itself here).
-    fn into_metric(self) -> Result<MetricFile, ExpectFile> {
+    fn into_metric(self) -> Result<MetricFile, Box<ExpectFile>> {
         Ok(match self {
             ExpectFile::PfcTx(m) => MetricFile::PfcTx(m),
             ExpectFile::QueueDepth(m) => MetricFile::QueueDepth(m),
@@ -343,7 +343,7 @@ impl ExpectFile {
             ExpectFile::Retransmitted(f) => MetricFile::Retransmitted(f),
             ExpectFile::DcqcnRateDecreases(f) => MetricFile::DcqcnRateDecreases(f),
             ExpectFile::DcqcnRateMbps(f) => MetricFile::DcqcnRateMbps(f),
-            other => return Err(other),
+            other => return Err(Box::new(other)),
         })
     }
 
@@ -368,7 +368,7 @@ impl ExpectFile {
             }
             Err(other) => other,
         };
-        Ok(match metric {
+        Ok(match *metric {
             ExpectFile::PfcwdDetected(p) => Expect::PfcwdDetected {
                 switch: p.switch,
                 port: p.port,
