@@ -1,9 +1,13 @@
 //! `swctl demo`: a walkthrough of the switch model on the embedded T0 configuration, in virtual time and
 //! in-process. It shows what the core does today: ARP, routing, SONiC's DSCP→TC→queue mapping, FDB/ARP
 //! aging, and the drop-instead-of-flood rule for lossless traffic.
+//!
+//! The switch runs on the project's virtual-time driver ([`lossless_dataplane::sim`]): frames are injected
+//! on its ports, and what it sends (at line rate, into ports without links) is read from the driver's log.
 
+use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::sim::{Device, Sent, Sim};
 use lossless_dataplane::wire::build::{self, Ipv4Flow};
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_dataplane::wire::{self, ArpOperation, ArpRepr, EtherType, EthernetAddress, L3};
@@ -11,6 +15,8 @@ use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
 const SEC: u64 = 1_000_000_000;
+/// Time given to the switch to send what a step queued (far more than its ports need for it).
+const SETTLE_NS: u64 = 1_000_000;
 const UPLINK_MAC: EthernetAddress = EthernetAddress([0x02, 0xaa, 0, 0, 0, 1]);
 const HOST_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
 const HOST_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
@@ -23,11 +29,15 @@ pub fn run() -> anyhow::Result<String> {
     let applied = sw.apply(&db, 0)?;
     let port = |sw: &Switch, name: &str| sw.port_id(name).expect("T0 port");
     let (e0, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
+    let port_count = sw.port_count();
+    let mut sim = Sim::new();
+    sim.keep_log = true;
+    let id = sim.add(Device::Switch(Box::new(sw)));
     writeln!(
         out,
         "Applied the embedded T0 config (configs/t0.yaml): generation {}, {} ports, {} warning(s).",
         applied.generation,
-        sw.port_count(),
+        port_count,
         applied.warnings.len()
     )?;
 
@@ -41,9 +51,9 @@ pub fn run() -> anyhow::Result<String> {
     };
     let frame =
         build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&request));
-    sw.handle_frame(e8, frame, 0);
-    for t in drain(&mut sw, e8, 0) {
-        if let Ok(L3::Arp(a)) = wire::decode(&t).map(|d| d.l3) {
+    sim.inject((id, e8), 0, frame);
+    for t in settle(&mut sim).iter().filter(|s| s.from == (id, e8)) {
+        if let Ok(L3::Arp(a)) = wire::decode(&t.frame).map(|d| d.l3) {
             writeln!(
                 out,
                 "\n[t=0s] {HOST_IP} ({HOST_MAC}) on Ethernet8 asks who-has 192.168.0.1; the switch answers {} is-at {}.",
@@ -51,17 +61,17 @@ pub fn run() -> anyhow::Result<String> {
             )?;
         }
     }
-    drain_all(&mut sw, 0);
     writeln!(
         out,
         "        learned: FDB Vlan1000 {HOST_MAC} -> Ethernet8, neighbour {HOST_IP} -> {HOST_MAC}"
     )?;
 
     // 2. One routed packet per DSCP from the uplink: DscpMappingPB.
+    sim.run_until(SEC);
     for dscp in 0..64 {
-        sw.handle_frame(e0, routed(dscp), SEC);
+        sim.inject((id, e0), SEC, routed(dscp));
     }
-    drain_all(&mut sw, SEC);
+    settle(&mut sim);
     writeln!(
         out,
         "\n[t=1s] 64 routed packets from Ethernet0, one per DSCP 0..63 (sonic-mgmt DscpMappingPB)."
@@ -71,18 +81,14 @@ pub fn run() -> anyhow::Result<String> {
         "        Ethernet8 egress queues with SONiC's AZURE maps (DSCP 3,4 lossless; 8 -> queue 0; 5 -> 2; 46 -> 5; 48 -> 6;\n        UC7 holds the switch's own ARP reply):\n"
     )?;
     writeln!(out, "{:>12}  {:>4}  {:>12}  {:>13}", "Port", "TxQ", "Counter/pkts", "Counter/bytes")?;
-    let c = sw.port_counters(e8).expect("port");
+    let c = sim.switch(id).port_counters(e8).expect("port");
     for (q, qc) in c.queues.iter().enumerate() {
         writeln!(out, "{:>12}  {:>4}  {:>12}  {:>13}", "Ethernet8", format!("UC{q}"), qc.packets, qc.bytes)?;
     }
 
     // 3. Fifteen minutes of silence: the FDB entry ages (600 s), the ARP entry (4 h) does not.
-    let later = 15 * 60 * SEC;
-    let mut now = SEC;
-    while let Some(at) = sw.poll_at().filter(|&t| t <= later) {
-        now = at;
-        sw.handle_timeout(now);
-    }
+    sim.run_until(15 * 60 * SEC);
+    let sw = sim.switch(id);
     writeln!(
         out,
         "\n[t=15min] The server was silent: FDB entry present: {}, ARP entry present: {}.",
@@ -92,14 +98,16 @@ pub fn run() -> anyhow::Result<String> {
 
     // 4. Lossless packets now find the MAC but no port: dropped, never flooded. Lossy ones flood.
     let before = sw.port_counters(e0).expect("port").rx_drp;
+    let now = sim.now();
     for dscp in [3, 4] {
         for _ in 0..10 {
-            sw.handle_frame(e0, routed(dscp), now);
+            sim.inject((id, e0), now, routed(dscp));
         }
     }
-    let lossless_out = drain_all(&mut sw, now);
-    sw.handle_frame(e0, routed(8), now);
-    let lossy_out = drain_all(&mut sw, now);
+    let lossless_out = settle(&mut sim).len();
+    sim.inject((id, e0), sim.now(), routed(8));
+    let lossy_out = settle(&mut sim).len();
+    let sw = sim.switch(id);
     let c = sw.port_counters(e0).expect("port");
     writeln!(
         out,
@@ -149,23 +157,12 @@ fn routed(dscp: u8) -> Vec<u8> {
     flow.udp(4791, &[0; 32])
 }
 
-/// Everything queued on a port, sent at the port's line rate from `now` on (virtual time).
-fn drain(sw: &mut Switch, port: PortId, now: u64) -> Vec<Vec<u8>> {
-    let mut t = now;
-    let mut out = Vec::new();
-    loop {
-        match sw.poll_transmit(port, t) {
-            Some(tx) => out.push(tx.frame),
-            None => match sw.next_transmit_at(port) {
-                Some(next) if next > t => t = next,
-                _ => return out,
-            },
-        }
-    }
-}
-
-fn drain_all(sw: &mut Switch, now: u64) -> usize {
-    (0..sw.port_count()).map(|p| drain(sw, p, now).len()).sum()
+/// Runs the switch for [`SETTLE_NS`] from now, so that it sends what it queued (at line rate); the frames
+/// it sent meanwhile.
+fn settle(sim: &mut Sim) -> Vec<Sent> {
+    let first = sim.sent.len();
+    sim.run_until(sim.now() + SETTLE_NS);
+    sim.sent[first..].to_vec()
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! - [`wire`], [`model`], [`nic`]: re-exported from the I/O-free core crate `lossless-core`.
 //! - [`io`]: port backends on Linux interfaces and the real-time runtime that drives the model.
 //! - [`server`]: the gRPC services (`lossless.v1.Switch`, health, reflection) over the runtime.
+//! - [`rocehost`]: the RoCEv2 host emulator behind the `rocehost` binary, and its report file.
+//! - [`shutdown`]: SIGINT/SIGTERM handling shared by switchd, rocehost and the labs.
 //!
 //! Unsafe code is denied crate-wide; only the port backends, which talk to the kernel (AF_PACKET sockets,
 //! TAP devices, ethtool ioctls), allow it locally, each block with its reason.
@@ -10,6 +12,8 @@
 #![deny(unsafe_code)]
 
 pub mod io;
+pub mod rocehost;
 pub mod server;
+pub mod shutdown;
 
 pub use lossless_core::{model, nic, sim, text, wire};

@@ -1,5 +1,6 @@
 //! Network-namespace labs: a topology file ([`topology`]) becomes one namespace per node, veth pairs
-//! between them, one `switchd` per switch and one `rocehost` per host ([`run`](mod@run)); `swctl lab demo`
+//! between them, one `switchd` per switch and one `rocehost` per host ([`up`](mod@up), [`down`](mod@down),
+//! [`status`](mod@status), all recorded in [`state`]); `swctl lab demo`
 //! ([`demo`]) runs the README's main scenario on one, `swctl lab run` ([`scenario`]) a scenario file.
 //!
 //! ```text
@@ -12,15 +13,20 @@
 //! ```
 
 pub mod demo;
-pub mod run;
+pub mod down;
 pub mod scenario;
+pub mod state;
+pub mod status;
+mod switchd;
 pub mod topology;
+pub mod up;
 
 use anyhow::bail;
+use lossless_dataplane::shutdown::Shutdown;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use topology::Topology;
 
 /// The embedded demo: the topology and the switch configuration it names.
@@ -31,11 +37,12 @@ pub mod embedded {
     pub const FILES: &[(&str, &str)] = &[("demo-switch.yaml", DEMO_SWITCH)];
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// SIGINT/SIGTERM, caught while a lab command runs.
+static SIGNALS: OnceLock<Shutdown> = OnceLock::new();
 
 /// Ctrl-C (or SIGTERM) arrived: long operations stop at their next step and clean up.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+    SIGNALS.get().is_some_and(|s| s.received().is_some())
 }
 
 pub(crate) fn check_interrupted() -> anyhow::Result<()> {
@@ -99,52 +106,41 @@ pub enum LabCommand {
 
 /// Runs a `swctl lab` command. Ctrl-C and SIGTERM make it clean up and exit.
 pub fn run(command: LabCommand, json: bool) -> anyhow::Result<ExitCode> {
+    if SIGNALS.get().is_none() {
+        let signals = Shutdown::install_with(|_, n| {
+            if n == 1 {
+                eprintln!("\nswctl: interrupted; cleaning up");
+            } else {
+                eprintln!("swctl: still cleaning up");
+            }
+        })?;
+        let _ = SIGNALS.set(signals);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let handle = runtime.handle().clone();
     runtime.block_on(async move {
-        let signals = tokio::spawn(watch_signals());
         let result = tokio::task::spawn_blocking(move || dispatch(command, json, &handle)).await;
-        signals.abort();
         result.map_err(|e| anyhow::anyhow!("the lab task failed: {e}"))?
     })
-}
-
-async fn watch_signals() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
-    else {
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-        if INTERRUPTED.swap(true, Ordering::Relaxed) {
-            eprintln!("swctl: still cleaning up");
-        } else {
-            eprintln!("\nswctl: interrupted; cleaning up");
-        }
-    }
 }
 
 fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> anyhow::Result<ExitCode> {
     match command {
         LabCommand::Up { file, name } => {
             let topology = Topology::load(&file)?;
-            let options = run::UpOptions { name, ..run::UpOptions::default() };
-            let lab = run::up(&topology, &options, tokio)?;
+            let options = up::UpOptions { name, ..up::UpOptions::default() };
+            let lab = up::up(&topology, &options, tokio)?;
             let state = lab.detach();
             if json {
                 println!("{}", serde_json::to_string_pretty(&state)?);
             } else {
-                print!("{}", describe_up(&state, &topology));
+                print!("{}", up::describe_up(&state, &topology));
             }
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Down { lab, force } => {
             let name = lab_name_of(&lab)?;
-            let report = run::down(&name, force)?;
+            let report = down::down(&name, force)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -165,11 +161,11 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
             Ok(if report.problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         LabCommand::Status { name } => {
-            let labs = run::status(name.as_deref(), tokio)?;
+            let labs = status::status(name.as_deref(), tokio)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&labs)?);
             } else {
-                print!("{}", describe_status(&labs));
+                print!("{}", status::describe_status(&labs));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -237,119 +233,7 @@ fn lab_name_of(arg: &str) -> anyhow::Result<String> {
 /// `--lab NAME --switch SW` → SW's endpoint in that lab; without `--lab`, `switch` as given.
 pub fn resolve_switch(lab: Option<&str>, switch: &str, default_endpoint: &str) -> anyhow::Result<String> {
     match lab {
-        Some(lab) => run::resolve_switch(lab, switch, default_endpoint),
+        Some(lab) => status::resolve_switch(lab, switch, default_endpoint),
         None => Ok(switch.to_owned()),
     }
-}
-
-fn describe_up(state: &run::LabState, topology: &Topology) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let dir = run::lab_dir(&state.name);
-    let _ = writeln!(out, "Lab {} is up ({}; run directory {})", state.name, state.topology, dir.display());
-    for sw in &state.switches {
-        let pid = state.process(&sw.name).and_then(|p| p.pid).map(|p| p.pid).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  switch {:<8} namespace {:<20} switchd pid {pid}, gRPC {}",
-            sw.name, sw.namespace, sw.endpoint
-        );
-        for p in &sw.ports {
-            let _ = writeln!(out, "           {:<10} on {:<10} -- {}", p.port, p.interface, p.peer);
-        }
-    }
-    for h in &state.hosts {
-        let pid = state.process(&h.name).and_then(|p| p.pid).map(|p| p.pid).unwrap_or_default();
-        let attached = topology
-            .host(&h.name)
-            .and_then(|t| t.attached.as_ref())
-            .map(|e| format!(" -- {e}"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  host   {:<8} namespace {:<20} rocehost pid {pid} (responder), {} {} {}{attached}",
-            h.name, h.namespace, h.interface, h.ip, h.mac
-        );
-    }
-    let _ = writeln!(out, "Reach it:");
-    if let Some(sw) = state.switches.first() {
-        let _ = writeln!(out, "  swctl --switch {} show pfc counters", sw.endpoint);
-        let _ = writeln!(out, "  swctl --lab {} --switch {} show queue counters", state.name, sw.name);
-    }
-    if let [a, b, ..] = state.hosts.as_slice() {
-        let ip = b.ip.split('/').next().unwrap_or_default();
-        let _ =
-            writeln!(out, "  ip netns exec {} ping -c 1 {ip}        # {} -> {}", a.namespace, a.name, b.name);
-    }
-    let _ = writeln!(out, "  swctl lab status {}", state.name);
-    let _ = writeln!(out, "  swctl lab down {}", state.name);
-    out
-}
-
-fn describe_status(labs: &[run::LabStatus]) -> String {
-    use std::fmt::Write as _;
-    if labs.is_empty() {
-        return format!("no labs (under {})\n", run::base_dir().display());
-    }
-    let mut out = String::new();
-    for lab in labs {
-        let phase = match lab.phase {
-            run::Phase::Starting => "starting",
-            run::Phase::Up => "up",
-            run::Phase::Stopping => "stopping",
-        };
-        let health = if lab.healthy { "healthy" } else { "DEGRADED" };
-        let _ = writeln!(
-            out,
-            "Lab {} ({}): {phase}, {health}; run directory {}",
-            lab.name,
-            lab.topology,
-            lab.run_dir.display()
-        );
-        let mut rows = vec![
-            ["NODE", "KIND", "NAMESPACE", "PID", "PROCESS", "ANSWERING", "DETAIL"].map(String::from).to_vec(),
-        ];
-        for n in &lab.nodes {
-            let process = match (n.pid, n.alive) {
-                (None, _) => "not started",
-                (Some(_), true) => "alive",
-                (Some(_), false) => "dead",
-            };
-            let answering = match (n.kind.as_str(), n.answering) {
-                ("switchd", true) => "gRPC ok",
-                ("switchd", false) => "gRPC down",
-                (_, true) => "ready",
-                (_, false) => "not ready",
-            };
-            let namespace =
-                if n.namespace_exists { n.namespace.clone() } else { format!("{} (missing)", n.namespace) };
-            rows.push(vec![
-                n.node.clone(),
-                n.kind.clone(),
-                namespace,
-                n.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
-                process.into(),
-                answering.into(),
-                n.detail.clone(),
-            ]);
-        }
-        out.push_str(&left_aligned(&rows));
-    }
-    out
-}
-
-/// Rows of cells as left-aligned columns, two spaces apart, indented by two.
-fn left_aligned(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        out.push_str("  ");
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
 }

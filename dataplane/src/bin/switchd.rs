@@ -15,6 +15,7 @@ use lossless_dataplane::io::{self, PortBackend, PortSpec, runtime::Runtime};
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server::{self, Limits, Listen, ServeOptions, TlsFiles};
+use lossless_dataplane::shutdown::Shutdown;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -170,14 +171,11 @@ fn run(args: Args) -> anyhow::Result<()> {
     let model = std::thread::Builder::new().name("model".into()).spawn(move || runtime.run())?;
 
     let tokio = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let signals = Shutdown::install().context("installing the SIGTERM/SIGINT handlers")?;
     let served = tokio.block_on(async {
-        let shutdown = async {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("SIGTERM handler");
-            tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-                _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
-            }
+        let shutdown = async move {
+            let signal = signals.requested().await;
+            tracing::info!("{signal}: stopping");
         };
         tracing::info!(name = %args.name, ports, grpc = %listen, "switchd ready");
         server::serve(handle.clone(), options, shutdown).await

@@ -1,0 +1,209 @@
+//! `swctl lab run FILE`: a scenario is a topology (inline, or `topology: path`) plus a timeline of steps
+//! (times in ms after the hosts are up) and expectations checked on the results.
+//!
+//! ```yaml
+//! topology: ../topologies/t1-t0.yaml     # or an inline topology mapping
+//! duration-ms: 4000                      # senders' --duration
+//! steps:
+//!   - { at: 0, traffic: { from: h1, to: h3, priority: 3, dscp: 3, rate-mbps: 300, dcqcn: false } }
+//!   - { at: 2000, storm: { host: h2, priorities: [3], interval-us: 100, stop: 3500 } }
+//!   - { at: 800, stop-host: { host: h3 } }                   # h3's rocehost exits: a dead, silent server
+//!   - { at: 1000, flush-fdb: { switch: t0, port: Ethernet4 } }
+//!   - { at: 0, apply: { switch: t0, config: { SWITCH: { switch: { lossless_fdb_miss_action: flood } } } } }
+//!   - { at: 1500, apply: { switch: t0, config: t0-new.yaml, replace: true } }
+//! expect:
+//!   - pfcwd_detected: { switch: sw1, port: Ethernet4, queue: 3, within_ms: 650 }
+//!   - goodput_mbps_at_least: { flow: 0, value: 200 }
+//!   - psn_gaps: { flow: 0, max: 0 }
+//!   - drop_reason: { switch: t0, reason: FDB_MISS_LOSSLESS, min: 1 }
+//!   - flooded_frames: { switch: t0, port: Ethernet8, queue: 3, min: 1 }
+//!   - fdb_entry: { switch: t0, host: h3, present: false }   # at the end of the run
+//!   - neighbor: { switch: t0, host: h3, present: true }
+//!   - pfc_tx: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, min: 1 }
+//!   - queue_depth: { switch: sw1, port: Ethernet8, queue: 3, max: 20 }
+//!   - cnps: { flow: [2, 3], min: 1 }                         # flows: numbered from 0 in step order
+//!   - ratio: { of: { pause_ms: { flow: [2, 3] } }, to: { pause_ms: { flow: [0, 1] } }, max: 0.5 }
+//! ```
+//!
+//! Metrics (`min`/`max` bounds, or the two sides of a `ratio`):
+//! - `pfc_tx`: PFC frames the switch sent on the port(s) for the priority (summed);
+//! - `queue_depth`: frames in the egress queue, averaged over the counter samples (every
+//!   [`SAMPLE_INTERVAL_MS`]) taken while the scenario ran;
+//! - per flow, summed over the flows listed: `goodput_mbps` (receiver), `psn_gaps` (receiver), `cnps`
+//!   (CNPs the sender received), `pause_ms` (time the sender's NIC was paused on the flow's priority; a host
+//!   sending two flows on one priority counts it for each), `retransmitted` (sender packets),
+//!   `dcqcn_rate_decreases` and `dcqcn_rate_mbps` (the sender's DCQCN reaction point: rate cuts, and its
+//!   rate when the run ended; 0 with DCQCN off).
+//!
+//! Steps:
+//! - `storm` runs in the host's own rocehost (`--storm`, `--storm-from`, `--storm-until`);
+//! - `stop-host` stops the host's rocehost (SIGTERM; it writes its report): a dead server. Nothing leaves
+//!   the host any more for traffic from off its subnet (its kernel has no route back); traffic from its own
+//!   subnet may still draw a few rate-limited ICMP errors from its kernel;
+//! - `flush-fdb` removes learned FDB entries (all, or one port's), as MAC aging does; neighbours stay;
+//! - `apply` pushes a configuration over the switch's Apply RPC at its running generation: merged field by
+//!   field into the running configuration, or with `replace: true` as the whole configuration (NULL lossless
+//!   PG profiles are computed as `swctl apply` does). The switch validates it; a refusal fails the scenario
+//!   with the switch's issues (`TABLE|key|field: message`).
+//!
+//! Storm start and detection are measured on the switch's clock: the storm began between the last counter
+//! sample without PFC RX growth on a storm priority and the first with it, and the `pfc_storm_detected`
+//! event of the Subscribe stream ends it; `pfcwd_detected` checks the longer of the two delays (the
+//! detection certainly happened within it).
+//!
+//! Here: the scenario as checked ([`Scenario`]), its file form ([`file`]: serde types, validation), the run
+//! ([`run`](mod@run)) and the report ([`report`]).
+
+pub mod file;
+pub mod report;
+pub mod run;
+
+use super::topology::Topology;
+use lossless_dataplane::model::config::ConfigDb;
+
+pub use run::run;
+
+/// Counter sampling period of a scenario run.
+pub const SAMPLE_INTERVAL_MS: u32 = 10;
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub topology: Topology,
+    pub duration_ms: u64,
+    pub storms: Vec<Storm>,
+    /// Timed actions on switches and hosts, in time order (file order for equal times).
+    pub actions: Vec<Action>,
+    pub expect: Vec<Expect>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Storm {
+    pub host: String,
+    pub priorities: Vec<u8>,
+    pub interval_us: u64,
+    pub start_ms: u64,
+    pub stop_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Action {
+    pub at_ms: u64,
+    /// `steps[i]`, for messages.
+    pub step: String,
+    pub kind: ActionKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum ActionKind {
+    FlushFdb { switch: String, port: Option<String> },
+    StopHost { host: String },
+    Apply { switch: String, config: ConfigDb, replace: bool, source: String },
+}
+
+#[derive(Debug, Clone)]
+pub enum Expect {
+    PfcwdDetected {
+        switch: String,
+        port: String,
+        queue: u32,
+        within_ms: u64,
+    },
+    DropReason {
+        switch: String,
+        reason: String,
+        min: Option<u64>,
+        max: Option<u64>,
+    },
+    Flooded {
+        switch: String,
+        port: String,
+        queue: u32,
+        min: Option<u64>,
+        max: Option<u64>,
+    },
+    /// A metric within bounds.
+    Bounds {
+        metric: Metric,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    /// `of / to` within bounds.
+    Ratio {
+        of: Metric,
+        to: Metric,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    /// The switch's FDB (the host's MAC) or neighbour table (its IP) has, or has not, the host's entry.
+    Entry {
+        switch: String,
+        host: String,
+        table: Table,
+        present: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Fdb,
+    Neighbor,
+}
+
+#[derive(Debug, Clone)]
+pub enum Metric {
+    PfcTx { switch: String, ports: Vec<String>, priority: u8 },
+    QueueDepth { switch: String, port: String, queue: u32 },
+    Flow { what: FlowMetric, flows: Vec<usize> },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowMetric {
+    GoodputMbps,
+    PsnGaps,
+    Cnps,
+    PauseMs,
+    Retransmitted,
+    RateDecreases,
+    RateMbps,
+}
+
+impl FlowMetric {
+    pub(super) fn describe(self) -> &'static str {
+        match self {
+            FlowMetric::GoodputMbps => "goodput (Mb/s)",
+            FlowMetric::PsnGaps => "PSN gaps",
+            FlowMetric::Cnps => "CNPs received by the sender",
+            FlowMetric::PauseMs => "sender paused (ms)",
+            FlowMetric::Retransmitted => "retransmitted packets",
+            FlowMetric::RateDecreases => "DCQCN rate decreases",
+            FlowMetric::RateMbps => "DCQCN rate at the end (Mb/s)",
+        }
+    }
+}
+
+impl Metric {
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Metric::PfcTx { switch, ports, priority } => {
+                format!("{switch} PFC frames sent on {} priority {priority}", ports.join("+"))
+            }
+            Metric::QueueDepth { switch, port, queue } => {
+                format!("{switch} {port} queue {queue} mean depth (frames)")
+            }
+            Metric::Flow { what, flows } => {
+                let list = flows.iter().map(usize::to_string).collect::<Vec<_>>().join("+");
+                format!("flow {list} {}", what.describe())
+            }
+        }
+    }
+
+    /// The switch and ports the metric reads, to check that they exist.
+    pub(super) fn switch(&self) -> Option<(&str, Vec<&str>)> {
+        match self {
+            Metric::PfcTx { switch, ports, .. } => Some((switch, ports.iter().map(String::as_str).collect())),
+            Metric::QueueDepth { switch, port, .. } => Some((switch, vec![port.as_str()])),
+            Metric::Flow { .. } => None,
+        }
+    }
+}

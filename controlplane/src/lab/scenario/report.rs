@@ -1,0 +1,519 @@
+//! The scenario's report: what the flows, storms and actions did, what the switches showed, and whether
+//! each expectation held (`swctl lab run`'s output, and `scenario.json` in the run directory).
+
+use super::{Expect, FlowMetric, Metric, SAMPLE_INTERVAL_MS, Scenario, Table};
+use crate::lab::up;
+use lossless_dataplane::rocehost::report::Report;
+use lossless_proto::v1 as pb;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    pub expectation: String,
+    pub holds: bool,
+    pub evidence: String,
+}
+
+/// What a timed action did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionRecord {
+    pub step: String,
+    pub at_ms: u64,
+    /// When it was carried out, ms after the hosts were up.
+    pub done_ms: u64,
+    pub action: String,
+    pub result: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ScenarioReport {
+    pub scenario: String,
+    pub lab: String,
+    pub run_dir: PathBuf,
+    pub flows: Vec<FlowResult>,
+    pub storms: Vec<StormResult>,
+    pub events: Vec<EventRecord>,
+    pub actions: Vec<ActionRecord>,
+    /// Per switch: non-zero PFC TX, drop reasons, ECN marks and queue depths.
+    pub switches: BTreeMap<String, SwitchSummary>,
+    pub expectations: Vec<Outcome>,
+    pub ok: bool,
+}
+
+/// One flow, from the sender's and the receiver's reports. (Fields in alphabetical order, as the JSON
+/// has always had them.)
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FlowResult {
+    pub cnps_received: u64,
+    pub dcqcn: bool,
+    pub dcqcn_rate_decreases: u64,
+    /// The sender's DCQCN rate at the end; `None` with DCQCN off.
+    pub dcqcn_rate_mbps: Option<f64>,
+    pub flow: usize,
+    pub from: String,
+    pub goodput_mbps: f64,
+    pub offered_mbps: Option<u32>,
+    pub pause_ms: f64,
+    pub priority: u8,
+    pub psn_gaps: u64,
+    pub received_packets: u64,
+    pub retransmitted_packets: u64,
+    pub sent_packets: u64,
+    pub start_ms: u64,
+    pub to: String,
+}
+
+impl FlowResult {
+    fn metric(&self, m: FlowMetric) -> f64 {
+        match m {
+            FlowMetric::GoodputMbps => self.goodput_mbps,
+            FlowMetric::PsnGaps => self.psn_gaps as f64,
+            FlowMetric::Cnps => self.cnps_received as f64,
+            FlowMetric::PauseMs => self.pause_ms,
+            FlowMetric::Retransmitted => self.retransmitted_packets as f64,
+            FlowMetric::RateDecreases => self.dcqcn_rate_decreases as f64,
+            FlowMetric::RateMbps => self.dcqcn_rate_mbps.unwrap_or(0.0),
+        }
+    }
+}
+
+/// A storm step, and when the switch saw it begin (its clock).
+#[derive(Debug, Clone, Serialize)]
+pub struct StormResult {
+    pub began_after_switch_ns: Option<u64>,
+    pub first_seen_switch_ns: Option<u64>,
+    pub host: String,
+    pub port: String,
+    pub priorities: Vec<u8>,
+    pub scheduled_ms: u64,
+    pub stop_ms: Option<u64>,
+    pub switch: String,
+}
+
+/// A `pfc_storm_*` event of a switch's Subscribe stream.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRecord {
+    pub kind: String,
+    pub port: String,
+    pub queue: u32,
+    pub timestamp_ns: u64,
+}
+
+/// What one switch showed at the end: keys `port|priority` or `port|queue`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SwitchSummary {
+    pub drop_reasons: BTreeMap<String, u64>,
+    pub ecn_marked: BTreeMap<String, u64>,
+    pub pfc_tx: BTreeMap<String, u64>,
+    pub queue_depth_frames: BTreeMap<String, DepthSummary>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DepthSummary {
+    pub max: u64,
+    pub mean: f64,
+}
+
+/// What the switches showed.
+pub(super) struct Observed<'a> {
+    pub(super) finals: &'a BTreeMap<String, pb::GetCountersResponse>,
+    pub(super) tables: &'a BTreeMap<String, (Vec<pb::FdbEntry>, Vec<pb::NeighborEntry>)>,
+    pub(super) samples: &'a BTreeMap<String, Vec<(Instant, pb::GetCountersResponse)>>,
+    /// The scenario's duration on this process's clock: queue depths are averaged over it.
+    pub(super) window: (Instant, Instant),
+    pub(super) events: &'a [pb::SwitchEvent],
+}
+
+impl Observed<'_> {
+    fn port(&self, switch: &str, port: &str) -> Option<&pb::PortCounters> {
+        self.finals.get(switch).and_then(|c| c.ports.iter().find(|p| p.name == port))
+    }
+
+    /// Depth samples of a queue while the scenario ran: (mean, max, count).
+    pub(super) fn queue_depth(&self, switch: &str, port: &str, queue: u32) -> (f64, u64, usize) {
+        let depths: Vec<u64> = self
+            .samples
+            .get(switch)
+            .into_iter()
+            .flatten()
+            .filter(|(at, _)| *at >= self.window.0 && *at <= self.window.1)
+            .filter_map(|(_, c)| c.ports.iter().find(|p| p.name == port))
+            .map(|p| p.queue_depth.get(queue as usize).copied().unwrap_or(0))
+            .collect();
+        let mean =
+            if depths.is_empty() { 0.0 } else { depths.iter().sum::<u64>() as f64 / depths.len() as f64 };
+        (mean, depths.iter().copied().max().unwrap_or(0), depths.len())
+    }
+
+    /// Between which two samples (switch clock, ns) the port's PFC RX on `prio` first grew.
+    fn storm_start(&self, sw: &str, port_name: &str, prio: usize) -> Option<(u64, u64)> {
+        let s = self.samples.get(sw)?;
+        let rx = |c: &pb::GetCountersResponse| {
+            c.ports.iter().find(|p| p.name == port_name).and_then(|p| p.pfc.get(prio)).map_or(0, |p| p.rx)
+        };
+        let first = s.first().map(|(_, c)| rx(c))?;
+        let i = s.iter().position(|(_, c)| rx(c) > first)?;
+        Some((s[i.saturating_sub(1)].1.timestamp_ns, s[i].1.timestamp_ns))
+    }
+}
+
+/// Counts without decimals, measurements with one.
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x:.1}") }
+}
+
+fn bounds_text(min: Option<f64>, max: Option<f64>) -> String {
+    match (min, max) {
+        (Some(a), Some(b)) => format!("in [{a}, {b}]"),
+        (Some(a), None) => format!("≥ {a}"),
+        (None, Some(b)) => format!("≤ {b}"),
+        (None, None) => "any".into(),
+    }
+}
+
+fn within(x: f64, min: Option<f64>, max: Option<f64>) -> bool {
+    min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
+}
+
+pub(super) fn evaluate(
+    scenario: &Scenario,
+    lab: &str,
+    dir: &Path,
+    seen: &Observed,
+    reports: &BTreeMap<String, Report>,
+    actions: Vec<ActionRecord>,
+) -> ScenarioReport {
+    let t = &scenario.topology;
+    let flows: Vec<FlowResult> = t
+        .traffic
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let qp = up::flow_qp(i);
+            let (src, dst) = (t.host(&f.from), t.host(&f.to));
+            let sender = reports.get(&f.from);
+            let r = reports.get(&f.to).zip(src).and_then(|(r, src)| r.receiver(src.ip, qp));
+            let s = sender.zip(dst).and_then(|(r, dst)| r.flow_to(dst.ip, qp));
+            let dcqcn = s.and_then(|s| s.dcqcn);
+            let pause_ns = sender.map_or(0, |r| r.pause_ns(f.priority));
+            FlowResult {
+                flow: i,
+                from: f.from.clone(),
+                to: f.to.clone(),
+                priority: f.priority,
+                dcqcn: f.dcqcn,
+                offered_mbps: f.rate_mbps,
+                start_ms: f.start_ms,
+                sent_packets: s.map_or(0, |s| s.sent_packets),
+                retransmitted_packets: s.map_or(0, |s| s.retransmitted_packets),
+                cnps_received: s.map_or(0, |s| s.cnps_received),
+                dcqcn_rate_decreases: dcqcn.map_or(0, |d| d.rate_decreases),
+                dcqcn_rate_mbps: dcqcn.map(|d| d.current_rate_mbps),
+                pause_ms: pause_ns as f64 / 1e6,
+                received_packets: r.map_or(0, |r| r.received_packets),
+                psn_gaps: r.map_or(0, |r| r.psn_gaps),
+                goodput_mbps: r.map_or(0.0, |r| r.goodput_mbps),
+            }
+        })
+        .collect();
+    let mut storms = Vec::new();
+    for s in &scenario.storms {
+        let end = t.host(&s.host).and_then(|h| h.attached.clone());
+        if let (Some(end), Some(&p)) = (end, s.priorities.first()) {
+            let seen_at = seen.storm_start(&end.node, &end.port, usize::from(p));
+            storms.push(StormResult {
+                host: s.host.clone(),
+                switch: end.node,
+                port: end.port,
+                priorities: s.priorities.clone(),
+                scheduled_ms: s.start_ms,
+                stop_ms: s.stop_ms,
+                began_after_switch_ns: seen_at.map(|x| x.0),
+                first_seen_switch_ns: seen_at.map(|x| x.1),
+            });
+        }
+    }
+    let metric = |m: &Metric| -> (f64, String) {
+        match m {
+            Metric::PfcTx { switch, ports, priority } => {
+                let per: Vec<u64> = ports
+                    .iter()
+                    .map(|p| {
+                        seen.port(switch, p)
+                            .and_then(|c| c.pfc.get(usize::from(*priority)))
+                            .map_or(0, |c| c.tx)
+                    })
+                    .collect();
+                let total: u64 = per.iter().sum();
+                let detail = if ports.len() > 1 {
+                    format!(
+                        " ({})",
+                        ports
+                            .iter()
+                            .zip(&per)
+                            .map(|(p, n)| format!("{p} {n}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    String::new()
+                };
+                (total as f64, format!("{total}{detail}"))
+            }
+            Metric::QueueDepth { switch, port, queue } => {
+                let (mean, max, n) = seen.queue_depth(switch, port, *queue);
+                (mean, format!("mean {mean:.2} frames, max {max}, {n} samples"))
+            }
+            Metric::Flow { what, flows: list } => {
+                let per: Vec<f64> = list.iter().map(|&i| flows[i].metric(*what)).collect();
+                let total: f64 = per.iter().sum();
+                let detail = if list.len() > 1 {
+                    format!(
+                        " ({})",
+                        list.iter()
+                            .zip(&per)
+                            .map(|(i, v)| format!("flow {i} {}", number(*v)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    String::new()
+                };
+                (total, format!("{}{detail}", number(total)))
+            }
+        }
+    };
+    let mut outcomes = Vec::new();
+    for e in &scenario.expect {
+        let (expectation, holds, evidence) = match e {
+            Expect::PfcwdDetected { switch, port: p, queue, within_ms } => {
+                let detected = seen
+                    .events
+                    .iter()
+                    .find(|e| e.kind == "pfc_storm_detected" && &e.port == p && e.index == *queue);
+                let start = seen.storm_start(switch, p, *queue as usize);
+                let counted = seen
+                    .port(switch, p)
+                    .and_then(|c| c.pfc_wd.get(*queue as usize))
+                    .map_or(0, |w| w.deadlock_detected);
+                let (holds, evidence) = match (detected, start) {
+                    (Some(d), Some((before, after))) => {
+                        let longest = d.timestamp_ns.saturating_sub(before) as f64 / 1e6;
+                        let shortest = d.timestamp_ns.saturating_sub(after) as f64 / 1e6;
+                        (
+                            longest <= *within_ms as f64,
+                            format!(
+                                "detected {shortest:.1}-{longest:.1} ms after the storm began (the counter samples, every {SAMPLE_INTERVAL_MS} ms, bracket its start); deadlock_detected {counted}"
+                            ),
+                        )
+                    }
+                    (None, _) => (false, format!("no pfc_storm_detected event; deadlock_detected {counted}")),
+                    (Some(_), None) => (false, "no PFC RX increase seen in the counter samples".into()),
+                };
+                (
+                    format!(
+                        "PFC watchdog detects a storm on {switch} {p} queue {queue} within {within_ms} ms"
+                    ),
+                    holds,
+                    evidence,
+                )
+            }
+            Expect::DropReason { switch, reason, min, max } => {
+                let n: u64 = seen
+                    .finals
+                    .get(switch)
+                    .map_or(0, |c| c.ports.iter().filter_map(|p| p.drop_reasons.get(reason)).sum());
+                (
+                    format!(
+                        "{switch} {reason} drops {}",
+                        bounds_text(min.map(|m| m as f64), max.map(|m| m as f64))
+                    ),
+                    min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m),
+                    format!("{n}"),
+                )
+            }
+            Expect::Flooded { switch, port: p, queue, min, max } => {
+                let n =
+                    seen.port(switch, p).and_then(|c| c.queues.get(*queue as usize)).map_or(0, |q| q.packets);
+                (
+                    format!(
+                        "{switch} {p} queue {queue} frames {}",
+                        bounds_text(min.map(|m| m as f64), max.map(|m| m as f64))
+                    ),
+                    min.is_none_or(|m| n >= m) && max.is_none_or(|m| n <= m),
+                    format!("{n}"),
+                )
+            }
+            Expect::Bounds { metric: m, min, max } => {
+                let (value, evidence) = metric(m);
+                (format!("{} {}", m.describe(), bounds_text(*min, *max)), within(value, *min, *max), evidence)
+            }
+            Expect::Ratio { of, to, min, max } => {
+                let ((a, a_text), (b, b_text)) = (metric(of), metric(to));
+                let ratio = if b > 0.0 {
+                    a / b
+                } else if a > 0.0 {
+                    f64::INFINITY
+                } else {
+                    f64::NAN
+                };
+                (
+                    format!("{} / {} {}", of.describe(), to.describe(), bounds_text(*min, *max)),
+                    ratio.is_finite() && within(ratio, *min, *max),
+                    format!("{a_text} / {b_text} = {ratio:.3}"),
+                )
+            }
+            Expect::Entry { switch, host, table, present } => {
+                let h = t.host(host);
+                let (fdb, neighbors) =
+                    seen.tables.get(switch).map(|(f, n)| (&f[..], &n[..])).unwrap_or_default();
+                let (what, found) = match table {
+                    Table::Fdb => {
+                        let mac = h.map(|h| h.mac.to_string()).unwrap_or_default();
+                        let e = fdb.iter().find(|e| e.mac.eq_ignore_ascii_case(&mac));
+                        (
+                            format!("FDB entry for {host}'s MAC {mac}"),
+                            e.map(|e| format!("Vlan{} {} on {}", e.vlan, e.mac, e.port)),
+                        )
+                    }
+                    Table::Neighbor => {
+                        let ip = h.map(|h| h.ip.to_string()).unwrap_or_default();
+                        let e = neighbors.iter().find(|e| e.ip == ip);
+                        (
+                            format!("neighbour (ARP) entry for {host}'s {ip}"),
+                            e.map(|e| format!("{} is-at {} on {}", e.ip, e.mac, e.interface)),
+                        )
+                    }
+                };
+                (
+                    format!("{switch} {} {what} at the end", if *present { "has a" } else { "has no" }),
+                    found.is_some() == *present,
+                    found.unwrap_or_else(|| "absent".into()),
+                )
+            }
+        };
+        outcomes.push(Outcome { expectation, holds, evidence });
+    }
+    let events = seen
+        .events
+        .iter()
+        .map(|e| EventRecord {
+            kind: e.kind.clone(),
+            port: e.port.clone(),
+            queue: e.index,
+            timestamp_ns: e.timestamp_ns,
+        })
+        .collect();
+    let switches = seen.finals.iter().map(|(sw, c)| (sw.clone(), switch_summary(seen, sw, c))).collect();
+    let ok = outcomes.iter().all(|o| o.holds);
+    ScenarioReport {
+        scenario: scenario.name.clone(),
+        lab: lab.to_owned(),
+        run_dir: dir.to_path_buf(),
+        flows,
+        storms,
+        events,
+        actions,
+        switches,
+        expectations: outcomes,
+        ok,
+    }
+}
+
+/// The non-zero PFC TX per port and priority, drop reasons, ECN marks and queue depths of one switch.
+fn switch_summary(seen: &Observed, sw: &str, c: &pb::GetCountersResponse) -> SwitchSummary {
+    let mut summary = SwitchSummary::default();
+    for p in &c.ports {
+        for (prio, pfc) in p.pfc.iter().enumerate().filter(|(_, x)| x.tx > 0) {
+            summary.pfc_tx.insert(format!("{}|{prio}", p.name), pfc.tx);
+        }
+        for (reason, n) in &p.drop_reasons {
+            *summary.drop_reasons.entry(reason.clone()).or_default() += n;
+        }
+        for (q, counters) in p.queues.iter().enumerate() {
+            if counters.ecn_marked_packets > 0 {
+                summary.ecn_marked.insert(format!("{}|{q}", p.name), counters.ecn_marked_packets);
+            }
+            let (mean, max, _) = seen.queue_depth(sw, &p.name, q as u32);
+            if max > 0 {
+                summary.queue_depth_frames.insert(format!("{}|{q}", p.name), DepthSummary { max, mean });
+            }
+        }
+    }
+    summary
+}
+
+impl ScenarioReport {
+    /// The report as text.
+    pub fn describe(&self) -> String {
+        let r = self;
+        let mut out = String::new();
+        let _ =
+            writeln!(out, "Scenario {} (lab {}, run directory {})", r.scenario, r.lab, r.run_dir.display());
+        for f in &r.flows {
+            let offered = f.offered_mbps.map_or("line rate".to_owned(), |r| format!("{r} Mb/s"));
+            let dcqcn = match f.dcqcn_rate_mbps {
+                Some(rate) => {
+                    format!("DCQCN on ({} rate decreases, {rate:.0} Mb/s at the end)", f.dcqcn_rate_decreases)
+                }
+                None => "DCQCN off".into(),
+            };
+            let _ = writeln!(
+                out,
+                "  flow {} {} -> {} prio {}, {dcqcn}: offered {offered}, goodput {:.1} Mb/s, {} packets, {} PSN gaps, \
+             {} CNPs, sender paused {:.1} ms",
+                f.flow,
+                f.from,
+                f.to,
+                f.priority,
+                f.goodput_mbps,
+                f.received_packets,
+                f.psn_gaps,
+                f.cnps_received,
+                f.pause_ms,
+            );
+        }
+        for a in &r.actions {
+            let _ = writeln!(out, "  {} ms ({}): {}: {}", a.done_ms, a.step, a.action, a.result);
+        }
+        for e in &r.events {
+            let _ = writeln!(out, "  event {} {} queue {} at {} ns", e.kind, e.port, e.queue, e.timestamp_ns);
+        }
+        for (sw, s) in &r.switches {
+            let list = |m: &BTreeMap<String, u64>| -> String {
+                m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            };
+            let depths = s
+                .queue_depth_frames
+                .iter()
+                .map(|(k, v)| format!("{k} mean {:.1} max {}", v.mean, v.max))
+                .collect::<Vec<_>>()
+                .join(", ");
+            for (label, text) in [
+                ("PFC frames sent (port|priority)", list(&s.pfc_tx)),
+                ("drops", list(&s.drop_reasons)),
+                ("ECN marked (port|queue)", list(&s.ecn_marked)),
+                ("queue depth, frames (port|queue)", depths),
+            ] {
+                if !text.is_empty() {
+                    let _ = writeln!(out, "  {sw} {label}: {text}");
+                }
+            }
+        }
+        for o in &r.expectations {
+            let _ = writeln!(
+                out,
+                "  [{}] {}: {}",
+                if o.holds { "PASS" } else { "FAIL" },
+                o.expectation,
+                o.evidence
+            );
+        }
+        let _ = writeln!(out, "{}", if r.ok { "all expectations hold" } else { "SOME EXPECTATIONS FAILED" });
+        out
+    }
+}

@@ -1,0 +1,246 @@
+//! Running a scenario: the lab up, counters and events subscribed, the timeline's actions carried out on
+//! time, the hosts' reports and the switches' final state collected, then the lab down.
+
+use super::report::{ActionRecord, Observed, evaluate};
+use super::{Action, ActionKind, SAMPLE_INTERVAL_MS, Scenario};
+use crate::lab::switchd::push_config;
+use crate::lab::topology::MAX_LAB_NAME;
+use crate::lab::up::{self, Lab, UpOptions};
+use crate::lab::{check_interrupted, interrupted};
+use anyhow::{Context, bail};
+use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::rocehost::report::Report;
+use lossless_dataplane::server;
+use lossless_proto::v1 as pb;
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Counter snapshots of one switch, with the moment each arrived (on this process's clock).
+type Samples = Arc<Mutex<BTreeMap<String, Vec<(Instant, pb::GetCountersResponse)>>>>;
+type Events = Arc<Mutex<Vec<pb::SwitchEvent>>>;
+
+async fn subscribe(switch: String, endpoint: String, samples: Samples, events: Events) {
+    let Ok(mut client) = server::connect(&endpoint).await else { return };
+    let request = pb::SubscribeRequest { counters_interval_ms: SAMPLE_INTERVAL_MS, events: true };
+    let Ok(stream) = client.subscribe(request).await else { return };
+    let mut stream = stream.into_inner();
+    while let Ok(Some(item)) = stream.message().await {
+        match item.item {
+            Some(pb::subscribe_response::Item::Counters(c)) => samples
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(switch.clone())
+                .or_default()
+                .push((Instant::now(), c)),
+            Some(pb::subscribe_response::Item::Event(mut e)) => {
+                e.message.clear();
+                if e.kind.starts_with("pfc_storm") {
+                    events.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+/// The lab's name: the scenario's (shortened to fit), then this process's id, so that runs of one scenario
+/// by several processes coexist.
+fn lab_name(scenario: &str) -> String {
+    let suffix = format!("-{:x}", std::process::id());
+    let keep = MAX_LAB_NAME.saturating_sub(suffix.len());
+    let base: String = scenario.chars().take(keep).collect();
+    format!("{}{suffix}", base.trim_end_matches(['-', '_']))
+}
+
+/// Carries out one timed action; what it did, for the report.
+fn act(
+    lab: &mut Lab,
+    endpoints: &BTreeMap<String, String>,
+    action: &Action,
+    tokio: &tokio::runtime::Handle,
+) -> anyhow::Result<(String, String)> {
+    let endpoint = |sw: &str| endpoints.get(sw).cloned().with_context(|| format!("unknown switch {sw}"));
+    Ok(match &action.kind {
+        ActionKind::FlushFdb { switch, port } => {
+            let endpoint = endpoint(switch)?;
+            let flushed = tokio.block_on(async {
+                let mut c = server::connect(&endpoint).await?;
+                let r = c.flush_fdb(pb::FlushFdbRequest { vlan: None, port: port.clone() }).await;
+                anyhow::Ok(r.map_err(|e| anyhow::anyhow!("{}", e.message()))?.into_inner().flushed)
+            })?;
+            (
+                format!("flush-fdb {switch}{}", port.as_ref().map(|p| format!(" {p}")).unwrap_or_default()),
+                format!("{flushed} entr{} flushed", if flushed == 1 { "y" } else { "ies" }),
+            )
+        }
+        ActionKind::StopHost { host } => {
+            if lab.running(host) && !lab.stop_process(host, Duration::from_secs(10)) {
+                bail!("rocehost of {host} did not stop on SIGTERM");
+            }
+            (format!("stop-host {host}"), "rocehost stopped".into())
+        }
+        ActionKind::Apply { switch, config, replace, source } => {
+            let endpoint = endpoint(switch)?;
+            let mut client = tokio.block_on(server::connect(&endpoint))?;
+            let mut db = if *replace {
+                config.clone()
+            } else {
+                let running = tokio
+                    .block_on(client.get(pb::GetRequest {}))
+                    .map_err(|e| anyhow::anyhow!("{switch}: {}", e.message()))?
+                    .into_inner();
+                let mut db = server::config_db_from_proto(running.config.unwrap_or_default());
+                merge(&mut db, config);
+                db
+            };
+            crate::lab::topology::resolve_switch_config(&mut db)
+                .map_err(|issues| anyhow::anyhow!("apply to {switch} ({source}): {}", issues.join("; ")))?;
+            let generation = push_config(tokio, &mut client, &db)
+                .with_context(|| format!("apply to {switch} ({source})"))?;
+            (
+                format!("apply {source} to {switch}{}", if *replace { " (replace)" } else { " (merge)" }),
+                format!("generation {generation}"),
+            )
+        }
+    })
+}
+
+/// Merges `patch` into `db` field by field, as `config load` writes fields into CONFIG_DB.
+fn merge(db: &mut ConfigDb, patch: &ConfigDb) {
+    for (table, keys) in &patch.tables {
+        for (key, fields) in keys {
+            let entry = db.tables.entry(table.clone()).or_default().entry(key.clone()).or_default();
+            entry.extend(fields.iter().map(|(f, v)| (f.clone(), v.clone())));
+        }
+    }
+}
+
+/// Runs a scenario; exit 1 when an expectation fails.
+pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> anyhow::Result<ExitCode> {
+    let mut host_args: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for s in &scenario.storms {
+        let prios = s.priorities.iter().map(u8::to_string).collect::<Vec<_>>().join(",");
+        let args = host_args.entry(s.host.clone()).or_default();
+        args.extend(["--storm".into(), format!("{prios}@{}", s.interval_us)]);
+        args.extend(["--storm-from".into(), format!("{}", s.start_ms.max(1) as f64 / 1000.0)]);
+        if let Some(stop) = s.stop_ms {
+            args.extend(["--storm-until".into(), format!("{}", stop as f64 / 1000.0)]);
+        }
+    }
+    let seconds = scenario.duration_ms.div_ceil(1000).max(1) as u32;
+    let name = lab_name(&scenario.name);
+    let up = UpOptions { name: Some(name.clone()), traffic_seconds: Some(seconds), host_args };
+    let samples: Samples = Arc::default();
+    let events: Events = Arc::default();
+    let mut lab = up::up(&scenario.topology, &up, tokio)?;
+    let endpoints: BTreeMap<String, String> =
+        lab.state.switches.iter().map(|s| (s.name.clone(), s.endpoint.clone())).collect();
+    let tasks: Vec<_> = endpoints
+        .iter()
+        .map(|(s, e)| tokio.spawn(subscribe(s.clone(), e.clone(), samples.clone(), events.clone())))
+        .collect();
+    let start = Instant::now();
+    let mut records = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        let senders: Vec<String> =
+            lab.state.hosts.iter().filter(|h| !h.flows.is_empty()).map(|h| h.name.clone()).collect();
+        let mut actions = scenario.actions.iter().peekable();
+        let deadline = start + Duration::from_millis(scenario.duration_ms) + Duration::from_secs(30);
+        loop {
+            check_interrupted()?;
+            while let Some(a) = actions.next_if(|a| start.elapsed() >= Duration::from_millis(a.at_ms)) {
+                let done_ms = start.elapsed().as_millis() as u64;
+                let (action, result) = act(&mut lab, &endpoints, a, tokio)
+                    .with_context(|| format!("{} (at {} ms)", a.step, a.at_ms))?;
+                records.push(ActionRecord { step: a.step.clone(), at_ms: a.at_ms, done_ms, action, result });
+            }
+            let elapsed = start.elapsed() >= Duration::from_millis(scenario.duration_ms);
+            if elapsed && actions.peek().is_none() && senders.iter().all(|s| !lab.running(s)) {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("the senders did not stop within 30 s after the scenario's end");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // ACKs and the last frames in flight reach the receivers before they stop and report.
+        std::thread::sleep(Duration::from_millis(500));
+        let all: Vec<String> = lab.state.hosts.iter().map(|h| h.name.clone()).collect();
+        for h in &all {
+            if lab.running(h) && !lab.stop_process(h, Duration::from_secs(10)) && !interrupted() {
+                bail!("rocehost of {h} did not stop on SIGTERM");
+            }
+        }
+        Ok(())
+    })();
+    for t in &tasks {
+        t.abort();
+    }
+    result?;
+    let mut finals = BTreeMap::new();
+    let mut tables = BTreeMap::new();
+    for (sw, endpoint) in &endpoints {
+        let (c, fdb, neighbors) = tokio.block_on(async {
+            let mut c = server::connect(endpoint).await?;
+            let counters = c.get_counters(pb::GetCountersRequest {}).await?.into_inner();
+            let fdb = c.dump_fdb(pb::DumpFdbRequest {}).await?.into_inner().entries;
+            let neighbors = c.dump_neighbors(pb::DumpNeighborsRequest {}).await?.into_inner().entries;
+            anyhow::Ok((counters, fdb, neighbors))
+        })?;
+        finals.insert(sw.clone(), c);
+        tables.insert(sw.clone(), (fdb, neighbors));
+    }
+    let mut reports = BTreeMap::new();
+    for h in &lab.state.hosts {
+        let report =
+            Report::load(&h.report).with_context(|| format!("{}: rocehost wrote no report", h.name))?;
+        reports.insert(h.name.clone(), report);
+    }
+    let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
+    let window = (start, start + Duration::from_millis(scenario.duration_ms));
+    let events = std::mem::take(&mut *events.lock().unwrap_or_else(|e| e.into_inner()));
+    let observed = Observed { finals: &finals, tables: &tables, samples: &samples, window, events: &events };
+    let report = evaluate(scenario, &lab.state.name, &lab.dir, &observed, &reports, records);
+    std::fs::write(lab.dir.join("scenario.json"), serde_json::to_vec_pretty(&report)?)?;
+    let down = lab.down(true);
+    if !down.problems.is_empty() {
+        eprintln!("swctl: lab {}: {}", report.lab, down.summary());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.describe());
+    }
+    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_sets_fields_and_keeps_the_rest() {
+        let mut db = ConfigDb::default();
+        db.set("PORT", "Ethernet0", "speed", "1000").set("PORT", "Ethernet0", "mtu", "9100");
+        let mut patch = ConfigDb::default();
+        patch.set("PORT", "Ethernet0", "speed", "100").set(
+            "SWITCH",
+            "switch",
+            "lossless_fdb_miss_action",
+            "flood",
+        );
+        merge(&mut db, &patch);
+        assert_eq!(db.tables["PORT"]["Ethernet0"]["speed"], "100");
+        assert_eq!(db.tables["PORT"]["Ethernet0"]["mtu"], "9100");
+        assert_eq!(db.tables["SWITCH"]["switch"]["lossless_fdb_miss_action"], "flood");
+    }
+
+    #[test]
+    fn lab_names_fit() {
+        let name = lab_name("arp-mac-missing-flood-with-a-long-name");
+        assert!(name.len() <= MAX_LAB_NAME, "{name}");
+        assert!(crate::lab::topology::check_lab_name(&name).is_ok(), "{name}");
+    }
+}

@@ -1,0 +1,235 @@
+//! A lab's record on disk, `<run dir>/<lab>/state.json`, and the processes it names.
+//!
+//! The state file is written *before* each resource is created, so whatever happens to `swctl` (an
+//! error, a panic, Ctrl-C, `kill -9`), `swctl lab down NAME` ([`super::down`]) finds everything: processes
+//! by pid (checked against their start time, so a recycled pid is left alone) and, as a second net, every
+//! process still inside one of the lab's namespaces (`ip netns pids`); then the namespaces (their veths go
+//! with them) and the run directory with its sockets.
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where labs keep their state unless `$LOSSLESS_LAB_DIR` says otherwise.
+pub const DEFAULT_BASE_DIR: &str = "/run/lossless/labs";
+/// Every namespace of a lab is `ll-<lab>-<node>`.
+pub const NAMESPACE_PREFIX: &str = "ll-";
+pub(super) const STATE_FILE: &str = "state.json";
+
+/// The directory holding every lab's run directory.
+pub fn base_dir() -> PathBuf {
+    std::env::var_os("LOSSLESS_LAB_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(DEFAULT_BASE_DIR))
+}
+
+pub fn lab_dir(name: &str) -> PathBuf {
+    base_dir().join(name)
+}
+
+pub fn namespace_name(lab: &str, node: &str) -> String {
+    format!("{NAMESPACE_PREFIX}{lab}-{node}")
+}
+
+// ------------------------------------------------------------------------------------------------ state
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// `lab up` (or the demo) is creating resources.
+    #[default]
+    Starting,
+    /// Everything answered and configurations were pushed.
+    Up,
+    /// Teardown began.
+    Stopping,
+}
+
+/// What a lab consists of, as recorded on disk.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LabState {
+    pub name: String,
+    pub topology: String,
+    pub phase: Phase,
+    pub created_unix_s: u64,
+    /// The swctl process creating the lab (and, for the demo, running it), with its start time: while it
+    /// lives, the lab is in use.
+    pub owner: Option<Pid>,
+    /// Namespaces, recorded before each is created.
+    pub namespaces: Vec<String>,
+    pub switches: Vec<SwitchState>,
+    pub hosts: Vec<HostState>,
+    pub processes: Vec<ProcessState>,
+}
+
+/// A process id with its start time (clock ticks since boot, `/proc/PID/stat` field 22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pid {
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SwitchState {
+    pub name: String,
+    pub namespace: String,
+    /// `unix:<run dir>/<switch>.sock`
+    pub endpoint: String,
+    pub socket: PathBuf,
+    /// Port → interface inside the namespace, with the far end of its link.
+    pub ports: Vec<PortBinding>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PortBinding {
+    pub port: String,
+    pub interface: String,
+    pub peer: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HostState {
+    pub name: String,
+    pub namespace: String,
+    pub interface: String,
+    /// With the prefix length.
+    pub ip: String,
+    pub mac: String,
+    pub ready_file: PathBuf,
+    pub report: PathBuf,
+    /// Flows this host sends (`--flow` arguments); empty for a responder.
+    pub flows: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProcessState {
+    pub node: String,
+    /// `switchd` or `rocehost`.
+    pub kind: String,
+    pub namespace: String,
+    /// `None` between recording the intent and the process existing.
+    pub pid: Option<Pid>,
+    pub command: Vec<String>,
+    pub log: PathBuf,
+}
+
+impl LabState {
+    pub fn load(dir: &Path) -> anyhow::Result<LabState> {
+        let path = dir.join(STATE_FILE);
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{}: not a lab state file", path.display()))
+    }
+
+    /// Writes the state atomically (a temporary file renamed over the old one).
+    pub fn save(&self, dir: &Path) -> anyhow::Result<()> {
+        let tmp = dir.join(format!("{STATE_FILE}.tmp"));
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, dir.join(STATE_FILE))
+            .with_context(|| format!("writing {}", dir.join(STATE_FILE).display()))
+    }
+
+    pub fn switch(&self, name: &str) -> Option<&SwitchState> {
+        self.switches.iter().find(|s| s.name == name)
+    }
+
+    pub fn process(&self, node: &str) -> Option<&ProcessState> {
+        self.processes.iter().find(|p| p.node == node)
+    }
+
+    /// The lab's creator is still running (an `up` in progress or a demo).
+    pub fn owner_alive(&self) -> bool {
+        self.owner.is_some_and(|o| o.alive())
+    }
+}
+
+// ------------------------------------------------------------------------------------------------ processes
+
+impl Pid {
+    /// The process `pid` as it is now, if it exists and is not a zombie.
+    pub fn of(pid: u32) -> Option<Pid> {
+        let (state, start_time) = proc_stat(pid)?;
+        (state != 'Z' && state != 'X').then_some(Pid { pid, start_time })
+    }
+
+    /// The same process is still running (not exited, not a zombie, pid not reused).
+    pub fn alive(&self) -> bool {
+        Pid::of(self.pid).is_some_and(|now| now.start_time == self.start_time)
+    }
+
+    pub(super) fn signal(&self, signal: &str) {
+        if self.alive() {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &self.pid.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// (state, start time) from `/proc/PID/stat`. The command name may hold spaces and parentheses: fields
+/// are counted after its closing parenthesis.
+fn proc_stat(pid: u32) -> Option<(char, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: field 3 (state) is fields[0], field 22 (starttime) is fields[19].
+    let state = fields.first()?.chars().next()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((state, start))
+}
+
+/// Processes inside a namespace (`ip netns pids NAME`).
+pub(super) fn namespace_pids(namespace: &str) -> Vec<Pid> {
+    let Ok(out) = Command::new("ip").args(["netns", "pids", namespace]).output() else { return Vec::new() };
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter_map(Pid::of)
+        .collect()
+}
+
+pub fn namespace_exists(namespace: &str) -> bool {
+    Path::new("/run/netns").join(namespace).exists() || Path::new("/var/run/netns").join(namespace).exists()
+}
+
+/// `switchd` or `rocehost`: next to the running swctl, else on PATH.
+pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().ok();
+    if let Some(dir) = exe.as_deref().and_then(Path::parent) {
+        let candidate = dir.join(name);
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if let Some(found) = std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()) {
+        return Ok(found);
+    }
+    bail!(
+        "{name} not found next to swctl ({}) or on PATH; build it with `cargo build --release -p lossless-dataplane --bin {name}`",
+        exe.as_deref().and_then(Path::parent).map(|d| d.display().to_string()).unwrap_or_else(|| "?".into())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_reads_this_process() {
+        let me = Pid::of(std::process::id()).unwrap();
+        assert!(me.alive());
+        assert!(
+            !Pid { pid: me.pid, start_time: me.start_time + 1 }.alive(),
+            "a different start time is another process"
+        );
+        assert!(Pid::of(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn namespace_names_carry_lab_and_node() {
+        assert_eq!(namespace_name("demo", "h1"), "ll-demo-h1");
+    }
+}
