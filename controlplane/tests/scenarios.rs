@@ -204,7 +204,7 @@ steps:
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
         stderr
-            .contains("steps[0] (at 100 ms): apply to sw1 (an inline config): refused: PORT|Ethernet0|speed"),
+            .contains("steps[0] (at 100 ms): apply to sw1 (an inline config): configuration refused: PORT|Ethernet0|speed"),
         "{}",
         text(&out)
     );

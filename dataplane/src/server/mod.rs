@@ -380,11 +380,15 @@ fn group_id(group: &str) -> anyhow::Result<u32> {
 }
 
 /// What a client shows of a refusal: the status message, then each `google.rpc` field violation
-/// (`TABLE|key|field: why`) and failed precondition (`TABLE|key: why`) on a line of its own.
+/// (`TABLE|key|field: why`) and failed precondition (`TABLE|key: why`) the message does not already
+/// quote, on a line of its own.
 pub fn describe_status(status: &Status) -> String {
     let mut out = status.message().to_owned();
     for (location, why) in status_violations(status) {
-        out.push_str(&format!("\n  {location}: {why}"));
+        let line = format!("{location}: {why}");
+        if !status.message().contains(&line) {
+            out.push_str(&format!("\n  {line}"));
+        }
     }
     out
 }
