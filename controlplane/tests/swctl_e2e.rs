@@ -164,6 +164,10 @@ fn apply_dry_run_refusal_and_live_show_commands() {
         serde_json::from_slice(&lab.swctl(&["--json", "show", "interfaces", "counters"]).stdout).unwrap();
     assert_eq!(ifaces["Ethernet0"]["RX_OK"], 100, "{ifaces}");
     assert_eq!(ifaces["Ethernet8"]["TX_OK"], 100, "{ifaces}");
+    assert_eq!(ifaces["Ethernet0"]["STATE"], "U", "the link is up: {ifaces}");
+    let status: serde_json::Value =
+        serde_json::from_slice(&lab.swctl(&["--json", "show", "interfaces", "status"]).stdout).unwrap();
+    assert_eq!((&status["Ethernet0"]["Oper"], &status["Ethernet0"]["Admin"]), (&"up".into(), &"up".into()));
     let pg = stdout(&lab.swctl(&["show", "priority-group", "watermark", "shared"]));
     assert!(pg.starts_with("Ingress shared pool occupancy per PG:"), "{pg}");
 

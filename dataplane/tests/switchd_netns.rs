@@ -347,3 +347,76 @@ fn sigterm_stops_cleanly_and_removes_the_socket() {
     assert!(status.success(), "switchd exits 0 on SIGTERM: {status}");
     assert!(!socket.exists(), "socket removed");
 }
+
+/// The next event of `kind` on a Subscribe stream, within `within`.
+fn await_event(
+    tokio: &tokio::runtime::Runtime,
+    events: &mut tonic::Streaming<pb::SubscribeResponse>,
+    kind: &str,
+    within: Duration,
+) -> pb::SwitchEvent {
+    tokio.block_on(async {
+        tokio::time::timeout(within, async {
+            loop {
+                let item = events.message().await.unwrap().expect("the stream is open");
+                if let Some(pb::subscribe_response::Item::Event(e)) = item.item
+                    && e.kind == kind
+                {
+                    return e;
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {kind} event within {within:?}"))
+    })
+}
+
+/// A process's CPU time (user + system) in clock ticks, from /proc.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn a_vanished_interface_marks_its_port_down_costs_nothing_and_comes_back() {
+    let mut lab = Lab::start();
+    let mut client = lab.client();
+    let request = pb::SubscribeRequest { events: true, counters_interval_ms: 0 };
+    let mut events = lab.tokio.block_on(client.subscribe(request)).unwrap().into_inner();
+
+    lab.star.switch.ip(&["link", "del", "p1"]).unwrap();
+    let down = await_event(&lab.tokio, &mut events, "port_oper_down", Duration::from_secs(5));
+    assert_eq!(down.port, "Ethernet4");
+    let counters = lab.counters();
+    assert!(!Lab::port(&counters, "Ethernet4").oper_up, "the API shows the port down");
+    assert!(Lab::port(&counters, "Ethernet0").oper_up, "{}", lab.switchd.log());
+
+    // Down costs nothing: a second of switchd's CPU time, measured over a second of wall time. (It used
+    // to spin on the dead socket's POLLERR at 100 % of a core.)
+    let ticks_per_s = 100;
+    let before = cpu_ticks(lab.switchd.pid());
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_ticks(lab.switchd.pid()) - before;
+    assert!(used * 100 < ticks_per_s * 10, "switchd used {used} ticks in 1 s with a port down");
+
+    // The interface comes back: the port is reopened by itself, and frames from it are taken again.
+    lab.star.switch.veth("p1", &lab.star.hosts[1], "eth0").unwrap();
+    let up = await_event(&lab.tokio, &mut events, "port_oper_up", Duration::from_secs(5));
+    assert_eq!(up.port, "Ethernet4");
+    let rx_before = Lab::port(&lab.counters(), "Ethernet4").rx_ok;
+    let mut h2 = host_port(&lab.hosts()[1]);
+    send_all(h2.as_mut(), &frames(1, 0, 10, 128));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let counters = lab.counters();
+        let port = Lab::port(&counters, "Ethernet4");
+        if port.rx_ok >= rx_before + 10 {
+            assert!(port.oper_up);
+            break;
+        }
+        assert!(Instant::now() < deadline, "frames on the reopened port were not taken: {port:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

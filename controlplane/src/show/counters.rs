@@ -22,10 +22,10 @@ const PORTSTAT_HEADER: [&str; 14] = [
     "TX_UTIL", "TX_ERR", "TX_DRP", "TX_OVR",
 ];
 
-/// `show interfaces counters` (portstat's standard columns). `STATE` is `U`/`D` from the admin state.
-/// `*_BPS` and `*_UTIL` are the rates since `earlier` (an older snapshot of the same switch); `N/A` without
-/// one, for a port `earlier` lacks, or when the timestamps do not advance. `*_OVR` (oversize frames) do not
-/// exist in the model: an oversize frame is an `RX_ERR`.
+/// `show interfaces counters` (portstat's standard columns). `STATE` is `U` (up), `D` (admin up, link
+/// down) or `X` (admin down). `*_BPS` and `*_UTIL` are the rates since `earlier` (an older snapshot of the
+/// same switch); `N/A` without one, for a port `earlier` lacks, or when the timestamps do not advance.
+/// `RX_OVR` counts frames lost because the port's receive buffer overflowed; `TX_OVR` is 0.
 pub fn interfaces_counters(now: &GetCountersResponse, earlier: Option<&GetCountersResponse>) -> String {
     interfaces_table(now, earlier).render() + "\n"
 }
@@ -53,13 +53,13 @@ fn interfaces_table(now: &GetCountersResponse, earlier: Option<&GetCountersRespo
         let (rx_bps, tx_bps) = (rate(|q| q.rx_bytes), rate(|q| q.tx_bytes));
         table.push(vec![
             Cell::text(&p.name),
-            Cell::text(if p.admin_up { "U" } else { "D" }),
+            Cell::text(port_state(p)),
             Cell::count(p.rx_ok),
             Cell::byte_rate(rx_bps),
             Cell::percent(util(rx_bps)),
             Cell::count(p.rx_err),
             Cell::count(p.rx_drp),
-            Cell::count(0),
+            Cell::count(p.rx_ovr),
             Cell::count(p.tx_ok),
             Cell::byte_rate(tx_bps),
             Cell::percent(util(tx_bps)),
@@ -69,6 +69,15 @@ fn interfaces_table(now: &GetCountersResponse, earlier: Option<&GetCountersRespo
         ]);
     }
     table
+}
+
+/// portstat's STATE: `U` up, `D` admin up but the link down, `X` admin down (disabled).
+fn port_state(p: &PortCounters) -> &'static str {
+    match (p.admin_up, p.oper_up) {
+        (false, _) => "X",
+        (true, true) => "U",
+        (true, false) => "D",
+    }
 }
 
 // ---- show queue counters / wredcounters ------------------------------------------------------------
@@ -314,6 +323,8 @@ fn subtract_port(n: &PortCounters, b: &PortCounters) -> PortCounters {
         rx_bytes: n.rx_bytes.saturating_sub(b.rx_bytes),
         rx_err: n.rx_err.saturating_sub(b.rx_err),
         rx_drp: n.rx_drp.saturating_sub(b.rx_drp),
+        rx_ovr: n.rx_ovr.saturating_sub(b.rx_ovr),
+        oper_up: n.oper_up,
         tx_ok: n.tx_ok.saturating_sub(b.tx_ok),
         tx_bytes: n.tx_bytes.saturating_sub(b.tx_bytes),
         tx_err: n.tx_err.saturating_sub(b.tx_err),

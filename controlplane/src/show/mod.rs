@@ -24,11 +24,12 @@
 //! (single ASIC; the snapshot is the caller's); every queue is unicast (`UC<i>`), as in the model; the
 //! `--history` columns are microseconds (`... Time US`, the field the API carries; sonic-utilities has shipped
 //! both `US` and `MS`), and its `Recent ...` columns are `N/A` (the API has no most-recent pause);
-//! `RX_OVR`/`TX_OVR` are 0 (the model has no oversize counter: an oversize frame is an `RX_ERR`); portstat's
-//! `STATE` is the admin state (`U`/`D`).
+//! `RX_OVR` counts receive-buffer overruns (frames the kernel dropped before the switch took them) and
+//! `TX_OVR` is 0 (an oversize frame is an `RX_ERR`).
 
 mod counters;
 mod pfcwd;
+mod status;
 mod table;
 
 pub use table::thousands;
@@ -40,6 +41,7 @@ pub use counters::{
     queue_counters_json, queue_wredcounters, queue_wredcounters_json, subtract_counters,
 };
 pub use pfcwd::{pfcwd_any_stormed, pfcwd_config, pfcwd_config_json, pfcwd_stats, pfcwd_stats_json};
+pub use status::{interfaces_status, interfaces_status_json};
 pub use watermarks::{
     PgWatermarkKind, buffer_pool_watermark, buffer_pool_watermark_json, headroom_pool_watermark,
     headroom_pool_watermark_json, pg_watermark, pg_watermark_json, queue_watermark_unicast,

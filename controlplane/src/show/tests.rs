@@ -67,8 +67,11 @@ fn port(name: &str, k: u64, admin_up: bool, speed_mbps: u32) -> PortCounters {
     PortCounters {
         name: name.into(),
         admin_up,
+        // The second port's link is down (portstat's `D`); an admin-down port shows `X`.
+        oper_up: k != 1,
         speed_mbps,
         rx_ok: 0,
+        rx_ovr: k * 3,
         rx_bytes: 0,
         rx_err: 0,
         rx_drp: 0,

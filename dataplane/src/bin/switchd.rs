@@ -122,6 +122,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let mut backends: Vec<Option<Box<dyn PortBackend>>> = Vec::new();
+    let mut specs = Vec::new();
     for port in &switch.config().ports {
         let spec = match (overrides.get(&port.name), &port.netdev) {
             (Some(spec), _) => Some(spec.clone()),
@@ -132,6 +133,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             ),
             (None, None) => None,
         };
+        specs.push(spec.clone());
         match spec {
             Some(spec) => {
                 let backend =
@@ -167,6 +169,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let listen = options.listen.clone();
     let ports = switch.port_count();
     let (mut runtime, handle) = Runtime::new(switch, db, backends).context("starting the runtime")?;
+    runtime.set_port_specs(specs);
     runtime.set_busy_poll(args.busy_poll_us.saturating_mul(1000));
     let model = std::thread::Builder::new().name("model".into()).spawn(move || runtime.run())?;
 

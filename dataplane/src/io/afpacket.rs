@@ -144,6 +144,8 @@ pub struct AfPacketPort {
     kernel_drops: Cell<u64>,
     /// When `recv_batch` last read `PACKET_STATISTICS`.
     drops_checked: Instant,
+    /// What [`PortBackend::take_rx_lost`] has reported so far (totals).
+    lost_reported: crate::io::RxLost,
 }
 
 /// What receive-side fix-ups did; shared with the pnet backend, which reads the same kind of socket.
@@ -218,6 +220,7 @@ impl AfPacketPort {
                 }
             },
             kernel_drops: Cell::new(0),
+            lost_reported: crate::io::RxLost::default(),
             drops_checked: Instant::now(),
         })
     }
@@ -376,5 +379,19 @@ impl PortBackend for AfPacketPort {
 
     fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    fn take_rx_lost(&mut self) -> crate::io::RxLost {
+        self.poll_kernel_drops();
+        let total = crate::io::RxLost {
+            overrun: self.kernel_drops.get(),
+            oversize: self.stats.gso_dropped + self.stats.truncated,
+        };
+        let new = crate::io::RxLost {
+            overrun: total.overrun - self.lost_reported.overrun,
+            oversize: total.oversize - self.lost_reported.oversize,
+        };
+        self.lost_reported = total;
+        new
     }
 }

@@ -28,6 +28,45 @@ pub trait PortBackend: Send {
     fn send_batch(&mut self, frames: &[Vec<u8>]) -> io::Result<usize>;
     /// The descriptor to wait on for readability (and writability when sends would block).
     fn raw_fd(&self) -> RawFd;
+    /// Frames the interface delivered that never reached the switch, since the last call.
+    fn take_rx_lost(&mut self) -> RxLost {
+        RxLost::default()
+    }
+}
+
+/// Frames lost between an interface and the switch ([`PortBackend::take_rx_lost`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RxLost {
+    /// Dropped by the kernel: the port's receive ring or socket buffer was full.
+    pub overrun: u64,
+    /// Longer than any frame the port can take (GSO super-frames, frames beyond the receive slots).
+    pub oversize: u64,
+}
+
+/// The state of an interface's link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkState {
+    /// Up, with carrier (IFF_UP and IFF_RUNNING).
+    Up,
+    /// Administratively up, without carrier (the other end is down).
+    NoCarrier,
+    /// Administratively down.
+    AdminDown,
+    /// No such interface (deleted), or it cannot be asked.
+    Gone,
+}
+
+/// The state of `interface`'s link, in the calling thread's network namespace.
+pub fn link_state(interface: &str) -> LinkState {
+    let Ok(flags) = afpacket::ControlSocket::new().and_then(|s| s.flags(interface)) else {
+        return LinkState::Gone;
+    };
+    let has = |flag: libc::c_int| flags & flag as libc::c_short != 0;
+    match (has(libc::IFF_UP), has(libc::IFF_RUNNING)) {
+        (false, _) => LinkState::AdminDown,
+        (true, false) => LinkState::NoCarrier,
+        (true, true) => LinkState::Up,
+    }
 }
 
 /// How a port reaches its interface, parsed from `netdev` / `--port` values.

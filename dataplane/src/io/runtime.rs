@@ -15,13 +15,21 @@
 //! work (a sustained load), the thread returns to the normal class, so a busy switch keeps its fair share
 //! of the CPU; it goes back to `SCHED_IDLE` after [`IDLE_CLASS_AFTER_NS`] without work.
 //!
+//! Ports have an operational state. A port whose interface vanishes or loses carrier (a receive error, an
+//! error on its descriptor, or the once-a-second check of its flags) is marked down in the model (see
+//! `Switch::set_port_oper`), logged once, and its socket closed, so it costs nothing while down; the same
+//! check reopens it when the interface is back up. Frames the kernel dropped at a port's socket (a full
+//! receive ring) and frames no port can take (GSO super-frames) are counted in the model once a second
+//! (`RX_OVERRUN` in `RX_OVR`, `EXCEEDS_L2_MTU`), so every frame the interfaces delivered is accounted for.
+//!
 //! The gRPC side talks to the model thread through a [`Handle`]. Reads never run on the model thread: it
 //! publishes a [`Snapshot`] (counters, watermarks, port status) every [`SNAPSHOT_EVERY_NS`] and, coalesced,
 //! whenever a reader asks for a fresh one ([`Handle::snapshot`]). Changes are commands, closures run on the
 //! model thread between two frames and kept short: a configuration is validated and compiled by the
 //! caller ([`Switch::prepare`]) and only swapped in there ([`Switch::install`]).
 
-use crate::io::PortBackend;
+use crate::io::{LinkState, PortBackend, PortSpec};
+use crate::model::DropReason;
 use crate::model::config::ConfigDb;
 use crate::model::mmu::WatermarkKind;
 use crate::model::{Event, Switch};
@@ -207,7 +215,18 @@ impl Handle {
 struct PortIo {
     backend: Option<Box<dyn PortBackend>>,
     backlog: Vec<Vec<u8>>,
+    /// How to reopen the port's interface after it went down (none: the port is never reopened).
+    spec: Option<PortSpec>,
+    /// Link checks in a row that found the interface without carrier.
+    no_carrier: u8,
 }
+
+/// Checks in a row without carrier before a port is marked down: carrier comes and goes for a moment when
+/// an interface is set up (the kernel's link watch reports it late), which is no reason to drop frames.
+const NO_CARRIER_CHECKS: u8 = 2;
+
+/// How often port links are checked and frames lost before the switch are counted.
+pub const LINK_CHECK_NS: u64 = 1_000_000_000;
 
 /// How far behind the clock a port's line may have fallen and still catch up in a burst: a wake-up that
 /// comes late (timer slack, scheduling) must not cost the port its configured rate.
@@ -227,6 +246,7 @@ pub struct Runtime {
     snapshot_wanted: Arc<AtomicBool>,
     next_snapshot_ns: u64,
     stalls: Arc<Stalls>,
+    next_link_check_ns: u64,
     commands: mpsc::Receiver<Command>,
     wake_rx: UnixStream,
     events: tokio::sync::broadcast::Sender<TimedEvent>,
@@ -272,13 +292,17 @@ impl Runtime {
             running: Arc::new(RwLock::new(running)),
             stalls: Arc::default(),
         };
-        let ports = backends.into_iter().map(|backend| PortIo { backend, backlog: Vec::new() }).collect();
+        let ports = backends
+            .into_iter()
+            .map(|backend| PortIo { backend, backlog: Vec::new(), spec: None, no_carrier: 0 })
+            .collect();
         let runtime = Runtime {
             switch,
             ports,
             snapshots,
             snapshot_wanted,
             next_snapshot_ns: 0,
+            next_link_check_ns: 0,
             stalls: handle.stalls.clone(),
             commands: cmd_rx,
             wake_rx,
@@ -293,6 +317,14 @@ impl Runtime {
             busy_streak: 0,
         };
         Ok((runtime, handle))
+    }
+
+    /// How each port's interface is reopened when it comes back after going down (`specs[i]` for port `i`;
+    /// a port without a spec stays down once its interface is gone).
+    pub fn set_port_specs(&mut self, specs: Vec<Option<PortSpec>>) {
+        for (io, spec) in self.ports.iter_mut().zip(specs) {
+            io.spec = spec;
+        }
     }
 
     /// Busy-polls for `ns` after the last frame received or sent before going back to sleep (0, the
@@ -326,16 +358,26 @@ impl Runtime {
             for p in 0..self.ports.len() {
                 let Some(backend) = self.ports[p].backend.as_mut() else { continue };
                 rx.clear();
-                match backend.recv_batch(&mut rx, RX_BATCH) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => tracing::warn!(port = p, "receive failed: {e}"),
-                }
+                let failed = match backend.recv_batch(&mut rx, RX_BATCH) {
+                    Ok(_) => None,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+                    Err(e) => Some(e),
+                };
                 if !rx.is_empty() {
                     self.last_activity_ns = now;
                 }
                 for frame in rx.drain(..) {
                     self.switch.handle_frame(p, frame, now);
+                }
+                if let Some(e) = failed {
+                    self.check_link(p, now, Some(&e));
+                }
+            }
+            if now >= self.next_link_check_ns {
+                self.next_link_check_ns = now + LINK_CHECK_NS;
+                for p in 0..self.ports.len() {
+                    self.count_lost(p);
+                    self.check_link(p, now, None);
                 }
             }
             if !self.run_commands(now) {
@@ -382,6 +424,91 @@ impl Runtime {
                 Err(mpsc::TryRecvError::Empty) => return true,
                 Err(mpsc::TryRecvError::Disconnected) => return false,
             }
+        }
+    }
+
+    /// Counts what the port's interface delivered that never reached the switch.
+    fn count_lost(&mut self, p: usize) {
+        let Some(backend) = self.ports[p].backend.as_mut() else { return };
+        let lost = backend.take_rx_lost();
+        if lost.overrun > 0 {
+            tracing::warn!(
+                port = %self.port_name(p),
+                dropped = lost.overrun,
+                "frames dropped by the kernel at the receive socket: the switch is not keeping up"
+            );
+        }
+        self.switch.count_rx_lost(p, DropReason::RxOverrun, lost.overrun);
+        self.switch.count_rx_lost(p, DropReason::ExceedsL2Mtu, lost.oversize);
+    }
+
+    fn port_name(&self, p: usize) -> String {
+        self.switch.config().ports.get(p).map_or_else(|| format!("port {p}"), |c| c.name.clone())
+    }
+
+    /// Marks a port down when its interface is gone or has no carrier (closing its socket), and up again
+    /// when it is back (reopening it). `error` is a receive or descriptor error that prompted the check.
+    fn check_link(&mut self, p: usize, now: u64, error: Option<&io::Error>) {
+        let io = &self.ports[p];
+        let Some(interface) = io
+            .backend
+            .as_ref()
+            .map(|b| b.name().to_owned())
+            .or_else(|| io.spec.as_ref().map(|s| s.interface().to_owned()))
+        else {
+            return;
+        };
+        let state = crate::io::link_state(&interface);
+        let periodic = error.is_none();
+        let io = &mut self.ports[p];
+        io.no_carrier = match state {
+            LinkState::NoCarrier if periodic => io.no_carrier.saturating_add(1),
+            LinkState::NoCarrier => io.no_carrier,
+            _ => 0,
+        };
+        let up = match state {
+            LinkState::Up => true,
+            LinkState::NoCarrier => io.no_carrier < NO_CARRIER_CHECKS && io.backend.is_some(),
+            LinkState::AdminDown | LinkState::Gone => false,
+        };
+        let io = &self.ports[p];
+        match (io.backend.is_some(), up) {
+            (true, true) => {
+                if let Some(e) = error {
+                    // A pending socket error (the link flapped) is read, so the descriptor stops reporting it.
+                    if let Some(fd) = io.backend.as_ref().map(|b| b.raw_fd()) {
+                        take_socket_error(fd);
+                    }
+                    tracing::debug!(port = %self.port_name(p), %interface, "receive failed, link up: {e}");
+                }
+            }
+            (true, false) => {
+                // Frames lost so far still count; then the socket goes, with whatever it held.
+                self.count_lost(p);
+                let io = &mut self.ports[p];
+                io.backend = None;
+                io.backlog.clear();
+                self.switch.set_port_oper(p, false, now);
+                let why = match (state, error) {
+                    (LinkState::Gone, _) => "the interface is gone".to_owned(),
+                    (LinkState::AdminDown, _) => "the interface is down".to_owned(),
+                    (_, Some(e)) => e.to_string(),
+                    _ => "no carrier".to_owned(),
+                };
+                tracing::warn!(port = %self.port_name(p), %interface, "link down ({why}): port marked down");
+            }
+            (false, true) => {
+                let Some(spec) = io.spec.clone() else { return };
+                match crate::io::open(&spec) {
+                    Ok(backend) => {
+                        self.ports[p].backend = Some(backend);
+                        self.switch.set_port_oper(p, true, now);
+                        tracing::info!(port = %self.port_name(p), %interface, "link up: port reopened");
+                    }
+                    Err(e) => tracing::debug!(port = %self.port_name(p), %interface, "not reopened yet: {e}"),
+                }
+            }
+            (false, false) => {}
         }
     }
 
@@ -445,8 +572,8 @@ impl Runtime {
     /// deadline.
     fn wait(&mut self) -> io::Result<()> {
         let now = self.now_ns();
-        let deadline =
-            Some(self.switch.poll_at().map_or(self.next_snapshot_ns, |t| t.min(self.next_snapshot_ns)));
+        let housekeeping = self.next_snapshot_ns.min(self.next_link_check_ns);
+        let deadline = Some(self.switch.poll_at().map_or(housekeeping, |t| t.min(housekeeping)));
         let timeout_ns = match deadline {
             Some(t) if t <= now => return Ok(()),
             Some(t) => (t - now).min(100_000_000),
@@ -470,12 +597,23 @@ impl Runtime {
             self.in_idle_class = set_idle_class(false).is_err();
         }
         let mut fds = vec![libc_pollfd(self.wake_rx.as_raw_fd(), false)];
-        for io in &self.ports {
+        let mut polled = Vec::with_capacity(self.ports.len());
+        for (p, io) in self.ports.iter().enumerate() {
             if let Some(b) = &io.backend {
                 fds.push(libc_pollfd(b.raw_fd(), !io.backlog.is_empty()));
+                polled.push(p);
             }
         }
         let result = poll_fds(&mut fds, timeout_ns);
+        // An error on a port's descriptor (its interface went away) is checked now: left alone, it would
+        // wake every poll at once.
+        let broken = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
+        for (fd, &p) in fds[1..].iter().zip(&polled) {
+            if fd.revents & broken != 0 {
+                let now = self.now_ns();
+                self.check_link(p, now, Some(&io::Error::other("error on the port's descriptor")));
+            }
+        }
         // An interrupted or failed poll drains the wake socket too, to be safe.
         self.woken = fds[0].revents != 0 || result.is_err();
         result
@@ -509,6 +647,23 @@ pub fn monotonic_ns() -> u64 {
     // SAFETY: `ts` is a live, exclusively borrowed timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reads (and so clears) a socket's pending error; nothing for a descriptor that is not a socket.
+#[allow(unsafe_code)]
+fn take_socket_error(fd: i32) {
+    let mut error: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `error` and `len` are live and describe a buffer of `len` bytes the kernel may fill.
+    unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut error as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
 }
 
 /// The calling thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).

@@ -78,6 +78,7 @@ pub struct CountersSnapshot {
 struct PortSnapshot {
     name: String,
     admin_up: bool,
+    oper_up: bool,
     speed_mbps: u32,
     counters: PortCounters,
     queue_depth: [u64; 8],
@@ -96,6 +97,7 @@ impl CountersSnapshot {
             .map(|(p, config)| PortSnapshot {
                 name: config.name.clone(),
                 admin_up: config.admin_up,
+                oper_up: switch.port_oper_up(p),
                 speed_mbps: config.speed_mbps,
                 counters: switch.port_counters(p).unwrap_or_default(),
                 queue_depth: std::array::from_fn(|q| switch.queue_depth(p, q as u8) as u64),
@@ -180,6 +182,8 @@ impl PortSnapshot {
             rx_bytes: c.rx_bytes,
             rx_err: c.rx_err,
             rx_drp: c.rx_drp,
+            rx_ovr: c.rx_ovr,
+            oper_up: self.oper_up,
             tx_ok: c.tx_ok,
             tx_bytes: c.tx_bytes,
             tx_err: c.tx_err,

@@ -47,6 +47,8 @@ pub(crate) enum InterfacesWhat {
         #[arg(short = 'p', long, default_value_t = 1)]
         period: u64,
     },
+    /// Lanes, speed, MTU, FEC, alias, VLAN mode, oper and admin state per port (intfutil status).
+    Status,
 }
 
 #[derive(Subcommand)]

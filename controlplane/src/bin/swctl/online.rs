@@ -206,6 +206,12 @@ pub(crate) async fn show_cmd(
                 show::interfaces_counters_json(&c, first.as_ref())
             });
         }
+        Show::Interfaces { what: InterfacesWhat::Status } => {
+            let c = client.get_counters(pb::GetCountersRequest {}).await.map_err(status)?.into_inner();
+            let running = client.get(pb::GetRequest {}).await.map_err(status)?.into_inner();
+            let db = config_db_from_proto(running.config.unwrap_or_default());
+            emit(json, show::interfaces_status(&c, &db), || show::interfaces_status_json(&c, &db));
+        }
         Show::Queue { what: QueueWhat::Counters { port } } => {
             let c = counters_since(client, endpoint, "queue").await?;
             check_port(&c, port.as_deref())?;

@@ -72,6 +72,9 @@ pub enum DropReason {
     IngressBuffer,
     /// Ingress traffic of a priority the PFC watchdog's drop action is discarding (`drop_ingress`).
     PfcWatchdog,
+    /// Lost before the switch could take it: the receive ring or socket buffer of the port was full
+    /// (counted in `RX_OVR` as well).
+    RxOverrun,
 }
 
 impl DropReason {
@@ -109,6 +112,7 @@ impl DropReason {
             DropReason::BorderRule => "ACL_ANY",
             DropReason::IngressBuffer => "INGRESS_BUFFER",
             DropReason::PfcWatchdog => "PFC_WATCHDOG",
+            DropReason::RxOverrun => "RX_OVERRUN",
         }
     }
 
@@ -160,6 +164,8 @@ pub struct PortCounters {
     pub rx_bytes: u64,
     pub rx_err: u64,
     pub rx_drp: u64,
+    /// Frames lost because the port's receive buffer overflowed (the switch did not take them in time).
+    pub rx_ovr: u64,
     pub tx_ok: u64,
     pub tx_bytes: u64,
     pub tx_err: u64,

@@ -191,6 +191,15 @@ impl ControlSocket {
         self.ioctl(libc::SIOCSIFFLAGS, &mut ifr).map_err(context)
     }
 
+    /// `interface`'s flags (`IFF_UP`, `IFF_RUNNING`, ...); an error (ENODEV) when it does not exist.
+    #[allow(unsafe_code)]
+    pub(crate) fn flags(&self, interface: &str) -> io::Result<libc::c_short> {
+        let mut ifr = ifreq(interface)?;
+        self.ioctl(libc::SIOCGIFFLAGS, &mut ifr)?;
+        // SAFETY: SIOCGIFFLAGS filled the `ifru_flags` member of the union.
+        Ok(unsafe { ifr.ifr_ifru.ifru_flags })
+    }
+
     #[allow(unsafe_code)]
     pub(crate) fn mtu(&self, interface: &str) -> io::Result<usize> {
         let mut ifr = ifreq(interface)?;

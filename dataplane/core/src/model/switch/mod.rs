@@ -475,6 +475,26 @@ impl Switch {
         self.push_event(Event::PortOperStatus { port: name, up });
     }
 
+    /// Counts `n` frames that reached a port but never the switch (its receive buffer overflowed, or the
+    /// interface delivered something no port could take, such as a GSO super-frame): they are received
+    /// and dropped with `reason`, so `received == forwarded + trapped + dropped` still holds for everything
+    /// the interface saw. An overrun counts in `RX_OVR`, a bad frame in `RX_ERR`, anything else in `RX_DRP`.
+    pub fn count_rx_lost(&mut self, port: PortId, reason: DropReason, n: u64) {
+        let Some(state) = self.ports.get_mut(port) else { return };
+        if n == 0 {
+            return;
+        }
+        self.ledger.received += n;
+        self.ledger.dropped += n;
+        let c = &mut state.counters;
+        match reason {
+            DropReason::RxOverrun => c.rx_ovr += n,
+            r if r.is_rx_error() => c.rx_err += n,
+            _ => c.rx_drp += n,
+        }
+        *c.drop_reasons.entry(reason).or_default() += n;
+    }
+
     /// Whether a port's link is up (see [`Switch::set_port_oper`]).
     pub fn port_oper_up(&self, port: PortId) -> bool {
         self.ports.get(port).is_some_and(|s| s.oper_up)
