@@ -569,3 +569,21 @@ fn a_port_whose_link_is_down_sends_nothing_and_comes_back() {
     assert_eq!(out.len(), 1, "{out:?}");
     assert_eq!(out[0].0, e8);
 }
+
+#[test]
+fn transit_udp_with_an_inconsistent_header_is_routed_not_dropped() {
+    let mut sw = t0_switch();
+    host2_announces(&mut sw, 0);
+    let mut frame = routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 1, 1), HOST2_IP, 1234, 5678, 8);
+    // The UDP length field claims more than the IP payload holds: a host's stack would drop it, a router
+    // forwards on the IP header (wire::decode alone calls it malformed).
+    let udp_len = 14 + 20 + 4;
+    frame[udp_len..udp_len + 2].copy_from_slice(&4000u16.to_be_bytes());
+    assert!(wire::decode(&frame).is_err());
+    sw.handle_frame(port(&sw, "Ethernet0"), frame, SEC);
+    let out = drain_all(&mut sw, SEC);
+    assert_eq!(out.len(), 1, "routed: {out:?}");
+    assert_eq!(out[0].0, port(&sw, "Ethernet8"));
+    let c0 = sw.port_counters(port(&sw, "Ethernet0")).unwrap();
+    assert_eq!((c0.rx_err, c0.rx_drp), (0, 0), "{:?}", c0.drop_reasons);
+}

@@ -49,7 +49,8 @@ pub enum L4 {
     Udp { header: UdpRepr, offset: usize, bth: Option<BthRepr> },
     /// An IPv4 fragment: only the first carries the transport header, and it is not interpreted.
     Fragment,
-    /// A protocol carried but not interpreted (TCP, ICMP, ...).
+    /// A protocol carried but not interpreted (TCP, ICMP, ...; with [`decode_transit`], also a transport
+    /// header that does not parse).
     Other(Protocol),
 }
 
@@ -95,6 +96,28 @@ impl Decoded {
 
 /// Decodes a whole Ethernet frame (without FCS). Never panics; every failure is a typed error.
 pub fn decode(frame: &[u8]) -> Result<Decoded> {
+    decode_with(frame, Strictness::Strict)
+}
+
+/// Decodes a frame as a router sees it in transit: the Ethernet, VLAN, ARP, IP and MAC Control layers
+/// must be valid, but a transport header that does not parse (a UDP length inconsistent with the IP
+/// payload, a short RoCEv2 BTH) is not a reason to drop the packet: its L4 is [`L4::Other`] (not
+/// interpreted), as on a router that forwards on the IP header alone.
+pub fn decode_transit(frame: &[u8]) -> Result<Decoded> {
+    decode_with(frame, Strictness::Transit)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Strictness {
+    Strict,
+    Transit,
+}
+
+fn decode_with(frame: &[u8], strictness: Strictness) -> Result<Decoded> {
+    let l4 = |protocol: Protocol, payload: &[u8], offset: usize| match decode_l4(protocol, payload, offset) {
+        Err(_) if strictness == Strictness::Transit => Ok(L4::Other(protocol)),
+        result => result,
+    };
     let eth = EthernetFrame::new_checked(frame)?;
     let ethernet = EthernetRepr::parse(&eth)?;
     let (vlan, ethertype, l3_offset) = if ethernet.ethertype == EtherType::Vlan {
@@ -113,14 +136,14 @@ pub fn decode(frame: &[u8]) -> Result<Decoded> {
             let l4 = if header.frag_offset != 0 || header.more_frags {
                 L4::Fragment
             } else {
-                decode_l4(header.protocol, packet.payload(), l3_offset + packet.header_len() as usize)?
+                l4(header.protocol, packet.payload(), l3_offset + packet.header_len() as usize)?
             };
             L3::Ipv4 { header, l4 }
         }
         EtherType::Ipv6 => {
             let packet = Ipv6Packet::new_checked(payload)?;
             let header = Ipv6Repr::parse(&packet)?;
-            let l4 = decode_l4(header.next_header, packet.payload(), l3_offset + super::ipv6::HEADER_LEN)?;
+            let l4 = l4(header.next_header, packet.payload(), l3_offset + super::ipv6::HEADER_LEN)?;
             L3::Ipv6 { header, l4 }
         }
         EtherType::MacControl => {

@@ -28,7 +28,7 @@ pub mod vlan;
 
 pub use arp::{Operation as ArpOperation, Packet as ArpPacket, Repr as ArpRepr};
 pub use bth::{Header as BthHeader, Opcode as BthOpcode, Repr as BthRepr};
-pub use decode::{Decoded, L3, L4, decode};
+pub use decode::{Decoded, L3, L4, decode, decode_transit};
 pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame, Repr as EthernetRepr};
 pub use ipv4::{Address as Ipv4Address, Packet as Ipv4Packet, Repr as Ipv4Repr};
 pub use ipv6::{Address as Ipv6Address, Packet as Ipv6Packet, Repr as Ipv6Repr};

@@ -29,6 +29,24 @@ pub struct ConfigDb {
     pub tables: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>,
 }
 
+/// Control characters, and the invisible and bidirectional formatting ones (zero-width, LRM/RLM, ALM,
+/// embeddings, overrides and isolates, BOM): what must not reach a terminal from a name.
+pub(crate) fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}'
+        )
+}
+
+/// `s` with its [`unprintable`] characters escaped (`\u{202e}`).
+pub(crate) fn printable(s: &str) -> String {
+    if !s.chars().any(unprintable) {
+        return s.to_owned();
+    }
+    s.chars().map(|c| if unprintable(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}
+
 /// Tables whose entries a configuration push may only remove when it says so (`swctl apply --replace`, the
 /// API's `replace`): losing a port, a router interface or a buffer profile is rarely what an operator
 /// pushing a partial file meant.
@@ -133,13 +151,15 @@ pub struct ConfigIssue {
 }
 
 impl ConfigIssue {
+    /// An issue; control and invisible formatting characters in the location and value are kept escaped
+    /// (`\u{202e}`), so that printing an issue never prints them.
     pub fn new(table: &str, key: &str, field: &str, value: &str, message: impl Into<String>) -> ConfigIssue {
         ConfigIssue {
-            table: table.to_owned(),
-            key: key.to_owned(),
-            field: field.to_owned(),
-            value: value.to_owned(),
-            message: message.into(),
+            table: printable(table),
+            key: printable(key),
+            field: printable(field),
+            value: printable(value),
+            message: printable(&message.into()),
         }
     }
 

@@ -10,7 +10,8 @@ impl Switch {
         let Some(port_cfg) = self.config.ports.get(port) else { return };
         self.ledger.received += 1;
         let len = frame.len() as u64;
-        let decoded = match wire::decode(&frame) {
+        // As a router: a transport header that does not parse does not stop the packet (see decode_transit).
+        let decoded = match wire::decode_transit(&frame) {
             Ok(d) => d,
             Err(e) => return self.drop_ingress(port, DropReason::Malformed(e.layer())),
         };

@@ -1,11 +1,13 @@
 //! Switch-wide tables (the table names themselves, `DEVICE_METADATA`, `SWITCH`) and `PORT`.
 
 use super::*;
+use crate::model::config::unprintable;
 
 impl<'a> Compiler<'a> {
     /// Tables the model reads or defers are fine; another SONiC table is accepted and reported once as
     /// not modelled; a name that is no SONiC table is an error, with the closest table name.
     pub(super) fn check_tables(&mut self) {
+        self.check_characters();
         for table in self.db.tables.keys() {
             let used = [COMPILED_TABLES, DEFERRED_TABLES, IGNORED_TABLES]
                 .iter()
@@ -21,6 +23,29 @@ impl<'a> Compiler<'a> {
             let all = COMPILED_TABLES.iter().chain(DEFERRED_TABLES).chain(names::SONIC_TABLES).copied();
             let message = format!("{table} is no SONiC table{}", names::suggestion(table, all));
             self.errors.push(ConfigIssue::new(table, "", "", "", message));
+        }
+    }
+
+    /// Names and values must print as what they are: no control characters (NUL, escape sequences) and no
+    /// invisible or bidirectional formatting characters (U+202E would show `Ethernet0` for another name in
+    /// every table the CLI prints). The error shows the offending characters escaped.
+    fn check_characters(&mut self) {
+        for (table, keys) in &self.db.tables {
+            let mut issues = Vec::new();
+            if table.chars().any(unprintable) {
+                issues.push(ConfigIssue::new(table, "", "", "", UNPRINTABLE));
+            }
+            for (key, fields) in keys {
+                if key.chars().any(unprintable) {
+                    issues.push(ConfigIssue::new(table, key, "", "", UNPRINTABLE));
+                }
+                for (field, value) in fields {
+                    if field.chars().any(unprintable) || value.chars().any(unprintable) {
+                        issues.push(ConfigIssue::new(table, key, field, value, UNPRINTABLE));
+                    }
+                }
+            }
+            self.errors.extend(issues);
         }
     }
 
@@ -90,3 +115,6 @@ impl<'a> Compiler<'a> {
         })
     }
 }
+
+const UNPRINTABLE: &str = "holds a control or invisible formatting character (shown escaped): names and \
+                           values must print as what they are";

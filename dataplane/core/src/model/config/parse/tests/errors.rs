@@ -428,3 +428,19 @@ fn every_error_is_reported() {
         ["PORT|Ethernet0|speed", "VLAN_MEMBER|Vlan100|Ethernet99", "DSCP_TO_TC_MAP|AZURE|64"]
     );
 }
+
+#[test]
+fn names_and_values_with_control_or_bidi_characters_are_refused_escaped() {
+    // A port named "Ethernet0\u{202e}4" would print reversed: "Ethernet04" or worse, in every table.
+    let mut db = base();
+    db.touch("PORT", "Ethernet4\u{202e}8");
+    db.set("PORT", "Ethernet0", "description", "up\u{0}link");
+    let errors = compile(&db).unwrap_err().errors;
+    let locations: Vec<String> = errors.iter().map(|e| e.location()).collect();
+    assert!(locations.contains(&"PORT|Ethernet4\\u{202e}8".to_owned()), "{locations:?}");
+    let nul = errors.iter().find(|e| e.field == "description").expect("the NUL in a value is refused");
+    assert_eq!(nul.value, "up\\u{0}link");
+    for e in &errors {
+        assert!(!e.to_string().contains('\u{202e}') && !e.to_string().contains('\0'), "printed raw: {e}");
+    }
+}
