@@ -34,6 +34,14 @@ impl Signal {
         }
     }
 
+    /// The signal's number (`kill -l`): an interrupted process exits with 128 + it.
+    pub fn number(self) -> i32 {
+        match self {
+            Signal::Interrupt => libc::SIGINT,
+            Signal::Terminate => libc::SIGTERM,
+        }
+    }
+
     fn code(self) -> u8 {
         match self {
             Signal::Interrupt => 1,

@@ -71,9 +71,8 @@ use measure::measure;
 use report::{Ratios, print_mode, print_ratios};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
-use stop::{SIGNAL, STOP, check_stop, install_signal_handlers};
+use stop::{check_stop, install_signal_handlers};
 use summary::Summary;
 
 #[derive(Parser, Debug)]
@@ -169,12 +168,15 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    install_signal_handlers();
+    if let Err(e) = install_signal_handlers() {
+        eprintln!("fwd-bench: installing the SIGINT/SIGTERM handlers: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(_) if STOP.load(Ordering::SeqCst) => {
+        Err(_) if stop::signal().is_some() => {
             eprintln!("fwd-bench: interrupted; namespaces and switchd removed");
-            ExitCode::from(128 + SIGNAL.load(Ordering::SeqCst).clamp(0, 127) as u8)
+            ExitCode::from(128 + stop::signal().map_or(0, |s| s.number()).clamp(0, 127) as u8)
         }
         Err(e) => {
             eprintln!("fwd-bench: {e:#}");

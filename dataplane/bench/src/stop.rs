@@ -1,30 +1,27 @@
-//! Ctrl-C: SIGINT and SIGTERM set a flag every loop checks; `run` then returns an error, and the Drop guards
-//! (namespaces, switchd) clean up on the way out.
+//! Ctrl-C: SIGINT and SIGTERM (caught the project's one way, `lossless_dataplane::shutdown`) make every
+//! loop's check fail; `run` then returns an error, and the Drop guards (namespaces, switchd) clean up on the
+//! way out.
 
 use anyhow::bail;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use lossless_dataplane::shutdown::{Shutdown, Signal};
+use std::sync::OnceLock;
 
-/// Set by SIGINT/SIGTERM; every loop checks it.
-pub static STOP: AtomicBool = AtomicBool::new(false);
-/// The signal that set [`STOP`].
-pub static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static SHUTDOWN: OnceLock<Shutdown> = OnceLock::new();
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::SeqCst);
-    STOP.store(true, Ordering::SeqCst);
+/// Catches SIGINT/SIGTERM from now on.
+pub fn install_signal_handlers() -> std::io::Result<()> {
+    let shutdown = Shutdown::install()?;
+    let _ = SHUTDOWN.set(shutdown);
+    Ok(())
 }
 
-/// SIGINT/SIGTERM set [`STOP`]: loops end, `run` returns an error, and the Drop guards clean up.
-#[allow(unsafe_code)]
-pub fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
-    }
+/// The signal that asked the benchmark to stop, if one came.
+pub fn signal() -> Option<Signal> {
+    SHUTDOWN.get().and_then(Shutdown::received)
 }
 
 pub fn stopped() -> bool {
-    STOP.load(Ordering::Relaxed)
+    signal().is_some()
 }
 
 pub fn check_stop() -> anyhow::Result<()> {
