@@ -299,7 +299,13 @@ pub fn subtract_counters(now: &GetCountersResponse, baseline: &GetCountersRespon
         }),
         (n, _) => *n,
     };
-    GetCountersResponse { generation: now.generation, timestamp_ns: now.timestamp_ns, ledger, ports }
+    GetCountersResponse {
+        generation: now.generation,
+        timestamp_ns: now.timestamp_ns,
+        ledger,
+        ports,
+        stalls: now.stalls,
+    }
 }
 
 /// Element-wise by index; entries the baseline lacks are kept whole.

@@ -112,6 +112,7 @@ fn counters() -> GetCountersResponse {
     GetCountersResponse {
         generation: 3,
         timestamp_ns: 5 * SECOND_NS,
+        stalls: None,
         ledger: Some(FrameLedger {
             received: 8_004_133,
             forwarded: 7_540_082,

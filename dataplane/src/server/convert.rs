@@ -128,6 +128,7 @@ impl CountersSnapshot {
                 flushed: l.flushed,
             }),
             ports: self.ports.iter().map(PortSnapshot::to_proto).collect(),
+            stalls: None,
         }
     }
 }

@@ -115,7 +115,7 @@ fn refused(e: &ConfigErrors) -> Status {
 /// a blocking-pool thread: a large one takes a while.
 async fn required_config(config: Option<pb::ConfigDb>) -> Result<Arc<ConfigDb>, Status> {
     match config {
-        Some(config) => tokio::task::spawn_blocking(move || Arc::new(convert::config_db_from_proto(config)))
+        Some(config) => background(move || Arc::new(convert::config_db_from_proto(config)))
             .await
             .map_err(|e| Status::internal(format!("reading the configuration failed: {e}"))),
         None => Err(bad_request(
@@ -126,11 +126,38 @@ async fn required_config(config: Option<pb::ConfigDb>) -> Result<Arc<ConfigDb>, 
 }
 
 /// Validates and compiles on a blocking-pool thread: never on the model thread, never on the thread that
-/// runs the gRPC tasks.
+/// runs the gRPC tasks; and at a lower priority, so that compiling a large configuration on a busy machine
+/// does not take CPU time from forwarding.
 async fn prepare(db: Arc<ConfigDb>) -> Result<Result<crate::model::Prepared, ConfigErrors>, Status> {
-    tokio::task::spawn_blocking(move || Switch::prepare(&db))
+    background(move || Switch::prepare(&db))
         .await
         .map_err(|e| Status::internal(format!("validation failed: {e}")))
+}
+
+/// Runs `f` on a blocking-pool thread niced to [`BACKGROUND_NICE`].
+pub(super) async fn background<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Result<R, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(move || {
+        lower_priority();
+        f()
+    })
+    .await
+}
+
+/// The nice value of the threads that read, compile and drop configurations.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority (Linux nice values are per thread); best effort.
+#[allow(unsafe_code)]
+fn lower_priority() {
+    // SAFETY: gettid has no preconditions; setpriority on our own thread id only changes its nice value.
+    unsafe {
+        let tid = libc::gettid();
+        if libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) < BACKGROUND_NICE {
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE);
+        }
+    }
 }
 
 #[tonic::async_trait]
@@ -184,7 +211,7 @@ impl pb::switch_server::Switch for SwitchService {
         let replaced = self.handle.set_running(db, applied.generation);
         // The old configuration and its tables can be large: dropped off the model thread and off the
         // threads that serve requests.
-        tokio::task::spawn_blocking(move || drop((retired, replaced)));
+        tokio::spawn(background(move || drop((retired, replaced))));
         tracing::info!(generation = applied.generation, "configuration applied");
         Ok(Response::new(pb::ApplyResponse {
             accepted: true,
@@ -223,7 +250,10 @@ impl pb::switch_server::Switch for SwitchService {
         &self,
         _: Request<pb::GetCountersRequest>,
     ) -> Result<Response<pb::GetCountersResponse>, Status> {
-        Ok(Response::new(self.snapshot().await?.counters.to_proto()))
+        let mut response = self.snapshot().await?.counters.to_proto();
+        let (longest_command_ns, longest_snapshot_ns) = self.handle.stalls().longest();
+        response.stalls = Some(pb::RuntimeStalls { longest_command_ns, longest_snapshot_ns });
+        Ok(Response::new(response))
     }
 
     async fn get_watermarks(
