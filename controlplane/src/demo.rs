@@ -5,8 +5,8 @@
 //! The switch runs on the project's virtual-time driver ([`lossless_dataplane::sim`]): frames are injected
 //! on its ports, and what it sends (at line rate, into ports without links) is read from the driver's log.
 
-use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::{PortId, Switch};
 use lossless_dataplane::sim::{Device, Sent, Sim};
 use lossless_dataplane::wire::build::{self, Ipv4Flow};
 use lossless_dataplane::wire::ip::Ecn;
@@ -51,8 +51,8 @@ pub fn run() -> anyhow::Result<String> {
     };
     let frame =
         build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&request));
-    sim.inject((id, e8), 0, frame);
-    for t in settle(&mut sim).iter().filter(|s| s.from == (id, e8)) {
+    sim.inject((id, e8.index()), 0, frame);
+    for t in settle(&mut sim).iter().filter(|s| s.from == (id, e8.index())) {
         if let Ok(L3::Arp(a)) = wire::decode(&t.frame).map(|d| d.l3) {
             writeln!(
                 out,
@@ -69,7 +69,7 @@ pub fn run() -> anyhow::Result<String> {
     // 2. One routed packet per DSCP from the uplink: DscpMappingPB.
     sim.run_until(SEC);
     for dscp in 0..64 {
-        sim.inject((id, e0), SEC, routed(dscp));
+        sim.inject((id, e0.index()), SEC, routed(dscp));
     }
     settle(&mut sim);
     writeln!(
@@ -101,11 +101,11 @@ pub fn run() -> anyhow::Result<String> {
     let now = sim.now();
     for dscp in [3, 4] {
         for _ in 0..10 {
-            sim.inject((id, e0), now, routed(dscp));
+            sim.inject((id, e0.index()), now, routed(dscp));
         }
     }
     let lossless_out = settle(&mut sim).len();
-    sim.inject((id, e0), sim.now(), routed(8));
+    sim.inject((id, e0.index()), sim.now(), routed(8));
     let lossy_out = settle(&mut sim).len();
     let sw = sim.switch(id);
     let c = sw.port_counters(e0).expect("port");
@@ -132,7 +132,7 @@ pub fn run() -> anyhow::Result<String> {
         "IFACE", "RX_OK", "RX_ERR", "RX_DRP", "TX_OK", "TX_ERR", "TX_DRP"
     )?;
     for (id, p) in sw.config().ports.iter().enumerate() {
-        let c = sw.port_counters(id).expect("port");
+        let c = sw.port_counters(PortId::new(id)).expect("port");
         let name = &p.name;
         writeln!(
             out,

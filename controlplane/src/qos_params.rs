@@ -211,12 +211,12 @@ impl Probe {
     }
 
     fn pg_shared_watermark(&self, pg: u8) -> u64 {
-        let name = &self.sw.config().ports[self.src].name;
+        let name = &self.sw.config().ports[self.src.index()].name;
         self.sw.watermarks(WatermarkKind::User).ports[name].pg_shared_bytes[usize::from(pg)]
     }
 
     fn queue_shared_watermark(&self, queue: u8) -> u64 {
-        let name = &self.sw.config().ports[self.dst].name;
+        let name = &self.sw.config().ports[self.dst.index()].name;
         self.sw.watermarks(WatermarkKind::User).ports[name].queue_shared_bytes[usize::from(queue)]
     }
 }

@@ -8,8 +8,8 @@
 //!   of the others to it is the cost of the pipeline relative to parsing.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::{PortId, Switch};
 use lossless_dataplane::wire::build::{self, Ipv4Flow};
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_dataplane::wire::{self, ArpOperation, ArpRepr, EtherType, EthernetAddress};
@@ -37,7 +37,7 @@ fn switch_with_host(yaml: &str) -> Switch {
         build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp)),
         0,
     );
-    for p in 0..sw.port_count() {
+    for p in PortId::all(sw.port_count()) {
         let mut t = 0;
         while sw.port_backlog(p) > 0 {
             sw.poll_transmit(p, t);

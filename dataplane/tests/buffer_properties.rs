@@ -8,8 +8,8 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::{PortId, Switch};
 use lossless_dataplane::sim::{Device, Sim};
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
@@ -135,7 +135,7 @@ proptest! {
             let (_, shp_used) = sim.switch(0).mmu().pool_cells("ingress_lossless_pool").unwrap();
             prop_assert!(shp_used <= shp_cells);
             let l = sim.switch(0).ledger();
-            let queued: u64 = (0..sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p) as u64).sum();
+            let queued: u64 = PortId::all(sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p) as u64).sum();
             prop_assert_eq!(l.copies + l.originated, sent + queued + l.copies_dropped + l.flushed);
         }
         // Release everything and drain: every cell comes back.
@@ -145,12 +145,12 @@ proptest! {
         }
         let to = now + 10_000_000_000;
         sent += advance(&mut sim, &mut now, to);
-        let queued: usize = (0..sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p)).sum();
+        let queued: usize = PortId::all(sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p)).sum();
         prop_assert_eq!(queued, 0);
         prop_assert_eq!(sim.switch(0).mmu().total_cells(), 0);
         let l = sim.switch(0).ledger();
         prop_assert_eq!(l.copies + l.originated, sent + l.copies_dropped + l.flushed);
-        for p in 0..sim.switch(0).port_count() {
+        for p in PortId::all(sim.switch(0).port_count()) {
             prop_assert_eq!(sim.switch(0).mmu().xoff_pgs(p), 0, "no PG left in XOFF");
         }
     }

@@ -461,8 +461,8 @@ fn dscp_mapping_pb_with_azure_maps() {
     let after = sw.port_counters(e8).unwrap().queues;
     let delta: Vec<u64> = (0..8).map(|q| after[q].packets - before[q].packets).collect();
 
-    let qos = &sw.config().qos[e0];
-    let egress = &sw.config().qos[e8];
+    let qos = &sw.config().qos[e0.index()];
+    let egress = &sw.config().qos[e8.index()];
     let mut expected = [0u64; 8];
     for dscp in 0..64 {
         let tc = qos.dscp_to_tc.unwrap()[dscp];

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::{CountersDump, Switch};
+use lossless_dataplane::model::{CountersDump, PortId, Switch};
 use lossless_dataplane::wire::build::Dot1q;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
@@ -108,7 +108,7 @@ proptest! {
         let mut before = sw.counters();
         for op in ops {
             match op {
-                Op::Frame(p, f) => sw.handle_frame(p, f, now),
+                Op::Frame(p, f) => sw.handle_frame(PortId::new(p), f, now),
                 Op::Advance(s) => {
                     now += s * 1_000_000_000;
                     sw.handle_timeout(now);
@@ -149,7 +149,7 @@ proptest! {
 #[test]
 fn switch_without_config_ignores_frames() {
     let mut sw = Switch::new();
-    sw.handle_frame(0, vec![0; 64], 0);
+    sw.handle_frame(PortId::new(0), vec![0; 64], 0);
     assert_eq!(sw.ledger().received, 0);
-    assert_eq!(sw.poll_transmit(0, 0), None);
+    assert_eq!(sw.poll_transmit(PortId::new(0), 0), None);
 }

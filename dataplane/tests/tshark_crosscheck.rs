@@ -4,6 +4,7 @@
 //! pcap file; `tshark` decodes it and every field must read back as the value we put in. Requires `tshark`
 //! on PATH (`.ci/run` installs it).
 
+use lossless_dataplane::model::PortId;
 use lossless_dataplane::wire::{
     self, ArpOperation, ArpRepr, BthOpcode, BthRepr, EtherType, EthernetAddress, Ipv4Packet, Ipv6Repr,
     MacControlRepr, PauseRepr, PfcRepr,
@@ -303,14 +304,14 @@ fn pfc_frames_generated_by_the_switch() {
         now = sw.poll_at().expect("draining").max(now);
         sw.handle_timeout(now);
         // The host's ARP request was also flooded to the other VLAN members: drain every port but Ethernet0.
-        for p in (0..sw.port_count()).filter(|&p| p != e0) {
+        for p in PortId::all(sw.port_count()).filter(|&p| p != e0) {
             while sw.poll_transmit(p, now).is_some() {}
         }
         if let Some(tx) = sw.poll_transmit(e0, now) {
             frames.push(tx.frame);
         }
     }
-    let port_mac = s(sw.config().ports[e0].mac);
+    let port_mac = s(sw.config().ports[e0.index()].mac);
     check(
         "switch-pfc",
         vec![

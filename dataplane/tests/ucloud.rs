@@ -6,8 +6,8 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::{PortId, Switch};
 use lossless_dataplane::wire;
 use std::net::Ipv4Addr;
 
@@ -78,7 +78,7 @@ fn the_strict_cnp_queue_is_policed() {
         sw.handle_frame(e8, f, 1_000);
     }
     let dropped: u64 =
-        (0..sw.port_count()).map(|p| sw.port_counters(p).unwrap().queues[6].dropped_packets).sum();
+        PortId::all(sw.port_count()).map(|p| sw.port_counters(p).unwrap().queues[6].dropped_packets).sum();
     let sent = drain_all(&mut sw, 1_000).len() as u64;
     assert!(dropped > 0, "the policer drops the excess");
     assert_eq!(sent + dropped, 2000);

@@ -32,8 +32,8 @@ use crate::io::{LinkState, PortBackend, PortSpec};
 use crate::model::DropReason;
 use crate::model::config::ConfigDb;
 use crate::model::mmu::WatermarkKind;
-use crate::model::{Event, Switch};
-use crate::server::{CountersSnapshot, PortNames, WatermarksSnapshot};
+use crate::model::{Event, PortId, Switch};
+use crate::server::{CountersSnapshot, WatermarksSnapshot};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -59,7 +59,6 @@ pub struct Snapshot {
     pub counters: CountersSnapshot,
     pub watermarks: WatermarksSnapshot,
     pub persistent_watermarks: WatermarksSnapshot,
-    pub ports: PortNames,
 }
 
 impl Snapshot {
@@ -69,7 +68,6 @@ impl Snapshot {
             counters: CountersSnapshot::take(switch, now_ns),
             watermarks: WatermarksSnapshot::take(switch, WatermarkKind::User),
             persistent_watermarks: WatermarksSnapshot::take(switch, WatermarkKind::Persistent),
-            ports: PortNames::take(switch),
         }
     }
 }
@@ -367,7 +365,7 @@ impl Runtime {
                     self.last_activity_ns = now;
                 }
                 for frame in rx.drain(..) {
-                    self.switch.handle_frame(p, frame, now);
+                    self.switch.handle_frame(PortId::new(p), frame, now);
                 }
                 if let Some(e) = failed {
                     self.check_link(p, now, Some(&e));
@@ -530,19 +528,20 @@ impl Runtime {
     /// Sends everything whose line is free, letting a late port catch up by at most [`CATCH_UP_NS`].
     fn transmit(&mut self, now: u64) {
         for p in 0..self.ports.len() {
+            let port = PortId::new(p);
             let io = &mut self.ports[p];
             // The model paces the line; a wake-up that comes late sends what the line could have carried
             // since it became free (at most CATCH_UP_NS back), so the port keeps its configured rate.
             loop {
-                let free = self.switch.line_free_at(p);
+                let free = self.switch.line_free_at(port);
                 if free > now {
                     break;
                 }
                 let t = free.max(now.saturating_sub(CATCH_UP_NS));
-                let tx = match self.switch.poll_transmit(p, t) {
+                let tx = match self.switch.poll_transmit(port, t) {
                     Some(tx) => tx,
                     // Nothing was eligible back then (a pause or a shaper ended since): try now.
-                    None => match (t < now).then(|| self.switch.poll_transmit(p, now)).flatten() {
+                    None => match (t < now).then(|| self.switch.poll_transmit(port, now)).flatten() {
                         Some(tx) => tx,
                         None => break,
                     },

@@ -1,13 +1,13 @@
 //! Conversions between the model's types and the `lossless.v1` messages.
 //!
 //! Reading the model happens on the model thread, so what is taken there is a plain copy ([`CountersSnapshot`],
-//! [`WatermarksSnapshot`], [`PortNames`]); turning it into protobuf messages (strings, maps) happens on the
-//! gRPC side, off the packet path.
+//! [`WatermarksSnapshot`]); turning it into protobuf messages (strings, maps) happens on the gRPC side, off
+//! the packet path. Events need no such copy: they name their ports themselves.
 
 use crate::io::runtime::TimedEvent;
 use crate::model::config::{ConfigDb, ConfigIssue};
 use crate::model::mmu::{PoolWatermarks, PortWatermarks};
-use crate::model::{Event, FrameLedger, PortCounters, Switch};
+use crate::model::{Event, FrameLedger, PortCounters, PortId, Switch};
 use lossless_proto::v1 as pb;
 use pb::config_issue::Severity;
 
@@ -89,11 +89,8 @@ struct PortSnapshot {
 impl CountersSnapshot {
     /// Runs on the model thread: copies, nothing more.
     pub fn take(switch: &Switch, now_ns: u64) -> CountersSnapshot {
-        let ports = switch
-            .config()
-            .ports
-            .iter()
-            .enumerate()
+        let ports = PortId::all(switch.port_count())
+            .zip(&switch.config().ports)
             .map(|(p, config)| PortSnapshot {
                 name: config.name.clone(),
                 admin_up: config.admin_up,
@@ -250,28 +247,6 @@ impl WatermarksSnapshot {
 
 // ---- events -------------------------------------------------------------------------------------
 
-/// Port names of one configuration generation: events carry port indices, which mean the ports of the
-/// configuration running when they happened.
-#[derive(Debug, Clone, Default)]
-pub struct PortNames {
-    pub generation: u64,
-    pub names: Vec<String>,
-}
-
-impl PortNames {
-    /// Runs on the model thread.
-    pub fn take(switch: &Switch) -> PortNames {
-        PortNames {
-            generation: switch.generation(),
-            names: switch.config().ports.iter().map(|p| p.name.clone()).collect(),
-        }
-    }
-
-    fn name(&self, port: usize) -> String {
-        self.names.get(port).cloned().unwrap_or_else(|| format!("port{port}"))
-    }
-}
-
 /// The event's `kind` in the API.
 pub fn event_kind(event: &Event) -> &'static str {
     match event {
@@ -289,24 +264,24 @@ pub fn event_kind(event: &Event) -> &'static str {
     }
 }
 
-pub fn event_to_proto(timed: &TimedEvent, ports: &PortNames) -> pb::SwitchEvent {
+/// The event as the API streams it: `port` is the SONiC name the event carries, `index` its PG or queue.
+pub fn event_to_proto(timed: &TimedEvent) -> pb::SwitchEvent {
     let (port, index) = match &timed.event {
-        Event::FdbLearned { port, .. } => (ports.name(*port), 0),
-        Event::PfcXoff { port, pg } | Event::PfcXon { port, pg } => (ports.name(*port), u32::from(*pg)),
+        Event::FdbLearned { port, .. } | Event::PortOperStatus { port, .. } => (port.as_str(), 0),
+        Event::PfcXoff { port, pg } | Event::PfcXon { port, pg } => (port.as_str(), u32::from(*pg)),
         Event::PfcStormDetected { port, queue, .. } | Event::PfcStormRestored { port, queue } => {
-            (port.clone(), u32::from(*queue))
+            (port.as_str(), u32::from(*queue))
         }
-        Event::PortOperStatus { port, .. } => (port.clone(), 0),
         Event::ConfigApplied { .. }
         | Event::FdbAged { .. }
         | Event::NeighborLearned { .. }
-        | Event::NeighborAged { .. } => (String::new(), 0),
+        | Event::NeighborAged { .. } => ("", 0),
     };
     pb::SwitchEvent {
         timestamp_ns: timed.at_ns,
         kind: event_kind(&timed.event).to_owned(),
         message: timed.event.to_string(),
-        port,
+        port: port.to_owned(),
         index,
     }
 }
@@ -337,7 +312,6 @@ mod tests {
 
     #[test]
     fn storm_events_carry_port_queue_and_sonic_wording() {
-        let names = PortNames { generation: 1, names: vec!["Ethernet0".into(), "Ethernet4".into()] };
         let timed = TimedEvent {
             at_ns: 42,
             event: Event::PfcStormDetected {
@@ -346,7 +320,7 @@ mod tests {
                 action: crate::model::config::PfcWdAction::Drop,
             },
         };
-        let e = event_to_proto(&timed, &names);
+        let e = event_to_proto(&timed);
         assert_eq!(
             (e.kind.as_str(), e.port.as_str(), e.index, e.timestamp_ns),
             ("pfc_storm_detected", "Ethernet4", 3, 42)
@@ -355,7 +329,20 @@ mod tests {
             e.message,
             "PFC Watchdog detected PFC storm on port Ethernet4, queue index 3, action drop"
         );
-        let xoff = event_to_proto(&TimedEvent { at_ns: 1, event: Event::PfcXoff { port: 1, pg: 4 } }, &names);
+        let xoff = Event::PfcXoff { port: "Ethernet4".into(), pg: 4 };
+        let xoff = event_to_proto(&TimedEvent { at_ns: 1, event: xoff });
         assert_eq!((xoff.kind.as_str(), xoff.port.as_str(), xoff.index), ("xoff", "Ethernet4", 4));
+        assert_eq!(xoff.message, "XOFF on port Ethernet4 PG 4");
+        let learned = Event::FdbLearned {
+            vid: 1000,
+            mac: crate::wire::EthernetAddress([2, 0, 0, 0, 0, 1]),
+            port: "Ethernet0".into(),
+        };
+        let learned = event_to_proto(&TimedEvent { at_ns: 2, event: learned });
+        assert_eq!(
+            (learned.kind.as_str(), learned.port.as_str(), learned.index),
+            ("fdb_learned", "Ethernet0", 0)
+        );
+        assert_eq!(learned.message, "FDB learned Vlan1000 02:00:00:00:00:01 on port Ethernet0");
     }
 }

@@ -18,8 +18,7 @@ mod service;
 mod streams;
 
 pub use convert::{
-    CountersSnapshot, PortNames, WatermarksSnapshot, config_db_from_proto, config_db_to_proto,
-    issues_to_proto,
+    CountersSnapshot, WatermarksSnapshot, config_db_from_proto, config_db_to_proto, issues_to_proto,
 };
 pub use service::{MIN_COUNTERS_INTERVAL, SwitchService};
 pub use streams::{Limits, StreamInfo, Streams, SubscribeStream};

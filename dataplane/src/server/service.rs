@@ -300,15 +300,8 @@ impl pb::switch_server::Switch for SwitchService {
         let slot = self.streams.open(peer, request.events, counters_every)?;
         // Subscribed before the response goes out: once the client has the response, no event is missed.
         let events = request.events.then(|| self.handle.subscribe());
-        let ports = self.handle.latest_snapshot().ports.clone();
-        let (subscription, stream) = Subscription::new(
-            self.handle.clone(),
-            self.shutdown.clone(),
-            slot,
-            events,
-            counters_every,
-            ports,
-        );
+        let (subscription, stream) =
+            Subscription::new(self.handle.clone(), self.shutdown.clone(), slot, events, counters_every);
         tokio::spawn(subscription.run());
         Ok(Response::new(stream))
     }
@@ -360,7 +353,7 @@ impl pb::switch_server::Switch for SwitchService {
                     .map(|(vid, mac, e)| pb::FdbEntry {
                         vlan: vid.into(),
                         mac: mac.to_string(),
-                        port: ports.get(e.port).map(|p| p.name.clone()).unwrap_or_default(),
+                        port: ports.get(e.port.index()).map(|p| p.name.clone()).unwrap_or_default(),
                         is_static: e.is_static,
                     })
                     .collect()
@@ -406,7 +399,7 @@ impl pb::switch_server::Switch for SwitchService {
                     .map(|(ip, n)| pb::NeighborEntry {
                         ip: ip.to_string(),
                         mac: n.mac.to_string(),
-                        interface: interfaces.get(n.rif).map(|r| r.name.clone()).unwrap_or_default(),
+                        interface: interfaces.get(n.rif.index()).map(|r| r.name.clone()).unwrap_or_default(),
                         is_static: n.is_static,
                     })
                     .collect()

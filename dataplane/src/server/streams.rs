@@ -8,9 +8,8 @@
 //! `stall_timeout` is ended with RESOURCE_EXHAUSTED. Open streams are listed in a registry ([`Streams`])
 //! the tasks share, which the cap reads.
 
-use super::convert::{self, PortNames};
+use super::convert;
 use crate::io::runtime::{Handle, TimedEvent};
-use crate::model::Event;
 use dashmap::DashMap;
 use lossless_proto::v1 as pb;
 use std::future::Future;
@@ -168,7 +167,6 @@ pub(super) struct Subscription {
     slot: Slot,
     events: Option<broadcast::Receiver<TimedEvent>>,
     counters: Option<tokio::time::Interval>,
-    ports: PortNames,
     tx: mpsc::Sender<pb::SubscribeResponse>,
     end: Option<oneshot::Sender<Status>>,
 }
@@ -188,7 +186,6 @@ impl Subscription {
         slot: Slot,
         events: Option<broadcast::Receiver<TimedEvent>>,
         counters_every: Option<Duration>,
-        ports: PortNames,
     ) -> (Subscription, SubscribeStream) {
         let buffer = slot.streams.limits.stream_buffer.max(1);
         let (tx, rx) = mpsc::channel(buffer);
@@ -198,8 +195,7 @@ impl Subscription {
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             ticker
         });
-        let subscription =
-            Subscription { handle, shutdown, slot, events, counters, ports, tx, end: Some(end_tx) };
+        let subscription = Subscription { handle, shutdown, slot, events, counters, tx, end: Some(end_tx) };
         (subscription, SubscribeStream { rx, end: Some(end_rx) })
     }
 
@@ -217,16 +213,7 @@ impl Subscription {
                 Next::Done => return,
                 Next::Event(timed) => {
                     last_at_ns = timed.at_ns;
-                    if let Event::ConfigApplied { generation } = timed.event
-                        && generation > self.ports.generation
-                    {
-                        // Later events refer to the new port set; a snapshot taken now has it.
-                        match self.handle.snapshot().await {
-                            Ok(snapshot) => self.ports = snapshot.ports.clone(),
-                            Err(_) => return self.gone(),
-                        }
-                    }
-                    pb::subscribe_response::Item::Event(convert::event_to_proto(&timed, &self.ports))
+                    pb::subscribe_response::Item::Event(convert::event_to_proto(&timed))
                 }
                 Next::Lagged(skipped) => {
                     tracing::debug!(skipped, "a subscriber fell behind; events skipped");

@@ -54,7 +54,7 @@ pub fn drain(sw: &mut Switch, port: PortId, now_ns: u64) -> Vec<Transmit> {
 
 /// Drains every port; returns (port, frame) pairs in port order.
 pub fn drain_all(sw: &mut Switch, now_ns: u64) -> Vec<(PortId, Transmit)> {
-    (0..sw.port_count()).flat_map(|p| drain(sw, p, now_ns).into_iter().map(move |t| (p, t))).collect()
+    PortId::all(sw.port_count()).flat_map(|p| drain(sw, p, now_ns).into_iter().map(move |t| (p, t))).collect()
 }
 
 pub fn arp(

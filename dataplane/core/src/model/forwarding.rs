@@ -5,7 +5,7 @@
 //! that stays silent loses its FDB entry long before its ARP entry, which is exactly the state in which a
 //! routed packet finds a neighbour MAC with no port behind it.
 
-use super::config::{PortIndex, RifIndex};
+use super::config::{PortId, RifId};
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
 use rustc_hash::FxHashMap as HashMap;
@@ -14,7 +14,7 @@ use std::net::IpAddr;
 /// One FDB entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FdbEntry {
-    pub port: PortIndex,
+    pub port: PortId,
     pub last_seen_ns: u64,
     /// Configured in the `FDB` table: never ages, never moves.
     pub is_static: bool,
@@ -33,7 +33,7 @@ impl Fdb {
 
     /// Learns or refreshes a dynamic entry; a static entry is left alone. Returns true for a new entry or a
     /// station move.
-    pub fn learn(&mut self, vid: u16, mac: EthernetAddress, port: PortIndex, now_ns: u64) -> bool {
+    pub fn learn(&mut self, vid: u16, mac: EthernetAddress, port: PortId, now_ns: u64) -> bool {
         match self.entries.get_mut(&(vid, mac)) {
             Some(e) if e.is_static => false,
             Some(e) => {
@@ -49,7 +49,7 @@ impl Fdb {
         }
     }
 
-    pub fn insert_static(&mut self, vid: u16, mac: EthernetAddress, port: PortIndex) {
+    pub fn insert_static(&mut self, vid: u16, mac: EthernetAddress, port: PortId) {
         self.entries.insert((vid, mac), FdbEntry { port, last_seen_ns: 0, is_static: true });
     }
 
@@ -68,7 +68,7 @@ impl Fdb {
     }
 
     /// Removes dynamic entries (all, or those of one VLAN / port); returns how many.
-    pub fn flush(&mut self, vid: Option<u16>, port: Option<PortIndex>) -> usize {
+    pub fn flush(&mut self, vid: Option<u16>, port: Option<PortId>) -> usize {
         let before = self.entries.len();
         self.entries.retain(|&(v, _), e| {
             e.is_static || vid.is_some_and(|x| x != v) || port.is_some_and(|p| p != e.port)
@@ -78,7 +78,7 @@ impl Fdb {
 
     /// Copies `old`'s dynamic entries that `port` maps to a port of the new configuration, unless this
     /// table has an entry for the same key (a static entry wins). Used when a configuration is installed.
-    pub fn adopt_dynamic(&mut self, old: &Fdb, mut port: impl FnMut(u16, &FdbEntry) -> Option<PortIndex>) {
+    pub fn adopt_dynamic(&mut self, old: &Fdb, mut port: impl FnMut(u16, &FdbEntry) -> Option<PortId>) {
         for (&(vid, mac), e) in old.entries.iter().filter(|(_, e)| !e.is_static) {
             if let Some(port) = port(vid, e) {
                 self.entries.entry((vid, mac)).or_insert(FdbEntry { port, ..*e });
@@ -111,7 +111,7 @@ impl Fdb {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Neighbor {
     pub mac: EthernetAddress,
-    pub rif: RifIndex,
+    pub rif: RifId,
     pub last_seen_ns: u64,
     /// Configured in the `NEIGH` table: never ages.
     pub is_static: bool,
@@ -130,7 +130,7 @@ impl Neighbors {
 
     /// Learns or refreshes a dynamic entry (a static entry wins). Returns true if the entry is new or its
     /// MAC changed.
-    pub fn learn(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifIndex, now_ns: u64) -> bool {
+    pub fn learn(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifId, now_ns: u64) -> bool {
         match self.entries.get_mut(&ip) {
             Some(n) if n.is_static => false,
             Some(n) => {
@@ -145,7 +145,7 @@ impl Neighbors {
         }
     }
 
-    pub fn insert_static(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifIndex) {
+    pub fn insert_static(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifId) {
         self.entries.insert(ip, Neighbor { mac, rif, last_seen_ns: 0, is_static: true });
     }
 
@@ -175,7 +175,7 @@ impl Neighbors {
     pub fn adopt_dynamic(
         &mut self,
         old: &Neighbors,
-        mut rif: impl FnMut(IpAddr, &Neighbor) -> Option<RifIndex>,
+        mut rif: impl FnMut(IpAddr, &Neighbor) -> Option<RifId>,
     ) {
         for (&ip, n) in old.entries.iter().filter(|(_, n)| !n.is_static) {
             if let Some(rif) = rif(ip, n) {
@@ -210,9 +210,9 @@ pub enum RouteAction {
     /// The switch's own address: trap (ARP/ICMP are the only things it answers).
     Local,
     /// A connected subnet: the destination itself is the next hop, on this interface.
-    Connected(RifIndex),
+    Connected(RifId),
     /// Static route: one or more next hops (ECMP when several).
-    NextHops(Vec<(IpAddr, RifIndex)>),
+    NextHops(Vec<(IpAddr, RifId)>),
     Blackhole,
 }
 
@@ -350,16 +350,16 @@ mod tests {
     fn longest_prefix_wins() {
         let mut t = RouteTable::default();
         t.insert(net("0.0.0.0/0"), RouteAction::Blackhole);
-        t.insert(net("10.0.0.0/8"), RouteAction::Connected(1));
-        t.insert(net("10.1.0.0/16"), RouteAction::Connected(2));
+        t.insert(net("10.0.0.0/8"), RouteAction::Connected(RifId::new(1)));
+        t.insert(net("10.1.0.0/16"), RouteAction::Connected(RifId::new(2)));
         t.insert(net("10.1.2.3/32"), RouteAction::Local);
-        t.insert(net("2001:db8::/32"), RouteAction::Connected(3));
+        t.insert(net("2001:db8::/32"), RouteAction::Connected(RifId::new(3)));
         let look = |s: &str| t.lookup(s.parse().unwrap()).cloned();
         assert_eq!(look("10.1.2.3"), Some(RouteAction::Local));
-        assert_eq!(look("10.1.2.4"), Some(RouteAction::Connected(2)));
-        assert_eq!(look("10.2.0.1"), Some(RouteAction::Connected(1)));
+        assert_eq!(look("10.1.2.4"), Some(RouteAction::Connected(RifId::new(2))));
+        assert_eq!(look("10.2.0.1"), Some(RouteAction::Connected(RifId::new(1))));
         assert_eq!(look("192.0.2.1"), Some(RouteAction::Blackhole));
-        assert_eq!(look("2001:db8:ffff::1"), Some(RouteAction::Connected(3)));
+        assert_eq!(look("2001:db8:ffff::1"), Some(RouteAction::Connected(RifId::new(3))));
         assert_eq!(look("2001:db9::1"), None);
     }
 
@@ -367,10 +367,10 @@ mod tests {
     fn fdb_learns_moves_and_ages_but_static_stays() {
         let mac = EthernetAddress([2, 0, 0, 0, 0, 9]);
         let mut fdb = Fdb::default();
-        assert!(fdb.learn(10, mac, 1, 0));
-        assert!(!fdb.learn(10, mac, 1, 5));
-        assert!(fdb.learn(10, mac, 2, 6), "a station move is reported");
-        fdb.insert_static(10, EthernetAddress([2, 0, 0, 0, 0, 7]), 3);
+        assert!(fdb.learn(10, mac, PortId::new(1), 0));
+        assert!(!fdb.learn(10, mac, PortId::new(1), 5));
+        assert!(fdb.learn(10, mac, PortId::new(2), 6), "a station move is reported");
+        fdb.insert_static(10, EthernetAddress([2, 0, 0, 0, 0, 7]), PortId::new(3));
         assert!(fdb.age(6 + 99, 100).is_empty());
         assert_eq!(fdb.age(6 + 100, 100), vec![(10, mac)]);
         assert_eq!(fdb.len(), 1, "the static entry does not age");

@@ -37,6 +37,7 @@
 //! the free space of that partition. PG and queue occupancy stays one level per PG and queue (a PG
 //! feeding egress pipes in two partitions is counted once, against the partition of its latest frame).
 
+use super::config::PortId;
 use super::config::asic::{PgLayout, cells};
 
 mod configure;
@@ -60,7 +61,7 @@ pub struct Allocation {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IngressAlloc {
-    pub port: usize,
+    pub port: PortId,
     pub pg: u8,
     pub pool: PoolId,
     /// The buffer partition the frame is in.
@@ -72,7 +73,7 @@ pub struct IngressAlloc {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EgressAlloc {
-    pub port: usize,
+    pub port: PortId,
     pub queue: u8,
     pub pool: PoolId,
     pub partition: u8,
@@ -188,12 +189,12 @@ pub struct Mmu {
     personality: super::config::Personality,
     port_pipe: Vec<u8>,
     /// Per pool: the lossless PGs whose limit is dynamic, so moves as the pool fills.
-    dynamic_lossless: Vec<Vec<(usize, u8)>>,
+    dynamic_lossless: Vec<Vec<(PortId, u8)>>,
     /// PGs other than the admitted frame's that reached their limit as the pool filled (see
     /// [`Mmu::take_raised`]).
-    raised: Vec<(usize, u8)>,
+    raised: Vec<(PortId, u8)>,
     /// The PGs holding XOFF, so that XON re-checks cost what is in XOFF, not every port × PG.
-    in_xoff: Vec<(usize, u8)>,
+    in_xoff: Vec<(PortId, u8)>,
 }
 
 impl Mmu {
@@ -207,8 +208,8 @@ impl Mmu {
     }
 
     /// Is this PG lossless (one of the port's `pfc_enable` priorities maps to it)?
-    pub fn pg_is_lossless(&self, port: usize, pg: u8) -> bool {
-        self.ports.get(port).is_some_and(|p| p.pgs[usize::from(pg & 7)].lossless)
+    pub fn pg_is_lossless(&self, port: PortId, pg: u8) -> bool {
+        self.ports.get(port.index()).is_some_and(|p| p.pgs[usize::from(pg & 7)].lossless)
     }
 
     /// The current shared limit of a threshold in a partition of a pool, in cells.
@@ -224,8 +225,8 @@ impl Mmu {
         }
     }
 
-    fn port_cap_allows(&self, port: usize, pool: PoolId, partition: u8, extra: u64) -> bool {
-        let state = &self.ports[port];
+    fn port_cap_allows(&self, port: PortId, pool: PoolId, partition: u8, extra: u64) -> bool {
+        let state = &self.ports[port.index()];
         match state.caps.get(pool).copied().flatten() {
             None => true,
             Some(t) => {
@@ -235,11 +236,11 @@ impl Mmu {
     }
 
     /// The buffer partition of a frame from `ingress` (none: a frame the switch made) to `egress`.
-    fn partition(&self, ingress: Option<usize>, egress: usize) -> u8 {
+    fn partition(&self, ingress: Option<PortId>, egress: PortId) -> u8 {
         if self.personality.partitions() == 1 {
             return 0;
         }
-        let pipe = |port: usize| self.port_pipe.get(port).copied().unwrap_or(0);
+        let pipe = |port: PortId| self.port_pipe.get(port.index()).copied().unwrap_or(0);
         let out = pipe(egress);
         let from = ingress.map_or(out, pipe);
         self.personality.partition(from, out).min(MAX_PARTITIONS - 1) as u8
@@ -250,13 +251,13 @@ impl Mmu {
     pub fn admit(
         &mut self,
         cells: u32,
-        ingress: Option<(usize, u8)>,
-        egress: (usize, u8),
+        ingress: Option<(PortId, u8)>,
+        egress: (PortId, u8),
     ) -> Result<(Allocation, bool), Refusal> {
         let c = u64::from(cells);
         let partition = self.partition(ingress.map(|(port, _)| port), egress.0);
         let plan_egress = |mmu: &Self| {
-            if egress.0 < mmu.ports.len() {
+            if egress.0.index() < mmu.ports.len() {
                 mmu.plan_egress(c, egress.0, egress.1, partition)
             } else {
                 Ok(None)
@@ -265,7 +266,9 @@ impl Mmu {
         // Spectrum counts a frame both sides refuse as an egress drop: egress is asked first.
         let early_egress = if self.personality.egress_drop_first { Some(plan_egress(self)?) } else { None };
         let ingress_alloc = match ingress {
-            Some((port, pg)) if port < self.ports.len() => self.plan_ingress(c, port, pg, partition)?,
+            Some((port, pg)) if port.index() < self.ports.len() => {
+                self.plan_ingress(c, port, pg, partition)?
+            }
             _ => None,
         };
         let egress_alloc = match early_egress {
@@ -290,11 +293,11 @@ impl Mmu {
     fn plan_ingress(
         &self,
         c: u64,
-        port: usize,
+        port: PortId,
         pg: u8,
         partition: u8,
     ) -> Result<Option<IngressAlloc>, Refusal> {
-        let state = &self.ports[port].pgs[usize::from(pg & 7)];
+        let state = &self.ports[port.index()].pgs[usize::from(pg & 7)];
         let Some(prof) = state.profile else { return Ok(None) };
         if let PgLayout::SharedFirst { .. } = self.personality.pg_layout {
             return self.plan_ingress_shared_first(c, port, pg, partition, prof);
@@ -335,12 +338,12 @@ impl Mmu {
     fn plan_ingress_shared_first(
         &self,
         c: u64,
-        port: usize,
+        port: PortId,
         pg: u8,
         partition: u8,
         prof: CellProfile,
     ) -> Result<Option<IngressAlloc>, Refusal> {
-        let state = &self.ports[port].pgs[usize::from(pg & 7)];
+        let state = &self.ports[port.index()].pgs[usize::from(pg & 7)];
         let pool = &self.pools[prof.pool];
         let k = usize::from(partition);
         // Spectrum compares the usage before the frame with the limit (NVIDIA's generator counts L + 1
@@ -373,11 +376,11 @@ impl Mmu {
     fn plan_egress(
         &self,
         c: u64,
-        port: usize,
+        port: PortId,
         queue: u8,
         partition: u8,
     ) -> Result<Option<EgressAlloc>, Refusal> {
-        let state = &self.ports[port].queues[usize::from(queue & 7)];
+        let state = &self.ports[port.index()].queues[usize::from(queue & 7)];
         let Some(prof) = state.profile else { return Ok(None) };
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
         let rest = c - reserved;
@@ -409,7 +412,7 @@ impl Mmu {
             (u64::from(a.regions.0), u64::from(a.regions.1), u64::from(a.regions.2));
         let shared_headroom = self.pools[a.pool].headroom_size > 0;
         let pooled_reserve = self.reserve_in_pool();
-        let port = &mut self.ports[a.port];
+        let port = &mut self.ports[a.port.index()];
         let pooled = shared + if pooled_reserve { reserved } else { 0 };
         port.shared_by_pool[a.pool] += pooled;
         let pg = &mut port.pgs[usize::from(a.pg)];
@@ -449,7 +452,7 @@ impl Mmu {
 
     fn take_egress(&mut self, a: EgressAlloc) {
         let (reserved, shared) = (u64::from(a.regions.0), u64::from(a.regions.1));
-        let port = &mut self.ports[a.port];
+        let port = &mut self.ports[a.port.index()];
         port.shared_by_pool[a.pool] += shared;
         let q = &mut port.queues[usize::from(a.queue)];
         q.reserved_used += reserved;
@@ -470,11 +473,11 @@ impl Mmu {
 
     /// Releases an allocation (frame transmitted or dropped after admission), from the top of each level.
     /// Returns the (port, PG) whose XOFF was released by it, if any.
-    pub fn release(&mut self, alloc: &Allocation) -> Option<(usize, u8)> {
+    pub fn release(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
         if let Some(a) = alloc.egress
-            && a.port < self.ports.len()
+            && a.port.index() < self.ports.len()
         {
-            let port = &mut self.ports[a.port];
+            let port = &mut self.ports[a.port.index()];
             let q = &mut port.queues[usize::from(a.queue)];
             let c = u64::from(a.cells);
             let shared = c.min(q.shared_used);
@@ -483,11 +486,11 @@ impl Mmu {
             sub(&mut port.shared_by_pool[a.pool], shared);
             sub(&mut self.pools[a.pool].shared_used[usize::from(a.partition)], shared);
         }
-        let a = alloc.ingress.filter(|a| a.port < self.ports.len())?;
+        let a = alloc.ingress.filter(|a| a.port.index() < self.ports.len())?;
         let k = usize::from(a.partition);
         let shared_headroom = self.pools[a.pool].headroom_size > 0 || self.pools[a.pool].headroom_used[k] > 0;
         let pooled_reserve = self.reserve_in_pool();
-        let port = &mut self.ports[a.port];
+        let port = &mut self.ports[a.port.index()];
         let pg = &mut port.pgs[usize::from(a.pg)];
         let c = u64::from(a.cells);
         let headroom = c.min(pg.headroom_used);
@@ -515,8 +518,8 @@ impl Mmu {
 
     /// Asserts XOFF on a lossless PG whose usage went to headroom or reached its shared limit. Returns
     /// whether it newly asserted.
-    fn update_xoff(&mut self, port: usize, pg: u8) -> bool {
-        let state = self.ports[port].pgs[usize::from(pg)];
+    fn update_xoff(&mut self, port: PortId, pg: u8) -> bool {
+        let state = self.ports[port.index()].pgs[usize::from(pg)];
         let Some(prof) = state.profile else { return false };
         if !state.lossless || state.xoff {
             return false;
@@ -528,7 +531,7 @@ impl Mmu {
             _ => true,
         };
         if state.headroom_used > 0 || (state.shared_used >= limit && reserve_full) {
-            self.ports[port].pgs[usize::from(pg)].xoff = true;
+            self.ports[port.index()].pgs[usize::from(pg)].xoff = true;
             self.in_xoff.push((port, pg));
             return true;
         }
@@ -541,7 +544,7 @@ impl Mmu {
     fn raise_crossed(&mut self, a: IngressAlloc) {
         for i in 0..self.dynamic_lossless[a.pool].len() {
             let (port, pg) = self.dynamic_lossless[a.pool][i];
-            let state = &self.ports[port].pgs[usize::from(pg)];
+            let state = &self.ports[port.index()].pgs[usize::from(pg)];
             if (port, pg) == (a.port, a.pg)
                 || state.xoff
                 || state.shared_used == 0
@@ -557,7 +560,7 @@ impl Mmu {
 
     /// PGs that asserted XOFF because the pool filled under them since the last call (beside the PG of
     /// the admitted frame, which [`Mmu::admit`] reports).
-    pub fn take_raised(&mut self) -> Vec<(usize, u8)> {
+    pub fn take_raised(&mut self) -> Vec<(PortId, u8)> {
         std::mem::take(&mut self.raised)
     }
 
@@ -573,11 +576,11 @@ impl Mmu {
 
     /// Releases XOFF when no headroom is used and the total usage is at most
     /// `max(xon, size + limit − xon_offset)`. Returns whether it released.
-    fn update_xon(&mut self, port: usize, pg: u8) -> bool {
+    fn update_xon(&mut self, port: PortId, pg: u8) -> bool {
         if !self.xon_due(port, pg) {
             return false;
         }
-        self.ports[port].pgs[usize::from(pg)].xoff = false;
+        self.ports[port.index()].pgs[usize::from(pg)].xoff = false;
         if let Some(i) = self.in_xoff.iter().position(|&e| e == (port, pg)) {
             self.in_xoff.swap_remove(i);
         }
@@ -585,8 +588,8 @@ impl Mmu {
     }
 
     /// Is a PG in XOFF back at its XON point?
-    fn xon_due(&self, port: usize, pg: u8) -> bool {
-        let state = self.ports[port].pgs[usize::from(pg)];
+    fn xon_due(&self, port: PortId, pg: u8) -> bool {
+        let state = self.ports[port.index()].pgs[usize::from(pg)];
         let Some(prof) = state.profile else { return false };
         if !state.xoff || state.headroom_used > 0 {
             return false;
@@ -599,12 +602,12 @@ impl Mmu {
     /// Re-evaluates XON on every PG holding XOFF (a dynamic limit grows when other PGs drain), appending
     /// those released to `released`. Costs the number of PGs in XOFF; allocates nothing once `released`
     /// has grown.
-    pub fn recheck_xon(&mut self, released: &mut Vec<(usize, u8)>) {
+    pub fn recheck_xon(&mut self, released: &mut Vec<(PortId, u8)>) {
         let mut i = 0;
         while i < self.in_xoff.len() {
             let (port, pg) = self.in_xoff[i];
             if self.xon_due(port, pg) {
-                self.ports[port].pgs[usize::from(pg)].xoff = false;
+                self.ports[port.index()].pgs[usize::from(pg)].xoff = false;
                 self.in_xoff.swap_remove(i);
                 released.push((port, pg));
             } else {
@@ -614,8 +617,10 @@ impl Mmu {
     }
 
     /// PGs of a port currently asserting XOFF, as a bit mask.
-    pub fn xoff_pgs(&self, port: usize) -> u8 {
-        self.ports.get(port).map_or(0, |p| (0..8).filter(|&g| p.pgs[g].xoff).fold(0, |m, g| m | 1 << g))
+    pub fn xoff_pgs(&self, port: PortId) -> u8 {
+        self.ports
+            .get(port.index())
+            .map_or(0, |p| (0..8).filter(|&g| p.pgs[g].xoff).fold(0, |m, g| m | 1 << g))
     }
 }
 

@@ -29,7 +29,7 @@
 //! honouring and generating PFC on the priority; drop also flushes the queue and drops what is sent to it
 //! (and, with `drop_ingress`, ingress traffic of the priority on that port); alert only records.
 
-use super::config::{PfcWdAction, PfcWdDetectionRule, PfcWdPort, SwitchConfig};
+use super::config::{PfcWdAction, PfcWdDetectionRule, PfcWdPort, PortId, SwitchConfig};
 
 /// Counters of one watched queue (`PFC_WD_QUEUE_STATS_*`); `*_last` cover the most recent storm only.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -69,7 +69,7 @@ pub struct QueueObservation {
 /// A storm detected or restored at a poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transition {
-    pub port: usize,
+    pub port: PortId,
     pub queue: u8,
     pub priority: u8,
     pub stormed: bool,
@@ -136,7 +136,7 @@ impl Watchdog {
                 if !monitored && watch.stormed {
                     watch.stormed = false;
                     restored.push(Transition {
-                        port: i,
+                        port: PortId::new(i),
                         queue: q,
                         priority: watch.priority.unwrap_or(q),
                         stormed: false,
@@ -161,8 +161,8 @@ impl Watchdog {
     }
 
     /// Forces (or stops forcing) the storm condition on a queue, as SONiC's `DEBUG_STORM`.
-    pub fn set_debug_storm(&mut self, port: usize, queue: u8, on: bool) {
-        if let Some(p) = self.ports.get_mut(port) {
+    pub fn set_debug_storm(&mut self, port: PortId, queue: u8, on: bool) {
+        if let Some(p) = self.ports.get_mut(port.index()) {
             let w = &mut p.queues[usize::from(queue & 7)];
             w.debug_storm = on;
             w.debug_seen |= on;
@@ -170,8 +170,8 @@ impl Watchdog {
     }
 
     /// The action in force on a queue: `Some` while it is stormed (or under the big red switch).
-    pub fn action(&self, port: usize, queue: u8) -> Option<PfcWdAction> {
-        let p = self.ports.get(port)?;
+    pub fn action(&self, port: PortId, queue: u8) -> Option<PfcWdAction> {
+        let p = self.ports.get(port.index())?;
         let w = &p.queues[usize::from(queue & 7)];
         w.priority?;
         if self.big_red_switch {
@@ -181,8 +181,8 @@ impl Watchdog {
     }
 
     /// Priorities of a port whose PFC is switched off by the watchdog (drop/forward storms, big red switch).
-    pub fn pfc_disabled_priorities(&self, port: usize) -> u8 {
-        let Some(p) = self.ports.get(port) else { return 0 };
+    pub fn pfc_disabled_priorities(&self, port: PortId) -> u8 {
+        let Some(p) = self.ports.get(port.index()) else { return 0 };
         (0..8u8).fold(0, |mask, q| match (self.action(port, q), p.queues[usize::from(q)].priority) {
             (Some(PfcWdAction::Drop | PfcWdAction::Forward), Some(prio)) => mask | 1 << prio,
             _ => mask,
@@ -190,31 +190,31 @@ impl Watchdog {
     }
 
     /// Queues of a port whose traffic the drop action discards.
-    pub fn dropping_queues(&self, port: usize) -> u8 {
+    pub fn dropping_queues(&self, port: PortId) -> u8 {
         (0..8u8).fold(0, |m, q| if self.action(port, q) == Some(PfcWdAction::Drop) { m | 1 << q } else { m })
     }
 
     /// Priorities whose ingress traffic on this port is dropped (drop action with `drop_ingress`).
-    pub fn dropping_ingress_priorities(&self, port: usize) -> u8 {
+    pub fn dropping_ingress_priorities(&self, port: PortId) -> u8 {
         if !self.drop_ingress {
             return 0;
         }
-        let Some(p) = self.ports.get(port) else { return 0 };
+        let Some(p) = self.ports.get(port.index()) else { return 0 };
         (0..8u8).fold(0, |m, q| match (self.action(port, q), p.queues[usize::from(q)].priority) {
             (Some(PfcWdAction::Drop), Some(prio)) => m | 1 << prio,
             _ => m,
         })
     }
 
-    pub fn counters(&self, port: usize, queue: u8) -> PfcWdCounters {
+    pub fn counters(&self, port: PortId, queue: u8) -> PfcWdCounters {
         self.ports
-            .get(port)
+            .get(port.index())
             .map_or_else(PfcWdCounters::default, |p| p.queues[usize::from(queue & 7)].counters)
     }
 
     /// Is the queue monitored, and is it stormed?
-    pub fn status(&self, port: usize, queue: u8) -> Option<bool> {
-        let p = self.ports.get(port)?;
+    pub fn status(&self, port: PortId, queue: u8) -> Option<bool> {
+        let p = self.ports.get(port.index())?;
         let w = &p.queues[usize::from(queue & 7)];
         w.priority.map(|_| w.stormed || self.big_red_switch)
     }
@@ -223,14 +223,14 @@ impl Watchdog {
     pub fn poll(
         &mut self,
         now_ns: u64,
-        mut observe: impl FnMut(usize, u8, u8) -> QueueObservation,
+        mut observe: impl FnMut(PortId, u8, u8) -> QueueObservation,
     ) -> Vec<Transition> {
         let mut out = Vec::new();
         let Some(due) = self.next_poll_ns.filter(|&t| t <= now_ns) else { return out };
         let poll = self.poll_ns;
         self.next_poll_ns = Some(due + poll * ((now_ns - due) / poll + 1));
         let (rule, brs) = (self.rule.unwrap_or(PfcWdDetectionRule::Vs), self.big_red_switch);
-        for (port, pw) in self.ports.iter_mut().enumerate() {
+        for (port, pw) in PortId::all(self.ports.len()).zip(self.ports.iter_mut()) {
             let Some(cfg) = pw.config else { continue };
             for q in 0..8u8 {
                 let w = &mut pw.queues[usize::from(q)];
@@ -301,8 +301,8 @@ impl Watchdog {
 
     /// The counters of a queue as of a fresh observation `now`: a stormed queue's storm counters brought up
     /// to date (the switch reports these, so they are exact between polls too).
-    pub fn counters_now(&self, port: usize, queue: u8, now: &QueueObservation) -> PfcWdCounters {
-        let Some(p) = self.ports.get(port) else { return PfcWdCounters::default() };
+    pub fn counters_now(&self, port: PortId, queue: u8, now: &QueueObservation) -> PfcWdCounters {
+        let Some(p) = self.ports.get(port.index()) else { return PfcWdCounters::default() };
         let mut w = p.queues[usize::from(queue & 7)];
         if w.stormed {
             w.update_storm_counters(now);

@@ -14,7 +14,7 @@
 //! - Ties are broken by insertion order: the same inputs give the same run, every time.
 
 use crate::model::scheduler::WIRE_OVERHEAD_BYTES;
-use crate::model::{Event, Switch, Transmit};
+use crate::model::{Event, PortId, Switch, Transmit};
 use crate::nic::Nic;
 use std::any::Any;
 use std::cmp::Reverse;
@@ -44,11 +44,11 @@ impl Node for Switch {
     }
 
     fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: u64) {
-        Switch::handle_frame(self, port, frame, now);
+        Switch::handle_frame(self, PortId::new(port), frame, now);
     }
 
     fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit> {
-        Switch::poll_transmit(self, port, now)
+        Switch::poll_transmit(self, PortId::new(port), now)
     }
 
     fn poll_at(&self) -> Option<u64> {

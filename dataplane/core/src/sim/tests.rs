@@ -116,6 +116,6 @@ NEIGH:
     sim.run_until(10_000_000);
     let sent = sim.nic(a).flow_stats(1).unwrap();
     assert!(sent.acked_bytes > 0 && sent.retransmitted_packets == 0, "{sent:?}");
-    let c = sim.switch(sw).port_counters(1).unwrap();
+    let c = sim.switch(sw).port_counters(PortId::new(1)).unwrap();
     assert!(c.tx_ok >= 100, "{c:?}");
 }

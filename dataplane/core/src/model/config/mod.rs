@@ -205,8 +205,36 @@ pub struct Compiled {
     pub warnings: Vec<ConfigIssue>,
 }
 
-/// Index of a port in [`SwitchConfig::ports`] (ports are ordered by name, `Ethernet4` before `Ethernet12`).
-pub type PortIndex = usize;
+/// A port of the switch: its position in [`SwitchConfig::ports`] (ports are ordered by name, `Ethernet4`
+/// before `Ethernet12`). A type of its own so that a queue, PG or priority number cannot pass for a port;
+/// [`PortId::index`] indexes per-port vectors. Outside the model a port is named by its SONiC name
+/// ([`Switch::port_id`](crate::model::Switch::port_id) finds it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortId(usize);
+
+impl PortId {
+    /// The port at this position in [`SwitchConfig::ports`]: for where a raw position genuinely enters
+    /// (compiling a configuration, the simulator's port numbers, tests).
+    pub const fn new(index: usize) -> PortId {
+        PortId(index)
+    }
+
+    /// The position in [`SwitchConfig::ports`], for indexing per-port vectors.
+    pub const fn index(self) -> usize {
+        self.0
+    }
+
+    /// Every port of a switch with `count` ports, in order.
+    pub fn all(count: usize) -> impl DoubleEndedIterator<Item = PortId> + ExactSizeIterator + Clone {
+        (0..count).map(PortId)
+    }
+}
+
+impl fmt::Display for PortId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// The typed, validated switch configuration.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -560,13 +588,13 @@ pub struct PortConfig {
 pub struct VlanConfig {
     pub name: String,
     pub vid: u16,
-    /// Member ports, ordered by port index; `tagged` from `tagging_mode` (default untagged).
+    /// Member ports, ordered by port position; `tagged` from `tagging_mode` (default untagged).
     pub members: Vec<VlanMember>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VlanMember {
-    pub port: PortIndex,
+    pub port: PortId,
     pub tagged: bool,
 }
 
@@ -583,17 +611,37 @@ pub struct RouterInterface {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RifKind {
-    Port(PortIndex),
+    Port(PortId),
     Vlan(u16),
 }
 
-/// Index of a router interface in [`SwitchConfig::interfaces`].
-pub type RifIndex = usize;
+/// A router interface: its position in [`SwitchConfig::interfaces`]. A type of its own, as [`PortId`] is;
+/// [`RifId::index`] indexes per-interface vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RifId(usize);
+
+impl RifId {
+    /// The interface at this position in [`SwitchConfig::interfaces`] (compiling a configuration, tests).
+    pub const fn new(index: usize) -> RifId {
+        RifId(index)
+    }
+
+    /// The position in [`SwitchConfig::interfaces`].
+    pub const fn index(self) -> usize {
+        self.0
+    }
+}
+
+impl fmt::Display for RifId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// `NEIGH|<interface>|<ip>`: `neigh` = MAC, `family` = IPv4/IPv6.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StaticNeighbor {
-    pub rif: RifIndex,
+    pub rif: RifId,
     pub ip: IpAddr,
     pub mac: EthernetAddress,
 }
@@ -611,7 +659,7 @@ pub struct StaticRoute {
 pub struct NextHop {
     pub ip: IpAddr,
     /// The interface named in `ifname`, or the one whose subnet contains `ip` (resolved at compile time).
-    pub rif: RifIndex,
+    pub rif: RifId,
 }
 
 /// `FDB|Vlan<id>|<mac>`: `port` (a static FDB entry; never ages).
@@ -619,7 +667,7 @@ pub struct NextHop {
 pub struct StaticFdb {
     pub vid: u16,
     pub mac: EthernetAddress,
-    pub port: PortIndex,
+    pub port: PortId,
 }
 
 /// The QoS maps and flags of one port, resolved from `PORT_QOS_MAP|<port>` (falling back to

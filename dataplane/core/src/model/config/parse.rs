@@ -29,8 +29,8 @@ pub use values::{parse_dynamic_th, parse_ref};
 
 use super::{
     BorderRule, Compiled, ConfigDb, ConfigErrors, ConfigIssue, FdbMissAction, NS_PER_SEC, NextHop,
-    PortBuffers, PortConfig, PortIndex, PortQos, RifIndex, RifKind, RouterInterface, SchedulerProfile,
-    StaticFdb, StaticNeighbor, StaticRoute, SwitchConfig, SwitchSettings, VlanConfig, VlanMember,
+    PortBuffers, PortConfig, PortId, PortQos, RifId, RifKind, RouterInterface, SchedulerProfile, StaticFdb,
+    StaticNeighbor, StaticRoute, SwitchConfig, SwitchSettings, VlanConfig, VlanMember,
 };
 use crate::text::{natural_cmp, thousands};
 use crate::wire::EthernetAddress;
@@ -218,11 +218,13 @@ pub fn compile(db: &ConfigDb) -> Result<Compiled, ConfigErrors> {
     let device_mac = cx.device_mac();
     let switch = cx.switch_settings();
     let ports = cx.ports(device_mac);
-    let port_map: PortMap = ports.iter().enumerate().map(|(i, p)| (p.name.as_str(), i)).collect();
+    let port_map: PortMap =
+        ports.iter().enumerate().map(|(i, p)| (p.name.as_str(), PortId::new(i))).collect();
     let mut vlans = cx.vlans();
     cx.vlan_members(&port_map, &mut vlans);
     let interfaces = cx.router_interfaces(&ports, &port_map, &vlans, device_mac);
-    let rif_map: RifMap = interfaces.iter().enumerate().map(|(i, r)| (r.name.as_str(), i)).collect();
+    let rif_map: RifMap =
+        interfaces.iter().enumerate().map(|(i, r)| (r.name.as_str(), RifId::new(i))).collect();
     let neighbors = cx.neighbors(&interfaces, &rif_map);
     let routes = cx.static_routes(&interfaces, &rif_map);
     let fdb = cx.static_fdb(&ports, &port_map, &vlans);
@@ -262,8 +264,8 @@ pub fn compile(db: &ConfigDb) -> Result<Compiled, ConfigErrors> {
 }
 
 type Fields = BTreeMap<String, String>;
-type PortMap<'p> = HashMap<&'p str, PortIndex>;
-type RifMap<'r> = HashMap<&'r str, RifIndex>;
+type PortMap<'p> = HashMap<&'p str, PortId>;
+type RifMap<'r> = HashMap<&'r str, RifId>;
 /// Parsed QoS maps by table and name, each with all its entries (unlisted ones at their default).
 type QosMaps<'a> = HashMap<&'static str, HashMap<&'a str, Vec<u8>>>;
 
@@ -461,7 +463,7 @@ impl<'a, T> Named<'a, T> {
 // Keys naming ports.
 impl<'a> Compiler<'a> {
     /// The ports of a key part that may join several with commas (`Ethernet0,Ethernet4`), with their names.
-    fn key_ports(&mut self, e: Entry<'a>, names: &'a str, ports: &PortMap) -> Vec<(&'a str, PortIndex)> {
+    fn key_ports(&mut self, e: Entry<'a>, names: &'a str, ports: &PortMap) -> Vec<(&'a str, PortId)> {
         names
             .split(',')
             .filter_map(|name| Some((name, self.parse_key(e, name, |n| find_port(ports, n))?)))
@@ -474,8 +476,8 @@ impl<'a> Compiler<'a> {
         &mut self,
         e: Entry<'a>,
         ports: &PortMap,
-        owners: &mut HashMap<PortIndex, &'a str>,
-    ) -> Vec<PortIndex> {
+        owners: &mut HashMap<PortId, &'a str>,
+    ) -> Vec<PortId> {
         let mut targets = Vec::new();
         for (name, port) in self.key_ports(e, e.key, ports) {
             if let Some(first) = owners.get(&port) {
@@ -497,8 +499,8 @@ impl<'a> Compiler<'a> {
         table: &'static str,
         what: &str,
         ports: &PortMap,
-    ) -> Vec<(Entry<'a>, Vec<(PortIndex, usize)>)> {
-        let mut owners: HashMap<(PortIndex, usize), &str> = HashMap::new();
+    ) -> Vec<(Entry<'a>, Vec<(PortId, usize)>)> {
+        let mut owners: HashMap<(PortId, usize), &str> = HashMap::new();
         let mut found = Vec::new();
         for e in entries(self.db, table) {
             let Some((port_names, index_text)) = self.split_key(e, &format!("<port>|<{what}>")) else {

@@ -3,7 +3,7 @@
 
 use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, Pool, PoolId, PortState};
 use crate::model::config::asic::{cells, layout_cells, pool_shares};
-use crate::model::config::{SwitchConfig, Threshold};
+use crate::model::config::{PortId, SwitchConfig, Threshold};
 
 impl Mmu {
     /// Builds or updates the buffer configuration. With `keep_occupancy` (the port set is unchanged) every
@@ -95,7 +95,7 @@ impl Mmu {
         for (port, state) in self.ports.iter().enumerate() {
             for (g, pg) in state.pgs.iter().enumerate() {
                 if pg.xoff {
-                    self.in_xoff.push((port, g as u8));
+                    self.in_xoff.push((PortId::new(port), g as u8));
                 }
             }
         }
@@ -104,7 +104,7 @@ impl Mmu {
                 if let Some(prof) =
                     pg.profile.filter(|p| pg.lossless && matches!(p.threshold, CellThreshold::Dynamic(_)))
                 {
-                    self.dynamic_lossless[prof.pool].push((port, g as u8));
+                    self.dynamic_lossless[prof.pool].push((PortId::new(port), g as u8));
                 }
             }
         }

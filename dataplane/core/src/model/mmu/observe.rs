@@ -2,6 +2,7 @@
 //! their clearing.
 
 use super::Mmu;
+use crate::model::config::PortId;
 
 /// Which copy of the watermarks: SONiC keeps a "user" copy (cleared by `sonic-clear ... watermark`) and a
 /// "persistent" one (cleared only by its own clear).
@@ -38,9 +39,9 @@ pub struct PoolWatermarks {
 }
 
 impl Mmu {
-    pub fn pg_occupancy(&self, port: usize, pg: u8) -> PgOccupancy {
+    pub fn pg_occupancy(&self, port: PortId, pg: u8) -> PgOccupancy {
         let cell = self.cell_bytes;
-        self.ports.get(port).map_or_else(PgOccupancy::default, |p| {
+        self.ports.get(port.index()).map_or_else(PgOccupancy::default, |p| {
             let s = &p.pgs[usize::from(pg & 7)];
             PgOccupancy {
                 reserved_bytes: s.reserved_used * cell,
@@ -52,13 +53,13 @@ impl Mmu {
     }
 
     /// Is the queue managed by a buffer profile?
-    pub fn queue_is_managed(&self, port: usize, queue: u8) -> bool {
-        self.ports.get(port).is_some_and(|p| p.queues[usize::from(queue & 7)].profile.is_some())
+    pub fn queue_is_managed(&self, port: PortId, queue: u8) -> bool {
+        self.ports.get(port.index()).is_some_and(|p| p.queues[usize::from(queue & 7)].profile.is_some())
     }
 
     /// Cells a queue holds (reserved + shared).
-    pub fn queue_cells(&self, port: usize, queue: u8) -> u64 {
-        self.ports.get(port).map_or(0, |p| {
+    pub fn queue_cells(&self, port: PortId, queue: u8) -> u64 {
+        self.ports.get(port.index()).map_or(0, |p| {
             let q = &p.queues[usize::from(queue & 7)];
             q.reserved_used + q.shared_used
         })
@@ -82,9 +83,9 @@ impl Mmu {
         ports + self.pools.iter().map(|p| p.shared_total() + p.headroom_total()).sum::<u64>()
     }
 
-    pub fn port_watermarks(&self, port: usize, kind: WatermarkKind) -> PortWatermarks {
+    pub fn port_watermarks(&self, port: PortId, kind: WatermarkKind) -> PortWatermarks {
         let (cell, k) = (self.cell_bytes, kind as usize);
-        self.ports.get(port).map_or_else(PortWatermarks::default, |p| PortWatermarks {
+        self.ports.get(port.index()).map_or_else(PortWatermarks::default, |p| PortWatermarks {
             pg_shared_bytes: std::array::from_fn(|g| p.pgs[g].wm_shared[k] * cell),
             pg_headroom_bytes: std::array::from_fn(|g| p.pgs[g].wm_headroom[k] * cell),
             queue_shared_bytes: std::array::from_fn(|q| p.queues[q].wm_shared[k] * cell),

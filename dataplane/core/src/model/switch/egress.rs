@@ -97,14 +97,15 @@ impl Switch {
             vlan::push_tag(&mut frame, u16::from(EtherType::Vlan), vlan::tci(pcp, v));
         }
         let queue =
-            class.queue_override.unwrap_or(self.config.qos[out].tc_to_queue[usize::from(class.tc)]) & 7;
+            class.queue_override.unwrap_or(self.config.qos[out.index()].tc_to_queue[usize::from(class.tc)])
+                & 7;
         if meta.ingress.is_some() {
             self.ledger.copies += 1;
         } else {
             self.ledger.originated += 1;
         }
         let len = frame.len() as u64;
-        if self.wd_masks[out].dropping_queues & (1 << queue) != 0 {
+        if self.wd_masks[out.index()].dropping_queues & (1 << queue) != 0 {
             self.count_egress_drop(out, queue, len);
             return false;
         }
@@ -115,7 +116,7 @@ impl Switch {
             Err(Refusal::Ingress) => {
                 let port = meta.ingress.expect("only an ingress PG refuses at ingress");
                 self.ledger.copies_dropped += 1;
-                self.ports[port].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
+                self.ports[port.index()].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
                 self.count_ingress_drop(port, DropReason::IngressBuffer);
                 return false;
             }
@@ -124,17 +125,19 @@ impl Switch {
                 return false;
             }
         };
-        if let Some(w) = self.config.port_buffers.get(out).and_then(|b| b.queue_wred[usize::from(queue)]) {
+        if let Some(w) =
+            self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
+        {
             let profile = &self.config.wred_profiles[w];
             let ahead = self
                 .queue_occupancy_bytes(out, queue)
                 .saturating_sub(alloc.egress.map_or(0, |a| u64::from(a.cells) * self.mmu.cell_bytes()));
-            let queue_bytes = self.ports[out].wred[usize::from(queue)].observe(ahead, profile.weight);
+            let queue_bytes = self.ports[out.index()].wred[usize::from(queue)].observe(ahead, profile.weight);
             let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
             match wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) {
                 WredAction::Drop => {
                     self.release(&alloc);
-                    let q = &mut self.ports[out].counters.queues[usize::from(queue)];
+                    let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
                     q.wred_dropped_packets += 1;
                     q.wred_dropped_bytes += len;
                     self.count_egress_drop(out, queue, len);
@@ -143,7 +146,7 @@ impl Switch {
                 WredAction::MarkCe
                     if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(&mut frame) =>
                 {
-                    let q = &mut self.ports[out].counters.queues[usize::from(queue)];
+                    let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
                     q.ecn_marked_packets += 1;
                     q.ecn_marked_bytes += len;
                 }
@@ -158,7 +161,7 @@ impl Switch {
             enqueued_ns: now_ns,
             alloc,
         };
-        if let Err(item) = self.ports[out].egress.enqueue(queue, item, now_ns) {
+        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now_ns) {
             // The strict queue's policer refused it.
             self.release(&item.alloc);
             self.count_egress_drop(out, queue, len);
@@ -181,19 +184,19 @@ impl Switch {
         if self.mmu.queue_is_managed(port, queue) {
             self.mmu.queue_cells(port, queue) * self.mmu.cell_bytes()
         } else {
-            self.ports[port].egress.bytes(queue)
+            self.ports[port.index()].egress.bytes(queue)
         }
     }
 
     fn count_ingress_drop(&mut self, port: PortId, reason: DropReason) {
-        let c = &mut self.ports[port].counters;
+        let c = &mut self.ports[port.index()].counters;
         c.rx_drp += 1;
         *c.drop_reasons.entry(reason).or_default() += 1;
     }
 
     fn count_egress_drop(&mut self, port: PortId, queue: u8, len: u64) {
         self.ledger.copies_dropped += 1;
-        let c = &mut self.ports[port].counters;
+        let c = &mut self.ports[port.index()].counters;
         c.tx_drp += 1;
         c.queues[usize::from(queue)].dropped_packets += 1;
         c.queues[usize::from(queue)].dropped_bytes += len;
@@ -219,13 +222,13 @@ impl Switch {
 
     /// The PFC priorities of a port that map to a PG.
     fn pg_priorities(&self, port: PortId, pg: u8) -> u8 {
-        let qos = &self.config.qos[port];
+        let qos = &self.config.qos[port.index()];
         (0..8).filter(|&p| qos.pfc_to_pg[p] == pg).fold(0, |m, p| m | 1 << p)
     }
 
     /// The port's `pfc_enable`, less the priorities the watchdog switched off.
     pub(super) fn effective_pfc_enable(&self, port: PortId) -> u8 {
-        self.config.qos[port].pfc_enable & !self.wd_masks[port].pfc_disabled
+        self.config.qos[port.index()].pfc_enable & !self.wd_masks[port.index()].pfc_disabled
     }
 
     fn assert_pfc(&mut self, port: PortId, pg: u8) {
@@ -233,18 +236,18 @@ impl Switch {
         if prios == 0 {
             return;
         }
-        let before = self.ports[port].pfc.asserted();
-        self.ports[port].pfc.assert_xoff(prios);
+        let before = self.ports[port.index()].pfc.asserted();
+        self.ports[port.index()].pfc.assert_xoff(prios);
         if before & prios != prios {
-            self.push_event(Event::PfcXoff { port, pg });
+            self.push_event(Event::PfcXoff { port: self.port_name(port), pg });
         }
     }
 
     fn release_pfc(&mut self, port: PortId, pg: u8) {
         let prios = self.pg_priorities(port, pg);
-        if self.ports[port].pfc.asserted() & prios != 0 {
-            self.ports[port].pfc.release_xoff(prios);
-            self.push_event(Event::PfcXon { port, pg });
+        if self.ports[port.index()].pfc.asserted() & prios != 0 {
+            self.ports[port.index()].pfc.release_xoff(prios);
+            self.push_event(Event::PfcXon { port: self.port_name(port), pg });
         }
     }
 
@@ -252,10 +255,10 @@ impl Switch {
     /// without PFC.
     pub(super) fn receive_mac_control(&mut self, port: PortId, repr: &MacControlRepr, now_ns: u64) {
         self.note_time(now_ns);
-        let speed = self.config.ports[port].speed_mbps;
+        let speed = self.config.ports[port.index()].speed_mbps;
         let enabled = self.effective_pfc_enable(port);
-        let has_pfc = self.config.qos[port].pfc_enable != 0;
-        let pfc = &mut self.ports[port].pfc;
+        let has_pfc = self.config.qos[port.index()].pfc_enable != 0;
+        let pfc = &mut self.ports[port.index()].pfc;
         match repr {
             MacControlRepr::Pfc(frame) => pfc.receive(frame, enabled, speed, now_ns),
             MacControlRepr::Pause(p) if !has_pfc => pfc.receive_pause(p.pause_time, speed, now_ns),
@@ -265,9 +268,9 @@ impl Switch {
 
     /// Queues of a port that may not send now: paused by PFC, or held.
     fn blocked_queues(&self, port: PortId, now_ns: u64) -> u8 {
-        let state = &self.ports[port];
+        let state = &self.ports[port.index()];
         let hold = if state.port_hold { 0xff } else { state.queue_hold };
-        state.pfc.paused_queues(now_ns, &self.config.qos[port].pfc_to_queue) | hold
+        state.pfc.paused_queues(now_ns, &self.config.qos[port.index()].pfc_to_queue) | hold
     }
 
     /// The port's line is free: the next frame to send on it, if any. A PFC frame that is due goes first;
@@ -275,12 +278,12 @@ impl Switch {
     /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
     pub fn poll_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
         self.note_time(now_ns);
-        let speed = self.config.ports.get(port)?.speed_mbps;
-        let mac = self.config.ports[port].mac;
+        let speed = self.config.ports.get(port.index())?.speed_mbps;
+        let mac = self.config.ports[port.index()].mac;
         let quanta = self.config.asic.pfc_pause_quanta;
         let refresh_ns =
             mac_control::quanta_to_ns(quanta, speed) * u64::from(self.config.asic.pfc_refresh_percent) / 100;
-        let state = &mut self.ports[port];
+        let state = &mut self.ports[port.index()];
         if state.egress.line_free_at_ns() > now_ns || !state.oper_up {
             return None;
         }
@@ -291,26 +294,27 @@ impl Switch {
             return Some(Transmit { frame, queue: None });
         }
         let blocked = self.blocked_queues(port, now_ns);
-        let (queue, mut item) = self.ports[port].egress.dequeue(now_ns, blocked)?;
+        let (queue, mut item) = self.ports[port.index()].egress.dequeue(now_ns, blocked)?;
         self.release(&item.alloc);
         let len = item.frame.len() as u64;
         if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue
-            && let Some(w) = self.config.port_buffers[port].queue_wred[usize::from(queue)]
+            && let Some(w) = self.config.port_buffers[port.index()].queue_wred[usize::from(queue)]
         {
             let profile = &self.config.wred_profiles[w];
             let behind = self.queue_occupancy_bytes(port, queue);
-            let queue_bytes = self.ports[port].wred[usize::from(queue)].observe(behind, profile.weight);
+            let queue_bytes =
+                self.ports[port.index()].wred[usize::from(queue)].observe(behind, profile.weight);
             let ect = frame_ecn(&item.frame).is_some_and(|e| e != Ecn::NotEct);
             if ect
                 && wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) == WredAction::MarkCe
                 && mark_ce(&mut item.frame)
             {
-                let q = &mut self.ports[port].counters.queues[usize::from(queue)];
+                let q = &mut self.ports[port.index()].counters.queues[usize::from(queue)];
                 q.ecn_marked_packets += 1;
                 q.ecn_marked_bytes += len;
             }
         }
-        let c = &mut self.ports[port].counters;
+        let c = &mut self.ports[port.index()].counters;
         c.tx_ok += 1;
         c.tx_bytes += len;
         c.queues[usize::from(queue)].packets += 1;
@@ -321,7 +325,7 @@ impl Switch {
     /// The earliest instant at which something is due on a port: a PFC frame, or a queue that becomes
     /// sendable (line free, shaper tokens, pause expiry).
     pub(super) fn port_ready_at(&self, port: PortId, now_ns: u64) -> Option<u64> {
-        let state = &self.ports[port];
+        let state = &self.ports[port.index()];
         let line = state.egress.line_free_at_ns();
         let pfc = state.pfc.next_frame_at(now_ns).map(|t| t.max(line));
         let blocked = self.blocked_queues(port, now_ns);
@@ -336,14 +340,14 @@ impl Switch {
 
     /// Stops (or restarts) all data transmission of a port, with no leak-out. PFC frames still leave.
     pub fn set_port_hold(&mut self, port: PortId, hold: bool) {
-        if let Some(s) = self.ports.get_mut(port) {
+        if let Some(s) = self.ports.get_mut(port.index()) {
             s.port_hold = hold;
         }
     }
 
     /// Stops (or restarts) transmission of one egress queue.
     pub fn set_queue_hold(&mut self, port: PortId, queue: u8, hold: bool) {
-        if let Some(s) = self.ports.get_mut(port) {
+        if let Some(s) = self.ports.get_mut(port.index()) {
             let bit = 1 << (queue & 7);
             s.queue_hold = if hold { s.queue_hold | bit } else { s.queue_hold & !bit };
         }
@@ -369,7 +373,7 @@ impl Switch {
         priority: u8,
         now_ns: u64,
     ) -> QueueObservation {
-        let s = &self.ports[port];
+        let s = &self.ports[port.index()];
         let (q, p, g) = (usize::from(queue), usize::from(priority), usize::from(queue));
         QueueObservation {
             occupancy: s.egress.len(queue),
@@ -396,10 +400,10 @@ impl Switch {
     /// drop counters, their cells released.
     pub(super) fn drop_queued(&mut self, port: PortId, queues: u8) {
         for q in (0..8u8).filter(|q| queues & (1 << q) != 0) {
-            for item in self.ports[port].egress.flush(q) {
+            for item in self.ports[port.index()].egress.flush(q) {
                 self.ledger.flushed += 1;
                 self.release(&item.alloc);
-                let c = &mut self.ports[port].counters;
+                let c = &mut self.ports[port.index()].counters;
                 c.tx_drp += 1;
                 c.queues[usize::from(q)].dropped_packets += 1;
                 c.queues[usize::from(q)].dropped_bytes += item.frame.len() as u64;
@@ -409,30 +413,30 @@ impl Switch {
 
     pub(super) fn apply_watchdog(&mut self, transitions: Vec<Transition>, now_ns: u64) {
         for t in &transitions {
-            let name = self.config.ports[t.port].name.clone();
+            let name = self.port_name(t.port);
             self.push_event(if t.stormed {
                 Event::PfcStormDetected { port: name, queue: t.queue, action: t.action }
             } else {
                 Event::PfcStormRestored { port: name, queue: t.queue }
             });
         }
-        self.wd_masks = (0..self.ports.len())
+        self.wd_masks = PortId::all(self.ports.len())
             .map(|p| WatchdogMasks {
                 dropping_queues: self.watchdog.dropping_queues(p),
                 pfc_disabled: self.watchdog.pfc_disabled_priorities(p),
                 dropping_ingress: self.watchdog.dropping_ingress_priorities(p),
             })
             .collect();
-        for port in 0..self.ports.len() {
-            let disabled = self.wd_masks[port].pfc_disabled;
+        for port in PortId::all(self.ports.len()) {
+            let disabled = self.wd_masks[port.index()].pfc_disabled;
             if disabled != 0 {
-                let pfc = &mut self.ports[port].pfc;
+                let pfc = &mut self.ports[port.index()].pfc;
                 pfc.unpause(disabled, now_ns);
                 if pfc.asserted() & disabled != 0 {
                     pfc.forget(disabled);
                 }
             }
-            let dropping = self.wd_masks[port].dropping_queues;
+            let dropping = self.wd_masks[port.index()].dropping_queues;
             if dropping != 0 {
                 self.drop_queued(port, dropping);
             }
@@ -459,7 +463,7 @@ impl Switch {
                 .ports
                 .iter()
                 .enumerate()
-                .map(|(i, p)| (p.name.clone(), self.mmu.port_watermarks(i, kind)))
+                .map(|(i, p)| (p.name.clone(), self.mmu.port_watermarks(PortId::new(i), kind)))
                 .collect(),
             pools: self.mmu.pool_watermarks(kind).into_iter().collect(),
         }
@@ -477,7 +481,7 @@ impl Switch {
 
     /// PFC state of a port: priorities it is sending XOFF for, and priorities paused by its peer.
     pub fn pfc_state(&self, port: PortId) -> Option<(u8, u8)> {
-        let s = self.ports.get(port)?;
+        let s = self.ports.get(port.index())?;
         Some((s.pfc.asserted(), s.pfc.paused_priorities(self.now_ns)))
     }
 }

@@ -7,7 +7,7 @@ impl Switch {
     /// A frame (without FCS) arrived on `port`. Frames for a port the configuration does not have are
     /// ignored (the driver only delivers frames of configured ports).
     pub fn handle_frame(&mut self, port: PortId, mut frame: Vec<u8>, now_ns: u64) {
-        let Some(port_cfg) = self.config.ports.get(port) else { return };
+        let Some(port_cfg) = self.config.ports.get(port.index()) else { return };
         self.ledger.received += 1;
         let len = frame.len() as u64;
         // As a router: a transport header that does not parse does not stop the packet (see decode_transit).
@@ -20,11 +20,11 @@ impl Switch {
         }
         if let (L3::MacControl(repr), true) = (&decoded.l3, port_cfg.admin_up) {
             // PFC/PAUSE are consumed by the MAC, never forwarded, and not counted as RX_OK.
-            self.ports[port].counters.rx_mac_control += 1;
+            self.ports[port.index()].counters.rx_mac_control += 1;
             self.receive_mac_control(port, repr, now_ns);
             return self.trap(port);
         }
-        let counters = &mut self.ports[port].counters;
+        let counters = &mut self.ports[port.index()].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
         if !port_cfg.admin_up {
@@ -44,11 +44,11 @@ impl Switch {
         let vid = match tag {
             Some(t) if self.derived.membership.get(&(t.vid, port)) == Some(&true) => Some(t.vid),
             Some(_) => return self.drop_ingress(port, DropReason::IngressVlanFilter),
-            None => self.derived.untagged_vlan[port],
+            None => self.derived.untagged_vlan[port.index()],
         };
         let rif_in = match vid {
             Some(v) => self.derived.rif_by_vlan.get(&v).copied(),
-            None => self.derived.rif_by_port[port],
+            None => self.derived.rif_by_port[port.index()],
         };
         if vid.is_none() && rif_in.is_none() {
             return self.drop_ingress(port, DropReason::IngressVlanFilter);
@@ -60,20 +60,20 @@ impl Switch {
         if let Some(v) = vid
             && self.fdb.learn(v, src_mac, port, now_ns)
         {
-            self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port });
+            self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port: self.port_name(port) });
         }
 
         let udp_dport = decoded.udp().map(|u| u.dst_port);
         let pcp = decoded.vlan.map(|t| t.pcp);
-        let class = classify(&self.config.qos[port], pcp, decoded.dscp(), udp_dport);
-        let pg = &mut self.ports[port].counters.pgs[usize::from(class.pg)];
+        let class = classify(&self.config.qos[port.index()], pcp, decoded.dscp(), udp_dport);
+        let pg = &mut self.ports[port.index()].counters.pgs[usize::from(class.pg)];
         pg.packets += 1;
         pg.bytes += len;
         if class.drop {
             return self.drop_ingress(port, DropReason::BorderRule);
         }
-        if self.wd_masks[port].dropping_ingress & (1 << class.tc) != 0 {
-            self.ports[port].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
+        if self.wd_masks[port.index()].dropping_ingress & (1 << class.tc) != 0 {
+            self.ports[port.index()].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
             return self.drop_ingress(port, DropReason::PfcWatchdog);
         }
         if let Some(dscp) = class.set_dscp {
@@ -89,7 +89,7 @@ impl Switch {
             // A broadcast ARP in a VLAN is also flooded to the other members, as a bridge does.
         }
         if let Some(rif) = rif_in
-            && dst_mac == self.config.interfaces[rif].mac
+            && dst_mac == self.config.interfaces[rif.index()].mac
         {
             return self.route(port, frame, &decoded.l3, meta, now_ns);
         }
@@ -101,7 +101,7 @@ impl Switch {
 
     fn drop_ingress(&mut self, port: PortId, reason: DropReason) {
         self.ledger.dropped += 1;
-        let c = &mut self.ports[port].counters;
+        let c = &mut self.ports[port.index()].counters;
         if reason.is_rx_error() {
             c.rx_err += 1;
         } else {
@@ -112,7 +112,7 @@ impl Switch {
 
     fn trap(&mut self, port: PortId) {
         self.ledger.trapped += 1;
-        self.ports[port].counters.trapped += 1;
+        self.ports[port.index()].counters.trapped += 1;
     }
 
     /// Learns from an ARP packet and answers requests for the switch's addresses. Returns whether the
@@ -121,12 +121,12 @@ impl Switch {
         &mut self,
         port: PortId,
         vid: Option<u16>,
-        rif_in: Option<RifIndex>,
+        rif_in: Option<RifId>,
         arp: &ArpRepr,
         now_ns: u64,
     ) -> bool {
         let Some(rif) = rif_in else { return false };
-        let iface = &self.config.interfaces[rif];
+        let iface = &self.config.interfaces[rif.index()];
         let iface_mac = iface.mac;
         let sender = IpAddr::V4(arp.source_protocol_addr);
         let target = IpAddr::V4(arp.target_protocol_addr);
@@ -167,13 +167,13 @@ impl Switch {
 
     /// Sends an ARP request for an unresolved IPv4 next hop, at most once per [`ARP_RETRY_NS`]. IPv6
     /// neighbours are not discovered (no NDP): they come from the `NEIGH` table.
-    fn resolve(&mut self, next_hop: IpAddr, rif: RifIndex, now_ns: u64) {
+    fn resolve(&mut self, next_hop: IpAddr, rif: RifId, now_ns: u64) {
         let IpAddr::V4(target) = next_hop else { return };
         if self.arp_pending.get(&next_hop).is_some_and(|&t| now_ns.saturating_sub(t) < ARP_RETRY_NS) {
             return;
         }
         self.arp_pending.insert(next_hop, now_ns);
-        let iface = &self.config.interfaces[rif];
+        let iface = &self.config.interfaces[rif.index()];
         let Some(IpAddr::V4(sender)) = iface.addrs.iter().find(|a| a.contains(&next_hop)).map(|a| a.addr())
         else {
             return;
@@ -195,7 +195,7 @@ impl Switch {
         match iface.kind {
             RifKind::Port(p) => self.originate(p, None, frame, now_ns),
             RifKind::Vlan(v) => {
-                let members: Vec<PortIndex> = self.config.vlans[&v].members.iter().map(|m| m.port).collect();
+                let members: Vec<PortId> = self.config.vlans[&v].members.iter().map(|m| m.port).collect();
                 for p in members {
                     self.originate(p, Some(v), frame.clone(), now_ns);
                 }
@@ -205,7 +205,7 @@ impl Switch {
 
     /// Queues a frame the switch itself sends (ARP), on the control queue.
     fn originate(&mut self, port: PortId, vid: Option<u16>, frame: Vec<u8>, now_ns: u64) {
-        if !self.ports[port].oper_up {
+        if !self.ports[port.index()].oper_up {
             // The switch's own ARP has nowhere to go: not queued, not counted.
             return;
         }
@@ -250,7 +250,7 @@ impl Switch {
             self.resolve(next_hop, rif, now_ns);
             return self.drop_ingress(port, DropReason::UnresolvedNextHop);
         };
-        let iface = &self.config.interfaces[rif];
+        let iface = &self.config.interfaces[rif.index()];
         let (out_mac, out_kind) = (iface.mac, iface.kind);
         decrement_ttl(&mut frame, l3);
         let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
@@ -289,7 +289,7 @@ impl Switch {
         if !self.port_up(out) {
             return self.drop_ingress(in_port, DropReason::EgressPortDown);
         }
-        if ip_len > self.config.ports[out].mtu as usize {
+        if ip_len > self.config.ports[out.index()].mtu as usize {
             return self.drop_ingress(in_port, DropReason::ExceedsL3Mtu);
         }
         self.deliver([(out, vid, frame)], meta, now_ns);
@@ -328,7 +328,7 @@ impl Switch {
         meta: Meta,
         now_ns: u64,
     ) {
-        let targets: Vec<PortIndex> = self.config.vlans[&vid]
+        let targets: Vec<PortId> = self.config.vlans[&vid]
             .members
             .iter()
             .map(|m| m.port)

@@ -3,8 +3,8 @@
 
 use super::classify::{Classification, classify};
 use super::config::{
-    Compiled, ConfigDb, ConfigErrors, ConfigIssue, EcnMarkPoint, FdbMissAction, PfcWdAction, PortIndex,
-    RifIndex, RifKind, SwitchConfig, compile,
+    Compiled, ConfigDb, ConfigErrors, ConfigIssue, EcnMarkPoint, FdbMissAction, PfcWdAction, RifId, RifKind,
+    SwitchConfig, compile,
 };
 use super::counters::{CountersDump, DropReason, FrameLedger, PortCounters};
 use super::forwarding::{Fdb, FlowKey, Neighbors, RouteAction, RouteTable};
@@ -24,10 +24,8 @@ use std::net::IpAddr;
 mod egress;
 mod ingress;
 
+pub use super::config::PortId;
 pub use egress::{QueuedFrame, WatermarksDump};
-
-/// A port of the switch, by position in the configuration (ports are ordered by name).
-pub type PortId = usize;
 
 /// The queue switch-originated control frames (ARP) use, as SONiC's CPU port traffic does.
 pub const CONTROL_QUEUE: u8 = 7;
@@ -73,7 +71,8 @@ pub struct Transmit {
     pub queue: Option<u8>,
 }
 
-/// Something that happened inside the switch that an operator may want to see.
+/// Something that happened inside the switch that an operator may want to see. Ports are named by their
+/// SONiC name (`Ethernet0`): an event outlives the configuration whose port positions were current.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
     ConfigApplied {
@@ -82,7 +81,8 @@ pub enum Event {
     FdbLearned {
         vid: u16,
         mac: EthernetAddress,
-        port: PortId,
+        /// The port's SONiC name (`Ethernet0`), as in every event.
+        port: String,
     },
     FdbAged {
         vid: u16,
@@ -97,12 +97,12 @@ pub enum Event {
     },
     /// A lossless PG crossed its limit: the port started sending XOFF.
     PfcXoff {
-        port: PortId,
+        port: String,
         pg: u8,
     },
     /// The PG drained to its XON point.
     PfcXon {
-        port: PortId,
+        port: String,
         pg: u8,
     },
     PfcStormDetected {
@@ -169,11 +169,11 @@ struct Meta {
 /// Lookup structures derived from the configuration.
 #[derive(Debug, Default)]
 struct Derived {
-    rif_by_port: Vec<Option<RifIndex>>,
-    rif_by_vlan: FxHashMap<u16, RifIndex>,
+    rif_by_port: Vec<Option<RifId>>,
+    rif_by_vlan: FxHashMap<u16, RifId>,
     untagged_vlan: Vec<Option<u16>>,
     /// (vid, port) → tagged?
-    membership: FxHashMap<(u16, PortIndex), bool>,
+    membership: FxHashMap<(u16, PortId), bool>,
     /// Per VLAN: the union of the members' `pfc_enable` (a TC lossless on any member is never flooded).
     vlan_lossless: FxHashMap<u16, u8>,
     routes: RouteTable,
@@ -191,9 +191,9 @@ impl Derived {
             for m in &vlan.members {
                 d.membership.insert((*vid, m.port), m.tagged);
                 if !m.tagged {
-                    d.untagged_vlan[m.port] = Some(*vid);
+                    d.untagged_vlan[m.port.index()] = Some(*vid);
                 }
-                lossless |= config.qos[m.port].pfc_enable;
+                lossless |= config.qos[m.port.index()].pfc_enable;
             }
             d.vlan_lossless.insert(*vid, lossless);
         }
@@ -207,8 +207,9 @@ impl Derived {
         }
         // Connected and local routes after static ones: on the same prefix, connected wins (distance 0).
         for (i, rif) in config.interfaces.iter().enumerate() {
+            let i = RifId::new(i);
             match rif.kind {
-                RifKind::Port(p) => d.rif_by_port[p] = Some(i),
+                RifKind::Port(p) => d.rif_by_port[p.index()] = Some(i),
                 RifKind::Vlan(v) => {
                     d.rif_by_vlan.insert(v, i);
                 }
@@ -252,11 +253,11 @@ impl PortState {
 }
 
 /// The scheduler settings of a port from its speed, `QUEUE|..|scheduler` and port shaper.
-fn port_settings(config: &SwitchConfig, port: PortIndex) -> PortSettings {
-    let buffers = config.port_buffers.get(port).cloned().unwrap_or_default();
+fn port_settings(config: &SwitchConfig, port: PortId) -> PortSettings {
+    let buffers = config.port_buffers.get(port.index()).cloned().unwrap_or_default();
     let profile = |i: Option<usize>| i.map(|i| &config.schedulers[i]);
     PortSettings {
-        speed_mbps: config.ports[port].speed_mbps,
+        speed_mbps: config.ports[port.index()].speed_mbps,
         queues: std::array::from_fn(|q| QueueSettings::from_profile(profile(buffers.queue_scheduler[q]))),
         shaper: profile(buffers.port_scheduler)
             .and_then(|s| s.params.pir.map(|pir| (s.params.meter_type, pir, s.params.pbs.unwrap_or(0)))),
@@ -285,7 +286,7 @@ pub struct Switch {
     /// The latest time any call carried (the model's notion of "now" for `poll_at`).
     now_ns: u64,
     /// Reused by XON re-checks (no allocation per release while PFC is asserted).
-    xon_scratch: Vec<(usize, u8)>,
+    xon_scratch: Vec<(PortId, u8)>,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
 }
@@ -392,8 +393,8 @@ impl Switch {
         let same_ports = old_port_names.iter().eq(config.ports.iter().map(|p| &p.name));
         let mut old_ports: HashMap<String, PortState> =
             old_port_names.iter().cloned().zip(std::mem::take(&mut self.ports)).collect();
-        self.ports = (0..config.ports.len())
-            .map(|i| match old_ports.remove(&config.ports[i].name) {
+        self.ports = PortId::all(config.ports.len())
+            .map(|i| match old_ports.remove(&config.ports[i.index()].name) {
                 Some(mut state) => {
                     state.egress.reconfigure(port_settings(&config, i), now_ns);
                     state
@@ -425,14 +426,16 @@ impl Switch {
         }
 
         // Dynamic entries carry over to the prepared tables (which hold the static ones, and win).
-        let new_port = |old: PortIndex| config.ports.iter().position(|p| p.name == old_port_names[old]);
+        let new_port = |old: PortId| {
+            config.ports.iter().position(|p| p.name == old_port_names[old.index()]).map(PortId::new)
+        };
         fdb.adopt_dynamic(&self.fdb, |vid, e| match new_port(e.port) {
             Some(port) if derived.membership.contains_key(&(vid, port)) => Some(port),
             _ => None,
         });
         neighbors.adopt_dynamic(&self.neighbors, |ip, n| {
-            let rif = config.interfaces.iter().position(|r| r.name == old_rif_names[n.rif])?;
-            config.interfaces[rif].addrs.iter().any(|a| a.contains(&ip)).then_some(rif)
+            let rif = config.interfaces.iter().position(|r| r.name == old_rif_names[n.rif.index()])?;
+            config.interfaces[rif].addrs.iter().any(|a| a.contains(&ip)).then_some(RifId::new(rif))
         });
         self.arp_pending.clear();
         self.next_fdb_sweep_ns = sweep_interval(config.switch.fdb_aging_ns).map(|i| now_ns + i);
@@ -460,18 +463,18 @@ impl Switch {
     /// starts up; the state survives configuration changes.
     pub fn set_port_oper(&mut self, port: PortId, up: bool, now_ns: u64) {
         self.note_time(now_ns);
-        let Some(state) = self.ports.get_mut(port) else { return };
+        let Some(state) = self.ports.get_mut(port.index()) else { return };
         if state.oper_up == up {
             return;
         }
         state.oper_up = up;
         if !up {
             self.drop_queued(port, 0xff);
-            let pfc = &mut self.ports[port].pfc;
+            let pfc = &mut self.ports[port.index()].pfc;
             pfc.unpause(0xff, now_ns);
             pfc.forget(0xff);
         }
-        let name = self.config.ports[port].name.clone();
+        let name = self.config.ports[port.index()].name.clone();
         self.push_event(Event::PortOperStatus { port: name, up });
     }
 
@@ -497,12 +500,12 @@ impl Switch {
 
     /// Whether a port's link is up (see [`Switch::set_port_oper`]).
     pub fn port_oper_up(&self, port: PortId) -> bool {
-        self.ports.get(port).is_some_and(|s| s.oper_up)
+        self.ports.get(port.index()).is_some_and(|s| s.oper_up)
     }
 
     /// Admin and oper up: frames may be sent to it.
     fn port_up(&self, port: PortId) -> bool {
-        self.config.ports[port].admin_up && self.ports[port].oper_up
+        self.config.ports[port.index()].admin_up && self.ports[port.index()].oper_up
     }
 
     /// The running configuration's generation (0 before the first apply).
@@ -517,7 +520,7 @@ impl Switch {
 
     /// The port with this SONiC name (`Ethernet0`).
     pub fn port_id(&self, name: &str) -> Option<PortId> {
-        self.config.ports.iter().position(|p| p.name == name)
+        self.config.ports.iter().position(|p| p.name == name).map(PortId::new)
     }
 
     pub fn port_count(&self) -> usize {
@@ -532,7 +535,7 @@ impl Switch {
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
     pub fn poll_at(&self) -> Option<u64> {
         let now = self.now_ns;
-        let ports = (0..self.ports.len()).filter_map(|p| self.port_ready_at(p, now));
+        let ports = PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now));
         self.timeout_at().into_iter().chain(ports).min()
     }
 
@@ -548,18 +551,18 @@ impl Switch {
     /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame
     /// or an eligible queue with the line free): at or after the latest time the switch was given.
     pub fn next_transmit_at(&self, port: PortId) -> Option<u64> {
-        (port < self.ports.len()).then(|| self.port_ready_at(port, self.now_ns)).flatten()
+        (port.index() < self.ports.len()).then(|| self.port_ready_at(port, self.now_ns)).flatten()
     }
 
     /// When the port's line finished (or will finish) carrying its last frame: a driver that woke up late
     /// may call [`poll_transmit`](Self::poll_transmit) with any time from here on to keep the port's rate.
     pub fn line_free_at(&self, port: PortId) -> u64 {
-        self.ports.get(port).map_or(0, |p| p.egress.line_free_at_ns())
+        self.ports.get(port.index()).map_or(0, |p| p.egress.line_free_at_ns())
     }
 
     /// Ports with something to send at `now_ns` (a PFC frame or an eligible queue, line free).
     pub fn ports_ready(&self, now_ns: u64) -> Vec<PortId> {
-        (0..self.ports.len())
+        PortId::all(self.ports.len())
             .filter(|&p| self.port_ready_at(p, now_ns).is_some_and(|t| t <= now_ns))
             .collect()
     }
@@ -593,12 +596,12 @@ impl Switch {
 
     /// Frames waiting on one egress queue of a port.
     pub fn queue_depth(&self, port: PortId, queue: u8) -> usize {
-        self.ports.get(port).map_or(0, |p| p.egress.len(queue))
+        self.ports.get(port.index()).map_or(0, |p| p.egress.len(queue))
     }
 
     /// Frames waiting on all queues of a port.
     pub fn port_backlog(&self, port: PortId) -> usize {
-        self.ports.get(port).map_or(0, |p| p.egress.total_len())
+        self.ports.get(port.index()).map_or(0, |p| p.egress.total_len())
     }
 
     // ---------------------------------------------------------------------------------------------
@@ -606,7 +609,7 @@ impl Switch {
 
     /// The counters of a port, PFC and watchdog counters included (pause time up to the latest time).
     pub fn port_counters(&self, port: PortId) -> Option<PortCounters> {
-        let state = self.ports.get(port)?;
+        let state = self.ports.get(port.index())?;
         let mut c = state.counters.clone();
         c.pfc = state.pfc.counters;
         for (p, pfc) in c.pfc.iter_mut().enumerate() {
@@ -627,8 +630,8 @@ impl Switch {
     pub fn counters(&self) -> CountersDump {
         CountersDump {
             ledger: self.ledger,
-            ports: (0..self.ports.len())
-                .filter_map(|i| Some((self.config.ports[i].name.clone(), self.port_counters(i)?)))
+            ports: PortId::all(self.ports.len())
+                .filter_map(|p| Some((self.port_name(p), self.port_counters(p)?)))
                 .collect(),
         }
     }
@@ -659,6 +662,11 @@ impl Switch {
     /// Events discarded because nobody polled them in time.
     pub fn events_lost(&self) -> u64 {
         self.events_lost
+    }
+
+    /// A port's SONiC name, for an event: the lookup (and the copy) happen only when one is emitted.
+    fn port_name(&self, port: PortId) -> String {
+        self.config.ports[port.index()].name.clone()
     }
 
     fn push_event(&mut self, event: Event) {

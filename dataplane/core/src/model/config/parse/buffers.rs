@@ -10,8 +10,8 @@ use super::{
 };
 use crate::model::config::asic::{self, AsicFamily};
 use crate::model::config::{
-    AsicSettings, BufferPool, BufferProfile, ConfigIssue, EcnMarkPoint, PoolDirection, PortBuffers,
-    PortIndex, PortQos, ProfileIndex, SwitchConfig, Threshold, ThresholdMode,
+    AsicSettings, BufferPool, BufferProfile, ConfigIssue, EcnMarkPoint, PoolDirection, PortBuffers, PortQos,
+    ProfileIndex, SwitchConfig, Threshold, ThresholdMode,
 };
 use std::collections::HashMap;
 
@@ -291,7 +291,7 @@ impl<'a> Compiler<'a> {
                     self.required(e, "profile", |v| directed_profile(v, direction, table, pools, profiles));
                 let Some(profile) = profile.flatten() else { continue };
                 for (port, index) in slots {
-                    let port_buffers = &mut buffers[port];
+                    let port_buffers = &mut buffers[port.index()];
                     let slot = match direction {
                         PoolDirection::Ingress => &mut port_buffers.pg_profile[index],
                         PoolDirection::Egress => &mut port_buffers.queue_profile[index],
@@ -310,7 +310,7 @@ impl<'a> Compiler<'a> {
                 self.check_fields(e, &["profile_list"]);
                 let Some(list) = self.profile_list(e, table, direction, pools, profiles) else { continue };
                 for port in targets {
-                    let port_buffers = &mut buffers[port];
+                    let port_buffers = &mut buffers[port.index()];
                     match direction {
                         PoolDirection::Ingress => port_buffers.ingress_profile_list = list.clone(),
                         PoolDirection::Egress => port_buffers.egress_profile_list = list.clone(),
@@ -513,7 +513,7 @@ impl<'a> Compiler<'a> {
                 let priorities =
                     bits(egress_qos.pfc_enable).filter(|&p| usize::from(egress_qos.pfc_to_queue[p]) == queue);
                 // (ingress port, PG) → profile, each PG once however many priorities share it.
-                let mut feeding: Vec<(PortIndex, usize, ProfileIndex)> = Vec::new();
+                let mut feeding: Vec<(usize, usize, ProfileIndex)> = Vec::new();
                 for p in priorities {
                     for (ingress, (qos, buffers)) in config.qos.iter().zip(&config.port_buffers).enumerate() {
                         let pg = usize::from(qos.pfc_to_pg[p]);

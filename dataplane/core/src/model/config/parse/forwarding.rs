@@ -26,7 +26,7 @@ impl<'a> Compiler<'a> {
 
     /// `VLAN_MEMBER|Vlan<id>|<port>`: `tagging_mode`; a port is untagged in one VLAN at most.
     pub(super) fn vlan_members(&mut self, ports: &PortMap, vlans: &mut Vlans) {
-        let mut untagged_in: HashMap<PortIndex, &str> = HashMap::new();
+        let mut untagged_in: HashMap<PortId, &str> = HashMap::new();
         for e in entries(self.db, "VLAN_MEMBER") {
             let Some((vlan_name, port_name)) = self.split_key(e, "Vlan<id>|<port>") else { continue };
             self.check_fields(e, &["tagging_mode"]);
@@ -63,7 +63,7 @@ impl<'a> Compiler<'a> {
         let routed = self.routed_ports(port_map, vlans);
         let vlan_rifs = self.vlan_interfaces(vlans);
         let port_rifs = routed.iter().map(|(&port, addrs)| {
-            let p = &ports[port];
+            let p = &ports[port.index()];
             (p.name.clone(), RifKind::Port(port), p.mac, addrs)
         });
         let vlan_rifs = vlan_rifs.iter().map(|(vid, addrs)| {
@@ -81,10 +81,10 @@ impl<'a> Compiler<'a> {
     }
 
     /// `INTERFACE|<port>` and `INTERFACE|<port>|<addr>`, by port.
-    fn routed_ports(&mut self, ports: &PortMap, vlans: &Vlans) -> BTreeMap<PortIndex, Vec<WrittenAddr<'a>>> {
-        let member_of: HashMap<PortIndex, &str> =
+    fn routed_ports(&mut self, ports: &PortMap, vlans: &Vlans) -> BTreeMap<PortId, Vec<WrittenAddr<'a>>> {
+        let member_of: HashMap<PortId, &str> =
             vlans.by_vid.values().flat_map(|v| v.members.iter().map(|m| (m.port, v.name.as_str()))).collect();
-        let mut routed: BTreeMap<PortIndex, Vec<WrittenAddr>> = BTreeMap::new();
+        let mut routed: BTreeMap<PortId, Vec<WrittenAddr>> = BTreeMap::new();
         for e in entries(self.db, "INTERFACE") {
             let (name, addr) = split_interface_key(e.key);
             let Some(port) = self.parse_key(e, name, |n| find_port(ports, n)) else { continue };
@@ -126,12 +126,16 @@ impl<'a> Compiler<'a> {
     /// An address is assigned once; subnets of different interfaces must not overlap (the later one is
     /// reported). Overlapping subnets on one interface are secondary addresses and are fine.
     fn check_addresses(&mut self, rifs: &[RouterInterface], written: &[&Vec<WrittenAddr>]) {
-        let mut seen: Vec<(RifIndex, IpNet)> = Vec::new();
+        let mut seen: Vec<(RifId, IpNet)> = Vec::new();
         for (rif, addrs) in written.iter().enumerate() {
+            let rif = RifId::new(rif);
             for a in addrs.iter() {
                 if let Some(&(other, _)) = seen.iter().find(|(_, n)| n.addr() == a.net.addr()) {
-                    let message =
-                        format!("address {} is already assigned to {}", a.net.addr(), rifs[other].name);
+                    let message = format!(
+                        "address {} is already assigned to {}",
+                        a.net.addr(),
+                        rifs[other.index()].name
+                    );
                     self.error(a.entry, "", a.text, message);
                 } else if let Some(&(other, net)) =
                     seen.iter().find(|&&(r, n)| r != rif && overlaps(n, a.net))
@@ -139,9 +143,9 @@ impl<'a> Compiler<'a> {
                     let message = format!(
                         "subnet {} of {} overlaps subnet {} of {}",
                         a.net.trunc(),
-                        rifs[rif].name,
+                        rifs[rif.index()].name,
                         net.trunc(),
-                        rifs[other].name
+                        rifs[other.index()].name
                     );
                     self.error(a.entry, "", a.text, message);
                 }
@@ -176,7 +180,7 @@ impl<'a> Compiler<'a> {
             let written = e.get("family").unwrap_or_default();
             self.field_error(e, "family", format!("family {written} does not match the address {ip}"));
         }
-        if !rifs[rif].addrs.iter().any(|net| net.contains(&ip)) {
+        if !rifs[rif.index()].addrs.iter().any(|net| net.contains(&ip)) {
             self.error(e, "", ip_text, format!("{ip} is on no subnet of {ifname}"));
             return None;
         }
@@ -304,7 +308,11 @@ impl<'a> Compiler<'a> {
         let port = self.required(e, "port", |v| find_port(port_map, v));
         let (vid, mac, port) = (vid?, mac?, port?);
         if !vlans.by_vid[&vid].members.iter().any(|m| m.port == port) {
-            self.field_error(e, "port", format!("{} is not a member of {vlan_name}", ports[port].name));
+            self.field_error(
+                e,
+                "port",
+                format!("{} is not a member of {vlan_name}", ports[port.index()].name),
+            );
             return None;
         }
         Some(StaticFdb { vid, mac, port })

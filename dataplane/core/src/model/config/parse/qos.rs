@@ -49,8 +49,8 @@ impl<'a> Compiler<'a> {
             let port_qos = self.port_qos_entry(e, maps);
             let shaper = self.optional(e, "scheduler", |v| schedulers.resolve(v)).flatten();
             for port in targets {
-                qos[port] = port_qos.clone();
-                buffers[port].port_scheduler = shaper;
+                qos[port.index()] = port_qos.clone();
+                buffers[port.index()].port_scheduler = shaper;
             }
         }
         if let Some(dscp) = global_dscp {
@@ -67,15 +67,15 @@ impl<'a> Compiler<'a> {
         e: Entry<'a>,
         ports: &PortMap,
         configured_by: &mut [Option<&'a str>],
-    ) -> Vec<PortIndex> {
+    ) -> Vec<PortId> {
         let mut targets = Vec::new();
         for name in e.key.split(',') {
             let Some(port) = self.parse_key(e, name, |n| find_port(ports, n)) else { continue };
-            if let Some(first) = configured_by[port] {
+            if let Some(first) = configured_by[port.index()] {
                 self.error(e, "", name, format!("{name} already has its QoS maps from PORT_QOS_MAP|{first}"));
                 continue;
             }
-            configured_by[port] = Some(e.key);
+            configured_by[port.index()] = Some(e.key);
             targets.push(port);
         }
         targets
@@ -131,7 +131,7 @@ impl<'a> Compiler<'a> {
 
     /// `BORDER_RULE|<port>|<seq>`, into each port's rules in ascending `seq`.
     pub(super) fn border_rules(&mut self, ports: &PortMap, qos: &mut [PortQos]) {
-        let mut rules: BTreeMap<(PortIndex, u32), (&str, BorderRule)> = BTreeMap::new();
+        let mut rules: BTreeMap<(PortId, u32), (&str, BorderRule)> = BTreeMap::new();
         for e in entries(self.db, "BORDER_RULE") {
             let Some((port, rule)) = self.border_rule(e, ports) else { continue };
             match rules.entry((port, rule.seq)) {
@@ -146,11 +146,11 @@ impl<'a> Compiler<'a> {
             }
         }
         for ((port, _), (_, rule)) in rules {
-            qos[port].border_rules.push(rule);
+            qos[port.index()].border_rules.push(rule);
         }
     }
 
-    fn border_rule(&mut self, e: Entry<'a>, ports: &PortMap) -> Option<(PortIndex, BorderRule)> {
+    fn border_rule(&mut self, e: Entry<'a>, ports: &PortMap) -> Option<(PortId, BorderRule)> {
         let (port_name, seq_text) = self.split_key(e, "<port>|<seq>")?;
         self.check_fields(e, BORDER_RULE_FIELDS);
         let port = self.parse_key(e, port_name, |n| find_port(ports, n));

@@ -166,8 +166,8 @@ impl<'a> Compiler<'a> {
             let scheduler = self.optional(e, "scheduler", |v| schedulers.resolve(v)).flatten();
             let wred = self.optional(e, "wred_profile", |v| wred_profiles.resolve(v)).flatten();
             for (port, queue) in slots {
-                buffers[port].queue_scheduler[queue] = scheduler;
-                buffers[port].queue_wred[queue] = wred;
+                buffers[port.index()].queue_scheduler[queue] = scheduler;
+                buffers[port.index()].queue_wred[queue] = wred;
             }
         }
     }
@@ -188,7 +188,7 @@ impl<'a> Compiler<'a> {
             let targets = self.unique_key_ports(e, ports, &mut owners);
             let Some(port) = self.pfc_wd_port(e, global.poll_interval_ms) else { continue };
             for index in targets {
-                watched[index] = Some(port);
+                watched[index.index()] = Some(port);
             }
         }
         (watched, global)

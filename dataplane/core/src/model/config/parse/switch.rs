@@ -88,7 +88,7 @@ impl<'a> Compiler<'a> {
         settings
     }
 
-    /// `PORT`, in natural name order (`Ethernet4` before `Ethernet12`); the position is the [`PortIndex`].
+    /// `PORT`, in natural name order (`Ethernet4` before `Ethernet12`); the position is the [`PortId`].
     pub(super) fn ports(&mut self, device_mac: EthernetAddress) -> Vec<PortConfig> {
         let mut ports: Vec<Entry> = entries(self.db, "PORT").collect();
         ports.sort_by(|a, b| natural_cmp(a.key, b.key));

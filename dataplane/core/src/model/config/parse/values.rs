@@ -158,7 +158,7 @@ pub(super) fn overlaps(a: IpNet, b: IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
 }
 
-pub(super) fn find_port(ports: &PortMap, name: &str) -> Result<PortIndex, String> {
+pub(super) fn find_port(ports: &PortMap, name: &str) -> Result<PortId, String> {
     ports.get(name).copied().ok_or_else(|| format!("{name:?} is not a port (there is no PORT|{name})"))
 }
 
@@ -171,7 +171,7 @@ pub(super) fn find_vlan(vlans: &Vlans, name: &str) -> Result<u16, String> {
     }
 }
 
-pub(super) fn find_rif(rifs: &RifMap, name: &str) -> Result<RifIndex, String> {
+pub(super) fn find_rif(rifs: &RifMap, name: &str) -> Result<RifId, String> {
     rifs.get(name).copied().ok_or_else(|| {
         format!("{name:?} is not a router interface (no INTERFACE or VLAN_INTERFACE entry names it)")
     })
@@ -195,6 +195,7 @@ pub(super) fn resolve_next_hop(
         None => rifs
             .iter()
             .position(|rif| rif.addrs.iter().any(|net| net.contains(&ip)))
+            .map(RifId::new)
             .ok_or_else(|| ("nexthop", format!("next hop {ip} is on no connected subnet")))?,
     };
     Ok(NextHop { ip, rif })

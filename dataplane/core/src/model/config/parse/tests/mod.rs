@@ -167,7 +167,10 @@ fn full_config_switch_and_ports() {
 #[test]
 fn full_config_l2_and_l3() {
     let config = full().config;
-    let members = vec![VlanMember { port: 2, tagged: false }, VlanMember { port: 3, tagged: true }];
+    let members = vec![
+        VlanMember { port: PortId::new(2), tagged: false },
+        VlanMember { port: PortId::new(3), tagged: true },
+    ];
     let vlan = VlanConfig { name: "Vlan100".into(), vid: 100, members };
     assert_eq!(config.vlans, BTreeMap::from([(100, vlan)]));
     let rif = |name: &str, kind, rif_mac: &str, addrs: &[&str]| RouterInterface {
@@ -179,8 +182,13 @@ fn full_config_l2_and_l3() {
     assert_eq!(
         config.interfaces,
         vec![
-            rif("Ethernet0", RifKind::Port(0), "02:00:00:00:00:aa", &["10.0.0.0/31"]),
-            rif("Ethernet4", RifKind::Port(1), "02:00:00:00:01:04", &["10.0.0.3/31", "fc00::1/126"]),
+            rif("Ethernet0", RifKind::Port(PortId::new(0)), "02:00:00:00:00:aa", &["10.0.0.0/31"]),
+            rif(
+                "Ethernet4",
+                RifKind::Port(PortId::new(1)),
+                "02:00:00:00:01:04",
+                &["10.0.0.3/31", "fc00::1/126"]
+            ),
             rif("Vlan100", RifKind::Vlan(100), "02:00:00:00:01:00", &["192.168.0.1/24"]),
         ]
     );
@@ -189,8 +197,8 @@ fn full_config_l2_and_l3() {
     assert_eq!(
         config.neighbors,
         vec![
-            StaticNeighbor { rif: 1, ip: ip("fc00::2"), mac: mac("02:00:00:00:00:20") },
-            StaticNeighbor { rif: 2, ip: ip("192.168.0.10"), mac: mac("02:00:00:00:00:10") },
+            StaticNeighbor { rif: RifId::new(1), ip: ip("fc00::2"), mac: mac("02:00:00:00:00:20") },
+            StaticNeighbor { rif: RifId::new(2), ip: ip("192.168.0.10"), mac: mac("02:00:00:00:00:10") },
         ]
     );
     assert_eq!(
@@ -200,14 +208,14 @@ fn full_config_l2_and_l3() {
             StaticRoute {
                 prefix: net("10.10.0.0/16"),
                 nexthops: vec![
-                    NextHop { ip: ip("10.0.0.1"), rif: 0 },
-                    NextHop { ip: ip("10.0.0.2"), rif: 1 }
+                    NextHop { ip: ip("10.0.0.1"), rif: RifId::new(0) },
+                    NextHop { ip: ip("10.0.0.2"), rif: RifId::new(1) }
                 ],
                 blackhole: false,
             },
         ]
     );
-    assert_eq!(config.fdb, vec![StaticFdb { vid: 100, mac: mac("02:00:00:00:00:10"), port: 2 }]);
+    assert_eq!(config.fdb, vec![StaticFdb { vid: 100, mac: mac("02:00:00:00:00:10"), port: PortId::new(2) }]);
 }
 
 #[test]
