@@ -947,6 +947,7 @@ async fn a_100k_route_apply_runs_off_the_model_thread() {
     let db = t0_with_routes(100_000);
     lab.handle.stalls().reset();
     let mut client = lab.client.clone();
+    let apply_started = std::time::Instant::now();
     let apply = tokio::spawn(async move { client.apply(apply_request(&db)).await });
     // While it is validated and compiled, the model thread keeps answering: fresh snapshots come quickly.
     let mut reader = SwitchClient::new(lab.channel().await);
@@ -959,18 +960,22 @@ async fn a_100k_route_apply_runs_off_the_model_thread() {
         asked += 1;
     }
     let response = apply.await.unwrap().expect("the 100k-route configuration applies").into_inner();
+    let apply_took = apply_started.elapsed();
     assert_eq!(response.generation, 2);
     let (command_ns, snapshot_ns) = lab.handle.stalls().longest();
     eprintln!(
         "{asked} reads, slowest {slowest:?}; model thread: command {command_ns} ns, snapshot {snapshot_ns} ns"
     );
     assert!(asked > 10, "the apply was too quick to observe ({asked} reads)");
-    // Compiling 100k routes takes seconds in a debug build; run on the model thread, a read would wait that
-    // long. Decoding the 5 MB request still takes a gRPC worker for a while, hence the margin.
-    assert!(slowest < std::time::Duration::from_secs(1), "a read waited {slowest:?} during the apply");
+    // Compiling 100k routes takes seconds in a debug build; run on the model thread, a read would wait about
+    // that long. Decoding the 5 MB request still takes a gRPC worker for a while, and a loaded machine
+    // stretches everything: the bound is relative to the apply.
+    assert!(slowest * 3 < apply_took, "a read waited {slowest:?} during an apply of {apply_took:?}");
     // The swap is all the model thread does for an apply, whatever the configuration's size.
     assert!(command_ns < 1_000_000, "the model thread stalled {command_ns} ns in a command");
-    assert!(snapshot_ns < 1_000_000, "the model thread stalled {snapshot_ns} ns taking a snapshot");
+    // A snapshot costs in ports, not in configuration size; thousands were taken during the apply, and a
+    // busy allocator (the compile runs beside them) makes the slowest one vary.
+    assert!(snapshot_ns < 5_000_000, "the model thread stalled {snapshot_ns} ns taking a snapshot");
     assert_eq!(lab.generation().await, 2);
     lab.stop().await;
 }

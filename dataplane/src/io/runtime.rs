@@ -436,8 +436,8 @@ impl Runtime {
                 "frames dropped by the kernel at the receive socket: the switch is not keeping up"
             );
         }
-        self.switch.count_rx_lost(p, DropReason::RxOverrun, lost.overrun);
-        self.switch.count_rx_lost(p, DropReason::ExceedsL2Mtu, lost.oversize);
+        self.switch.count_rx_lost(PortId::new(p), DropReason::RxOverrun, lost.overrun);
+        self.switch.count_rx_lost(PortId::new(p), DropReason::ExceedsL2Mtu, lost.oversize);
     }
 
     fn port_name(&self, p: usize) -> String {
@@ -486,7 +486,7 @@ impl Runtime {
                 let io = &mut self.ports[p];
                 io.backend = None;
                 io.backlog.clear();
-                self.switch.set_port_oper(p, false, now);
+                self.switch.set_port_oper(PortId::new(p), false, now);
                 let why = match (state, error) {
                     (LinkState::Gone, _) => "the interface is gone".to_owned(),
                     (LinkState::AdminDown, _) => "the interface is down".to_owned(),
@@ -500,7 +500,7 @@ impl Runtime {
                 match crate::io::open(&spec) {
                     Ok(backend) => {
                         self.ports[p].backend = Some(backend);
-                        self.switch.set_port_oper(p, true, now);
+                        self.switch.set_port_oper(PortId::new(p), true, now);
                         tracing::info!(port = %self.port_name(p), %interface, "link up: port reopened");
                     }
                     Err(e) => tracing::debug!(port = %self.port_name(p), %interface, "not reopened yet: {e}"),

@@ -483,7 +483,7 @@ impl Switch {
     /// and dropped with `reason`, so `received == forwarded + trapped + dropped` still holds for everything
     /// the interface saw. An overrun counts in `RX_OVR`, a bad frame in `RX_ERR`, anything else in `RX_DRP`.
     pub fn count_rx_lost(&mut self, port: PortId, reason: DropReason, n: u64) {
-        let Some(state) = self.ports.get_mut(port) else { return };
+        let Some(state) = self.ports.get_mut(port.index()) else { return };
         if n == 0 {
             return;
         }
