@@ -450,9 +450,11 @@ fn a_second_sender_run_with_the_same_ip_is_a_new_qp() {
     for f in &flows {
         assert_eq!(u64_at(f, "/acked_bytes"), BYTES, "{f:#}");
         let (sent, retransmitted) = (u64_at(f, "/sent_packets"), u64_at(f, "/retransmitted_packets"));
-        assert!(retransmitted * 10 <= sent, "no retransmission storm: {f:#}");
+        // Drops on a loaded machine cost a few % (the defect retransmitted 99 %).
+        assert!(retransmitted * 4 <= sent, "no retransmission storm: {f:#}");
     }
-    assert!(goodput[0] > 200.0, "run 1: {goodput:?} Mb/s at a 1 Gb/s line");
+    // The defect showed as 0.0 Mb/s; a loaded 2-core machine can take a single run well below 200 Mb/s.
+    assert!(goodput[0] > 50.0, "run 1: {goodput:?} Mb/s at a 1 Gb/s line");
     assert!(goodput[1] >= goodput[0] * 0.5, "run 2 about as fast as run 1: {goodput:?} Mb/s");
 
     assert!(rx.terminate().success(), "{}", rx.stderr());
@@ -463,7 +465,7 @@ fn a_second_sender_run_with_the_same_ip_is_a_new_qp() {
         assert_eq!(q["src_ip"].as_str(), Some(A_IP));
         assert_eq!(u64_at(q, "/received_bytes"), BYTES, "{q:#}");
         // Duplicates are retransmissions after a loss on the veth (the sender counts them), not a storm.
-        assert!(u64_at(q, "/duplicates") * 10 <= u64_at(q, "/received_packets"), "{q:#}");
+        assert!(u64_at(q, "/duplicates") * 4 <= u64_at(q, "/received_packets"), "{q:#}");
         let src_qp = u64_at(q, "/src_qp");
         assert!(qps.contains(&src_qp), "the receiver keys by the requester's QPN {src_qp:#x}: {qps:?}");
     }
