@@ -388,3 +388,85 @@ fn sigterm_exits_0_with_the_report_written() {
     let table = host.stdout();
     assert!(table.contains("stopped: SIGTERM") && table.contains("no data received"), "{table}");
 }
+
+/// One sender run of `messages` × 64 KiB to the receiver: its `--json` report.
+fn send_once(lab: &Pair, rx_mac: &str, messages: u64) -> Value {
+    let flow = format!("dst={B_IP},dst-mac={rx_mac},message=65536,messages={messages}");
+    let mut tx = Host::spawn(
+        &lab.a,
+        "sender",
+        &[
+            "--interface",
+            "eth0",
+            "--ip",
+            A_IP,
+            "--line-rate-mbps",
+            "1000",
+            "--flow",
+            &flow,
+            "--duration",
+            "1",
+            "--json",
+        ],
+    );
+    // A bounded run, so that a run that never completes its messages still reports.
+    let status = tx.wait_exit();
+    assert!(status.success(), "the sender stops after --duration ({status}): {}", tx.stderr());
+    tx.json_stdout()
+}
+
+/// The hardening issue's defect: a second sender run with the same `--ip` against a running receiver got
+/// 0.0 Mb/s (every packet retransmitted), because the receiver took it for the first run's QP and its PSNs
+/// for duplicates. Every run is a new QP (fresh QPN, random initial PSN); the receiver keeps one state per
+/// QP, so both runs get about the same goodput and neither retransmits much.
+#[test]
+fn a_second_sender_run_with_the_same_ip_is_a_new_qp() {
+    let _timing = timing();
+    const MESSAGES: u64 = 50;
+    const BYTES: u64 = MESSAGES * 65536;
+    let lab = Pair::new();
+    let mut rx = Host::spawn(
+        &lab.b,
+        "receiver",
+        &["--interface", "eth0", "--ip", B_IP, "--line-rate-mbps", "1000", "--json"],
+    );
+    let rx_mac = rx.wait_ready()["mac"].as_str().unwrap().to_owned();
+    let runs = [send_once(&lab, &rx_mac, MESSAGES), send_once(&lab, &rx_mac, MESSAGES)];
+    let flows: Vec<&Value> = runs.iter().map(|r| &r["flows"][0]).collect();
+    let goodput: Vec<f64> = flows.iter().map(|f| f64_at(f, "/goodput_mbps")).collect();
+    eprintln!(
+        "measured: run 1 {:.1} Mb/s ({} sent, {} retransmitted); run 2 {:.1} Mb/s ({} sent, {} retransmitted)",
+        goodput[0],
+        u64_at(flows[0], "/sent_packets"),
+        u64_at(flows[0], "/retransmitted_packets"),
+        goodput[1],
+        u64_at(flows[1], "/sent_packets"),
+        u64_at(flows[1], "/retransmitted_packets"),
+    );
+    let qps: Vec<u64> = flows.iter().map(|f| u64_at(f, "/src_qp")).collect();
+    let psns: Vec<u64> = flows.iter().map(|f| u64_at(f, "/initial_psn")).collect();
+    eprintln!("QPNs {qps:#x?}, initial PSNs {psns:#x?}");
+    assert_ne!(qps[0], qps[1], "every run is a new QP");
+    for f in &flows {
+        assert_eq!(u64_at(f, "/acked_bytes"), BYTES, "{f:#}");
+        let (sent, retransmitted) = (u64_at(f, "/sent_packets"), u64_at(f, "/retransmitted_packets"));
+        // Drops on a loaded machine cost a few % (the defect retransmitted 99 %).
+        assert!(retransmitted * 4 <= sent, "no retransmission storm: {f:#}");
+    }
+    // The defect showed as 0.0 Mb/s; a loaded 2-core machine can take a single run well below 200 Mb/s.
+    assert!(goodput[0] > 50.0, "run 1: {goodput:?} Mb/s at a 1 Gb/s line");
+    assert!(goodput[1] >= goodput[0] * 0.5, "run 2 about as fast as run 1: {goodput:?} Mb/s");
+
+    assert!(rx.terminate().success(), "{}", rx.stderr());
+    let got = rx.json_stdout();
+    let receivers = got["receivers"].as_array().unwrap();
+    assert_eq!(receivers.len(), 2, "one receiving QP per run: {got:#}");
+    for q in receivers {
+        assert_eq!(q["src_ip"].as_str(), Some(A_IP));
+        assert_eq!(u64_at(q, "/received_bytes"), BYTES, "{q:#}");
+        // Duplicates are retransmissions after a loss on the veth (the sender counts them), not a storm.
+        assert!(u64_at(q, "/duplicates") * 4 <= u64_at(q, "/received_packets"), "{q:#}");
+        let src_qp = u64_at(q, "/src_qp");
+        assert!(qps.contains(&src_qp), "the receiver keys by the requester's QPN {src_qp:#x}: {qps:?}");
+    }
+}

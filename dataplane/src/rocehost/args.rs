@@ -2,7 +2,7 @@
 
 use super::{DEFAULT_STORM_INTERVAL_US, FIRST_SRC_PORT};
 use crate::nic::dcqcn::MAX_TIME_SCALE;
-use crate::nic::{DcqcnParams, FIRST_AUTO_QP, FlowConfig, NicConfig, NpParams};
+use crate::nic::{DcqcnParams, FlowConfig, NicConfig, NpParams};
 use crate::wire::EthernetAddress;
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
@@ -21,8 +21,10 @@ FLOW SPEC (--flow, repeatable): comma-separated KEY=VALUE
   messages=N      number of messages (default: unbounded)
   dcqcn=on|off    react to CNPs (default on; off with --no-dcqcn)
   src-port=N      UDP source port (default 49152 + flow index)
-  qp=N            QP number of both ends (default: 0x100 + flow index, skipping given ones)
-  start-ms=N      start this long after start-up (default 0)";
+  qp=N            the receiver's QP number, the BTH DestQP (default: the flow's own QPN)
+  start-ms=N      start this long after start-up (default 0)
+Every run is a new queue pair per flow: its own QPN and initial PSN are random (see the report's src_qp
+and initial_psn), so a receiver never takes a new run for an earlier one with the same --ip.";
 
 /// FLOW SPEC and DCQCN PARAMETERS (names and defaults from the NIC model, so they cannot drift).
 pub(super) fn after_help() -> String {
@@ -344,21 +346,57 @@ fn parse_number(text: &str) -> anyhow::Result<u64> {
     parsed.map_err(|_| anyhow::anyhow!("{text:?} is not a number"))
 }
 
-/// The NIC's flows (ids 1, 2, ... in command-line order). QP numbers: `qp=` names both ends; otherwise a
-/// flow gets the first free number from 0x100 up for both, so every flow of this host is a distinct QP at
-/// its receiver. Start times are on the NIC's clock (`epoch` = start-up).
+/// The lowest QPN a run draws: QP0 and QP1 are the special QPs of IBA (SMI, GSI).
+const FIRST_QPN: u32 = 2;
+/// The highest QPN a run draws: 0xffffff is the multicast QPN.
+const LAST_QPN: u32 = 0xff_fffe;
+
+/// Draws of splitmix64 from a seed: QPNs and initial PSNs of one run.
+struct Draws(u64);
+
+impl Draws {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A QPN in `FIRST_QPN..=LAST_QPN` not in `used` (and then in it).
+    fn qpn(&mut self, used: &mut BTreeSet<u32>) -> u32 {
+        loop {
+            let q = FIRST_QPN + (self.next() % u64::from(LAST_QPN - FIRST_QPN + 1)) as u32;
+            if used.insert(q) {
+                return q;
+            }
+        }
+    }
+
+    fn psn(&mut self) -> u32 {
+        (self.next() & 0xff_ffff) as u32
+    }
+}
+
+/// The NIC's flows (ids 1, 2, ... in command-line order). Every run is a new set of queue pairs, as on a
+/// real NIC: each flow's own QPN (`src_qp`, where ACKs come back) and its initial PSN are drawn from `seed`
+/// (random per run, see `qp_seed`), so a receiver that saw an earlier run with the same `--ip` never takes
+/// this one's packets for that run's. The receiving QP (`dst_qp`, the BTH DestQP) is `qp=` when given (the
+/// labs name flows by it), else the flow's own QPN. Start times are on the NIC's clock (`epoch` =
+/// start-up).
 pub(super) fn resolve_flows(
     specs: &[FlowSpec],
     nic: &NicConfig,
     gateway_mac: Option<EthernetAddress>,
     dcqcn_default: bool,
     epoch: u64,
+    seed: u64,
 ) -> Result<Vec<FlowConfig>, String> {
     let mut used: BTreeSet<u32> = specs.iter().filter_map(|s| s.qp).collect();
     if used.len() != specs.iter().filter(|s| s.qp.is_some()).count() {
         return Err("two --flow specs give the same qp=".into());
     }
-    let mut next_auto = FIRST_AUTO_QP;
+    let mut draws = Draws(seed);
     let mut flows = Vec::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
         let dst_ip = spec.dst.ok_or("dst= is required")?;
@@ -366,24 +404,16 @@ pub(super) fn resolve_flows(
             .dst_mac
             .or(gateway_mac)
             .ok_or_else(|| format!("--flow to {dst_ip}: give dst-mac= (or --gateway-mac for every flow)"))?;
-        let qp = match spec.qp {
-            Some(q) => q,
-            None => {
-                while used.contains(&next_auto) {
-                    next_auto += 1;
-                }
-                used.insert(next_auto);
-                next_auto
-            }
-        };
+        let src_qp = draws.qpn(&mut used);
+        let dst_qp = spec.qp.unwrap_or(src_qp);
         let dscp = spec.dscp.unwrap_or(3);
         flows.push(FlowConfig {
             id: i as u32 + 1,
             dst_ip,
             dst_mac,
             src_port: spec.src_port.unwrap_or(FIRST_SRC_PORT.wrapping_add(i as u16)),
-            src_qp: qp,
-            dst_qp: qp,
+            src_qp,
+            dst_qp,
             dscp,
             priority: spec.priority.unwrap_or_else(|| nic.priority_of_dscp(dscp)),
             rate_mbps: spec.rate_mbps,
@@ -391,7 +421,7 @@ pub(super) fn resolve_flows(
             messages: spec.messages,
             start_ns: epoch + spec.start_ns.unwrap_or(0),
             until_ns: None,
-            initial_psn: 0,
+            initial_psn: draws.psn(),
             dcqcn: spec.dcqcn.unwrap_or(dcqcn_default),
         });
     }
@@ -431,14 +461,29 @@ mod tests {
         let c = FlowSpec::parse("dst=10.0.0.3,priority=5,src-port=4000").unwrap();
         let nic = NicConfig { dscp_to_priority: BTreeMap::from([(3, 3)]), ..NicConfig::default() };
         let gw = EthernetAddress([2, 0, 0, 0, 0, 0xfe]);
-        let flows = resolve_flows(&[a, b, c], &nic, Some(gw), true, 1_000).unwrap();
+        let flows =
+            resolve_flows(&[a.clone(), b.clone(), c.clone()], &nic, Some(gw), true, 1_000, 7).unwrap();
         assert_eq!(flows[0].dst_mac, EthernetAddress([2, 0, 0, 0, 0, 2]));
         assert_eq!((flows[0].dscp, flows[0].priority, flows[0].messages), (3, 3, Some(50)));
-        assert_eq!((flows[0].src_qp, flows[0].dst_qp), (0x101, 0x101), "0x100 is taken by flow 2");
+        assert_eq!(flows[0].src_qp, flows[0].dst_qp, "without qp= the flow's own QPN names both ends");
         assert_eq!((flows[1].priority, flows[1].rate_mbps, flows[1].dcqcn), (3, Some(100), false));
-        assert_eq!((flows[1].src_qp, flows[1].start_ns), (0x100, 1_000 + 1_500_000));
+        assert_eq!(
+            (flows[1].dst_qp, flows[1].start_ns),
+            (0x100, 1_000 + 1_500_000),
+            "qp= names the receiver's"
+        );
         assert_eq!((flows[2].dst_mac, flows[2].priority, flows[2].src_port), (gw, 5, 4000));
-        assert_eq!(flows[2].src_qp, 0x102);
+        let qpns: BTreeSet<u32> = flows.iter().map(|f| f.src_qp).chain([0x100]).collect();
+        assert_eq!(qpns.len(), 4, "own QPNs are distinct, and distinct from qp=: {flows:?}");
+        assert!(
+            flows.iter().all(|f| (FIRST_QPN..=LAST_QPN).contains(&f.src_qp) && f.initial_psn <= 0xff_ffff)
+        );
+        // Another run (seed) is another set of QPs: other QPNs and initial PSNs.
+        let again = resolve_flows(&[a, b, c], &nic, Some(gw), true, 1_000, 8).unwrap();
+        for (x, y) in flows.iter().zip(&again) {
+            assert_ne!((x.src_qp, x.initial_psn), (y.src_qp, y.initial_psn));
+        }
+        assert_eq!(again[1].dst_qp, 0x100);
         assert_eq!(flows.iter().map(|f| f.id).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(flows[0].src_port + 1, flows[1].src_port);
     }
@@ -510,7 +555,7 @@ mod tests {
             assert!(e.contains(needle), "{spec}: {e}");
         }
         let no_mac = FlowSpec::parse("dst=10.0.0.2").unwrap();
-        let e = resolve_flows(&[no_mac], &NicConfig::default(), None, true, 0).unwrap_err();
+        let e = resolve_flows(&[no_mac], &NicConfig::default(), None, true, 0, 0).unwrap_err();
         assert!(e.contains("dst-mac"), "{e}");
     }
 }

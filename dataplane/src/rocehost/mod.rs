@@ -26,6 +26,11 @@
 //! one at R, N times slower; see [`crate::nic::dcqcn`]), and `--dcqcn-param NAME=VALUE` sets any
 //! reaction-point or notification-point parameter by its name.
 //!
+//! Every run is a new queue pair per flow, as with a real NIC: the flow's QPN and initial PSN are drawn at
+//! random at start-up ([`qp_seed`]), so a receiver that served an earlier run from the same `--ip` keeps
+//! the two apart (it keys its QPs by source IP, DestQP and the requester's QPN, and closes QPs idle for
+//! 10 s; see `lossless_core::nic`).
+//!
 //! It stops after `--duration`, or else once every flow finished plus [`DRAIN_NS`] (for ACKs still in
 //! flight), or else on SIGTERM/SIGINT; then it writes the report (`--report`, `--json` or a table on
 //! stdout) and exits 0. Errors exit 2.
@@ -89,6 +94,18 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The seed of this run's QPNs and initial PSNs: 8 bytes of `/dev/urandom`, or, should that fail, the
+/// process id, the wall clock and `now` (monotonic ns) mixed — either way another value for every run.
+fn qp_seed(now: u64) -> u64 {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 8];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_ok() {
+        return u64::from_ne_bytes(bytes);
+    }
+    let wall = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    (u64::from(std::process::id()) << 40) ^ (wall as u64) ^ now.rotate_left(17)
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
     let specs = args
         .flows
@@ -139,8 +156,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     apply_dcqcn_options(&mut cfg, args.dcqcn_time_scale, &args.dcqcn_params).map_err(anyhow::Error::msg)?;
     let mut nic = Nic::new(cfg.clone())?;
     let epoch = monotonic_ns();
-    let flows =
-        resolve_flows(&specs, &cfg, args.gateway_mac, !args.no_dcqcn, epoch).map_err(anyhow::Error::msg)?;
+    let flows = resolve_flows(&specs, &cfg, args.gateway_mac, !args.no_dcqcn, epoch, qp_seed(epoch))
+        .map_err(anyhow::Error::msg)?;
     for (flow, text) in flows.into_iter().zip(&args.flows) {
         nic.add_flow(flow).with_context(|| format!("--flow {text}"))?;
     }

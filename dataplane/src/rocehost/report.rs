@@ -21,7 +21,7 @@ pub struct Report {
     pub pfc: Vec<PriorityReport>,
     /// Sender side, one per `--flow`.
     pub flows: Vec<FlowReport>,
-    /// Receiver side, one per (source IP, QP).
+    /// Receiver side, one per QP: (source IP, QP, requester QP); closed (idle) QPs first.
     pub receivers: Vec<ReceiverReport>,
 }
 
@@ -36,6 +36,11 @@ pub struct FrameCounters {
     pub rx_pause_frames: u64,
     pub rx_arp_requests: u64,
     pub rx_unknown_qp: u64,
+    /// Added with per-QP receive state; absent (0) in older reports.
+    #[serde(default)]
+    pub rx_qps_expired: u64,
+    #[serde(default)]
+    pub rx_qps_replaced: u64,
     pub tx_frames: u64,
     pub tx_bytes: u64,
     pub tx_data_frames: u64,
@@ -72,6 +77,9 @@ pub struct FlowReport {
     pub dst_ip: Option<Ipv4Addr>,
     pub src_qp: u32,
     pub dst_qp: u32,
+    /// Absent (0) in reports of rocehosts that always started at PSN 0.
+    #[serde(default)]
+    pub initial_psn: u32,
     pub dscp: u8,
     pub priority: u8,
     pub sent_packets: u64,
@@ -105,11 +113,14 @@ pub struct DcqcnReport {
     pub rate_increases: u64,
 }
 
-/// Receiver side of one (source IP, destination QP) (see [`RxStats`]).
+/// Receiver side of one QP: (source IP, destination QP, requester QP) (see [`RxStats`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReceiverReport {
     pub src_ip: Option<Ipv4Addr>,
     pub qp: u32,
+    /// The requester's QP; absent (0) in older reports.
+    #[serde(default)]
+    pub src_qp: u32,
     pub flow_id: u32,
     pub received_packets: u64,
     pub received_bytes: u64,
@@ -155,9 +166,10 @@ impl Report {
         self.flows.iter().find(|f| f.dst_ip == Some(dst_ip) && f.dst_qp == dst_qp)
     }
 
-    /// The receiver statistics of QP `qp` for data from `src_ip`.
+    /// The receiver statistics of QP `qp` for data from `src_ip`; when several requester QPs fed it (several
+    /// runs of a sender), the one that got data last.
     pub fn receiver(&self, src_ip: Ipv4Addr, qp: u32) -> Option<&ReceiverReport> {
-        self.receivers.iter().find(|r| r.src_ip == Some(src_ip) && r.qp == qp)
+        self.receivers.iter().filter(|r| r.src_ip == Some(src_ip) && r.qp == qp).max_by_key(|r| r.last_ns)
     }
 
     /// Time the NIC was paused on `priority`, ns.
@@ -190,6 +202,8 @@ impl From<NicCounters> for FrameCounters {
             rx_pause_frames,
             rx_arp_requests,
             rx_unknown_qp,
+            rx_qps_expired,
+            rx_qps_replaced,
             tx_frames,
             tx_bytes,
             tx_data_frames,
@@ -208,6 +222,8 @@ impl From<NicCounters> for FrameCounters {
             rx_pause_frames,
             rx_arp_requests,
             rx_unknown_qp,
+            rx_qps_expired,
+            rx_qps_replaced,
             tx_frames,
             tx_bytes,
             tx_data_frames,
@@ -239,6 +255,7 @@ impl From<FlowStats> for FlowReport {
             dst_ip,
             src_qp,
             dst_qp,
+            initial_psn,
             dscp,
             priority,
             sent_packets,
@@ -264,6 +281,7 @@ impl From<FlowStats> for FlowReport {
             dst_ip,
             src_qp,
             dst_qp,
+            initial_psn,
             dscp,
             priority,
             sent_packets,
@@ -300,6 +318,7 @@ impl From<RxStats> for ReceiverReport {
         let RxStats {
             src_ip,
             qp,
+            src_qp,
             flow_id,
             received_packets,
             received_bytes,
@@ -321,6 +340,7 @@ impl From<RxStats> for ReceiverReport {
         ReceiverReport {
             src_ip,
             qp,
+            src_qp,
             flow_id,
             received_packets,
             received_bytes,

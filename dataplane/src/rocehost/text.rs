@@ -81,8 +81,9 @@ pub(super) fn human_report(r: &Report, nic: &Nic, m: &Meta<'_>) -> String {
     } else {
         let _ = writeln!(
             s,
-            "\n{:<15} {:>8} {:>14} {:>8} {:>12} {:>12} {:>6} {:>9} {:>10} {:>10} {:>10}",
+            "\n{:<15} {:>8} {:>8} {:>14} {:>8} {:>12} {:>12} {:>6} {:>9} {:>10} {:>10} {:>10}",
             "from",
+            "from qp",
             "qp",
             "received bytes",
             "messages",
@@ -98,8 +99,9 @@ pub(super) fn human_report(r: &Report, nic: &Nic, m: &Meta<'_>) -> String {
             let src = q.src_ip.map_or_else(|| "-".into(), |ip| ip.to_string());
             let _ = writeln!(
                 s,
-                "{:<15} {:>#8x} {:>14} {:>8} {:>12.1} {:>12} {:>6} {:>9} {:>10.1} {:>10.1} {:>10.1}",
+                "{:<15} {:>#8x} {:>#8x} {:>14} {:>8} {:>12.1} {:>12} {:>6} {:>9} {:>10.1} {:>10.1} {:>10.1}",
                 src,
+                q.src_qp,
                 q.qp,
                 q.received_bytes,
                 q.messages_received,

@@ -121,6 +121,11 @@ pub struct NicConfig {
     pub dscp_to_priority: BTreeMap<u8, u8>,
     /// IPv4 TTL of every packet.
     pub ttl: u8,
+    /// A receiving QP that got no data for this long is closed (default 10 s; 0 = never): it leaves the
+    /// table of live QPs, its statistics stay in the report (the last [`super::RETIRED_RX_QPS`] closed QPs),
+    /// and a requester that comes back with the same QP (QPN and initial PSN, e.g. after a long PFC pause)
+    /// resumes where it left off. See `receiver.rs`.
+    pub rx_idle_timeout_ns: u64,
 }
 
 impl Default for NicConfig {
@@ -142,6 +147,7 @@ impl Default for NicConfig {
             window_packets: 0,
             dscp_to_priority: BTreeMap::new(),
             ttl: 64,
+            rx_idle_timeout_ns: 10_000_000_000,
         }
     }
 }

@@ -34,7 +34,8 @@ pub struct FlowConfig {
     pub src_port: u16,
     /// This NIC's QP number for the flow (24 bits); 0 assigns a free one from 0x100 up.
     pub src_qp: u32,
-    /// The peer's QP number: the BTH DestQP of the data, and the receiver's key for its statistics.
+    /// The peer's QP number: the BTH DestQP of the data, and (with the source IP and `src_qp`) the
+    /// receiver's key for its state and statistics.
     pub dst_qp: u32,
     pub dscp: u8,
     /// The PFC priority the flow's packets travel on (0..=7); also the PCP when the NIC tags frames.
@@ -134,6 +135,7 @@ impl SendFlow {
             dst_ip: Some(cfg.dst_ip),
             src_qp,
             dst_qp: cfg.dst_qp,
+            initial_psn: cfg.initial_psn,
             dscp: cfg.dscp,
             priority: cfg.priority,
             ..FlowStats::default()

@@ -24,9 +24,11 @@
 //!   implementation): `pfc_enable` priorities pause for quanta × 512 bit times at the line rate, a new
 //!   frame overwrites the timer, quanta 0 resumes. A paused priority sends nothing (data, ACKs, CNPs);
 //!   PFC frames themselves are never paused. 802.3x PAUSE is honoured only when `pfc_enable` is 0.
-//! * **Receives** any RoCE data addressed to it, per (source IP, destination QP): PSN tracking, go-back-N
-//!   or go-back-0, coalesced ACKs and suppressed NAKs as RC ACKNOWLEDGE packets with an [`Aeth`], and CNPs
-//!   (DCQCN notification point, paced per QP, DSCP 48 / priority 6). See `receiver.rs`.
+//! * **Receives** any RoCE data addressed to it, per QP — (source IP, destination QP, requester QP), so a
+//!   new requester QP never inherits an old one's PSN state: PSN tracking, go-back-N or go-back-0,
+//!   coalesced ACKs and suppressed NAKs as RC ACKNOWLEDGE packets with an [`Aeth`], and CNPs (DCQCN
+//!   notification point, paced per QP, DSCP 48 / priority 6). QPs idle for `rx_idle_timeout_ns` (10 s)
+//!   are closed. See `receiver.rs`.
 //! * **Reacts** to ACK/NAK (advance, go back to the NAK'd PSN or to the start of its message), to the
 //!   retransmission timeout (go back to the first unacknowledged packet), and to CNPs (DCQCN reaction
 //!   point, [`dcqcn`]).
@@ -62,7 +64,7 @@ use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, L4, MacControlRepr, udp};
 use flow::SendFlow;
-use receiver::{RxParams, RxQp, data_position};
+use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
 
@@ -73,6 +75,8 @@ pub use config::{NicConfig, NicError, NpParams, Retransmit};
 pub const STORM_QUANTA: u16 = 0xffff;
 /// The first QP number handed out to flows configured with `src_qp: 0`.
 pub const FIRST_AUTO_QP: u32 = 0x100;
+/// Closed receiving QPs whose statistics the report keeps (the oldest go first).
+pub const RETIRED_RX_QPS: usize = 256;
 /// Priority of ARP replies.
 const ARP_PRIORITY: u8 = 0;
 const PS_PER_NS: u128 = 1000;
@@ -82,9 +86,9 @@ const IDENTITY_PRIORITIES: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
 #[derive(Debug, Clone, Copy)]
 enum Control {
     Arp(ArpRepr),
-    Ack((Ipv4Addr, u32)),
-    Nak((Ipv4Addr, u32)),
-    Cnp((Ipv4Addr, u32)),
+    Ack(RxKey),
+    Nak(RxKey),
+    Cnp(RxKey),
 }
 
 /// The NIC. See the module documentation.
@@ -101,7 +105,11 @@ pub struct Nic {
     control_ident: u16,
     flows: Vec<SendFlow>,
     rr_next: usize,
-    receivers: BTreeMap<(Ipv4Addr, u32), RxQp>,
+    receivers: BTreeMap<RxKey, RxQp>,
+    /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
+    retired: VecDeque<(RxKey, RxQp)>,
+    /// The next sweep for idle receiving QPs.
+    next_expiry_ns: u64,
     counters: NicCounters,
 }
 
@@ -120,6 +128,8 @@ impl Nic {
             flows: Vec::new(),
             rr_next: 0,
             receivers: BTreeMap::new(),
+            retired: VecDeque::new(),
+            next_expiry_ns: 0,
             counters: NicCounters::default(),
         })
     }
@@ -286,10 +296,10 @@ impl Nic {
                 cnp_interval_ns: self.cfg.cnp_interval_ns(),
                 mode: self.cfg.retransmit,
             };
-            let key = (p.src_ip, p.bth.dest_qp);
-            let rx = self.receivers.entry(key).or_insert_with(|| RxQp::new(p.src_ip, p.bth.dest_qp));
+            let key = RxKey { src_ip: p.src_ip, qp: p.bth.dest_qp, src_qp: header.src_qp };
+            self.open_receiving_qp(key, implied_initial_psn(p.bth.psn, &header), now_ns);
+            let Some(rx) = self.receivers.get_mut(&key) else { return };
             rx.peer_mac = p.src_mac;
-            rx.requester_qp = header.src_qp;
             rx.udp_src_port = p.udp_src_port;
             rx.dscp = p.dscp;
             let out = rx.on_data(p.bth.psn, position, p.bth.ack_request, &header, p.ce, now_ns, &params);
@@ -329,12 +339,60 @@ impl Nic {
         }
     }
 
+    /// Makes the live receiving QP of `key` the one whose first PSN is `initial_psn`: the live one if it
+    /// is that; or a closed one of the same incarnation, brought back; or a new one (replacing a live one
+    /// of another incarnation).
+    fn open_receiving_qp(&mut self, key: RxKey, initial_psn: u32, now_ns: u64) {
+        self.expire_idle(now_ns);
+        match self.receivers.get(&key) {
+            Some(live) if live.initial_psn() == initial_psn => return,
+            Some(_) => {
+                if let Some(old) = self.receivers.remove(&key) {
+                    self.counters.rx_qps_replaced += 1;
+                    self.retire(key, old);
+                }
+            }
+            None => {}
+        }
+        let back = self.retired.iter().rposition(|(k, rx)| *k == key && rx.initial_psn() == initial_psn);
+        let rx = match back.and_then(|i| self.retired.remove(i)) {
+            Some((_, rx)) => rx,
+            None => RxQp::new(key, initial_psn),
+        };
+        self.receivers.insert(key, rx);
+    }
+
+    /// Closes the receiving QPs idle for `rx_idle_timeout_ns`; sweeps at most every eighth of it.
+    fn expire_idle(&mut self, now_ns: u64) {
+        let timeout = self.cfg.rx_idle_timeout_ns;
+        if timeout == 0 || now_ns < self.next_expiry_ns {
+            return;
+        }
+        self.next_expiry_ns = now_ns.saturating_add((timeout / 8).max(1));
+        let idle: Vec<RxKey> =
+            self.receivers.iter().filter(|(_, rx)| rx.expired(now_ns, timeout)).map(|(k, _)| *k).collect();
+        for key in idle {
+            if let Some(rx) = self.receivers.remove(&key) {
+                self.counters.rx_qps_expired += 1;
+                self.retire(key, rx);
+            }
+        }
+    }
+
+    fn retire(&mut self, key: RxKey, rx: RxQp) {
+        if self.retired.len() >= RETIRED_RX_QPS {
+            self.retired.pop_front();
+        }
+        self.retired.push_back((key, rx));
+    }
+
     // ---------------------------------------------------------------------------------------- timers
 
     /// Runs the timers due by `now_ns`: DCQCN decrease checks and rate increases, retransmission
     /// timeouts, and closes pauses that expired (for the pause-time accounting).
     pub fn handle_timeout(&mut self, now_ns: u64) {
         self.observe(now_ns);
+        self.expire_idle(now_ns);
         self.pfc.settle(now_ns);
         for flow in &mut self.flows {
             flow.handle_timeout(now_ns);
@@ -386,24 +444,34 @@ impl Nic {
         self.flows.iter().all(SendFlow::is_finished)
     }
 
-    /// Receiver statistics of the QP `qp` of this NIC as fed by `src_ip`.
-    pub fn rx_stats(&self, src_ip: Ipv4Addr, qp: u32) -> Option<RxStats> {
-        self.receivers.get(&(src_ip, qp)).map(RxQp::stats)
+    /// The receiving QP `qp` of this NIC fed by `src_ip`: of the requester QPs that fed it, the one that
+    /// got data last (a live one before a closed one).
+    fn rx_qp(&self, src_ip: Ipv4Addr, qp: u32) -> Option<&RxQp> {
+        let matches = |k: &RxKey| k.src_ip == src_ip && k.qp == qp;
+        let live = self.receivers.iter().filter(|(k, _)| matches(k)).map(|(_, rx)| rx);
+        let closed = self.retired.iter().filter(|(k, _)| matches(k)).map(|(_, rx)| rx);
+        live.max_by_key(|rx| rx.stats.last_ns).or_else(|| closed.max_by_key(|rx| rx.stats.last_ns))
     }
 
-    /// The (source IP, QP) pairs this NIC has received data for.
-    pub fn rx_keys(&self) -> impl Iterator<Item = (Ipv4Addr, u32)> + '_ {
-        self.receivers.keys().copied()
+    /// Receiver statistics of the QP `qp` of this NIC as fed by `src_ip` (see [`Nic::rx_keys`] for
+    /// several requester QPs).
+    pub fn rx_stats(&self, src_ip: Ipv4Addr, qp: u32) -> Option<RxStats> {
+        self.rx_qp(src_ip, qp).map(RxQp::stats)
+    }
+
+    /// The live receiving QPs: (source IP, QP, requester QP).
+    pub fn rx_keys(&self) -> impl Iterator<Item = (Ipv4Addr, u32, u32)> + '_ {
+        self.receivers.keys().map(|k| (k.src_ip, k.qp, k.src_qp))
     }
 
     /// Per-packet one-way latency histogram of a receiving QP (to merge across QPs).
     pub fn rx_latency_histogram(&self, src_ip: Ipv4Addr, qp: u32) -> Option<&Histogram> {
-        self.receivers.get(&(src_ip, qp)).map(RxQp::latency)
+        self.rx_qp(src_ip, qp).map(RxQp::latency)
     }
 
     /// Message latency histogram of a receiving QP.
     pub fn rx_message_latency_histogram(&self, src_ip: Ipv4Addr, qp: u32) -> Option<&Histogram> {
-        self.receivers.get(&(src_ip, qp)).map(RxQp::message_latency)
+        self.rx_qp(src_ip, qp).map(RxQp::message_latency)
     }
 
     /// Time `priority` has been paused by received PFC, up to the latest `now` (a pause in progress
@@ -439,7 +507,14 @@ impl Nic {
                 })
                 .collect(),
             flows: self.flows.iter().map(|f| f.stats(self.now_ns)).collect(),
-            receivers: self.receivers.values().map(RxQp::stats).collect(),
+            // Closed QPs (oldest first), then the live ones.
+            receivers: self
+                .retired
+                .iter()
+                .map(|(_, rx)| rx)
+                .chain(self.receivers.values())
+                .map(RxQp::stats)
+                .collect(),
         }
     }
 }

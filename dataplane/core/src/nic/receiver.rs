@@ -1,5 +1,5 @@
-//! The responder side of one (source IP, destination QP): PSN tracking, go-back-N / go-back-0
-//! receiving, ACK coalescing, NAK suppression, and the DCQCN notification point's CNP pacing.
+//! The responder side of one queue pair: PSN tracking, go-back-N / go-back-0 receiving, ACK coalescing,
+//! NAK suppression, and the DCQCN notification point's CNP pacing.
 //!
 //! * In order (`psn == expected`): accepted; an ACK is due when the packet asks for one (AckReq, set by
 //!   the requester on the last packet of a message) or after `ack_every` in-order packets.
@@ -15,8 +15,19 @@
 //!   `cnp_interval_ns` (DCQCN paper NP; NVIDIA `min_time_between_cnps`): marks inside the interval are
 //!   absorbed, not deferred.
 //!
-//! The first packet of an unknown QP fixes the initial PSN from the sequence number in the model's data
-//! header (`psn − seq`), standing in for the connection setup that tells a real responder its first PSN.
+//! **Which QP.** A real responder learns its peer at connection setup: the requester's IP and QPN, and its
+//! first PSN. The model has no setup; the in-payload [`DataHeader`] stands in for it. A receiving QP is
+//! keyed by [`RxKey`]: source IP, the BTH DestQP, and the requester's QPN (`DataHeader::src_qp`), so two
+//! requester QPs (two runs of a sender with the same IP, which draw fresh QPNs) are two receiving QPs even
+//! when they name the same DestQP. The first packet of a QP fixes its initial PSN from the packet number in
+//! the data header (`psn − seq`), and every later packet of that QP implies the same one: a packet whose
+//! implied initial PSN differs is a new incarnation of the key (the same QPN drawn again, with another
+//! initial PSN), which replaces the old state rather than being taken for its duplicates.
+//!
+//! **Aging.** A QP that got no data for `NicConfig::rx_idle_timeout_ns` (default 10 s) is closed: it leaves
+//! the live table (with nothing queued for it), its statistics stay in the report among the last
+//! [`super::RETIRED_RX_QPS`] closed QPs, and a packet of the same incarnation (same key and initial PSN —
+//! a requester that was only paused) brings it back with its PSN state, so it resumes where it left off.
 
 use super::Retransmit;
 use super::packet::{DataHeader, PSN_HALF, PSN_MASK, psn_add, psn_diff};
@@ -42,6 +53,20 @@ pub(crate) struct RxOutcome {
     pub cnp: bool,
 }
 
+/// What identifies a receiving QP: the source IP, the BTH DestQP (this NIC's QP, as the requester named
+/// it) and the requester's QPN. Ordered by IP, then DestQP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct RxKey {
+    pub src_ip: Ipv4Addr,
+    pub qp: u32,
+    pub src_qp: u32,
+}
+
+/// The initial PSN a data packet implies: its PSN less its packet number (both mod 2^24).
+pub(crate) fn implied_initial_psn(psn: u32, header: &DataHeader) -> u32 {
+    psn_diff(psn, (header.seq & u64::from(PSN_MASK)) as u32)
+}
+
 /// Where a data opcode sits in its message: (first, last); `None` for non-data opcodes.
 pub(crate) fn data_position(opcode: Opcode) -> Option<(bool, bool)> {
     Some(match opcode {
@@ -61,8 +86,9 @@ pub(crate) struct RxQp {
     pub udp_src_port: u16,
     pub dscp: u8,
     pub expected: u32,
+    /// The PSN of the QP's first packet (learnt from the first packet that arrived).
+    initial_psn: u32,
     msn: u32,
-    synced: bool,
     in_message: bool,
     message_start_psn: u32,
     partial_bytes: u64,
@@ -79,17 +105,18 @@ pub(crate) struct RxQp {
 }
 
 impl RxQp {
-    pub fn new(src_ip: Ipv4Addr, qp: u32) -> RxQp {
+    /// A QP whose first packet is `initial_psn`.
+    pub fn new(key: RxKey, initial_psn: u32) -> RxQp {
         RxQp {
             peer_mac: EthernetAddress::default(),
-            requester_qp: 0,
+            requester_qp: key.src_qp,
             udp_src_port: 0,
             dscp: 0,
-            expected: 0,
+            expected: initial_psn,
+            initial_psn,
             msn: 0,
-            synced: false,
             in_message: false,
-            message_start_psn: 0,
+            message_start_psn: initial_psn,
             partial_bytes: 0,
             since_ack: 0,
             nak_psn: None,
@@ -99,8 +126,18 @@ impl RxQp {
             nak_queued: false,
             latency: Histogram::new(),
             message_latency: Histogram::new(),
-            stats: RxStats { src_ip: Some(src_ip), qp, ..RxStats::default() },
+            stats: RxStats { src_ip: Some(key.src_ip), qp: key.qp, src_qp: key.src_qp, ..RxStats::default() },
         }
+    }
+
+    pub fn initial_psn(&self) -> u32 {
+        self.initial_psn
+    }
+
+    /// Idle for `timeout_ns` at `now_ns` (no data since), with no ACK or NAK waiting to go: may be closed.
+    pub fn expired(&self, now_ns: u64, timeout_ns: u64) -> bool {
+        let last = self.stats.last_ns.unwrap_or(0);
+        !self.ack_queued && !self.nak_queued && now_ns.saturating_sub(last) >= timeout_ns
     }
 
     /// The last PSN received in order and the message sequence number: the contents of an ACK.
@@ -145,11 +182,6 @@ impl RxQp {
                 self.last_cnp_ns = Some(now_ns);
                 out.cnp = true;
             }
-        }
-        if !self.synced {
-            self.synced = true;
-            self.expected = psn_diff(psn, (header.seq & u64::from(PSN_MASK)) as u32);
-            self.message_start_psn = self.expected;
         }
         let distance = psn_diff(psn, self.expected);
         if distance == 0 {

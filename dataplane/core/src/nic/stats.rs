@@ -170,6 +170,8 @@ pub struct FlowStats {
     pub dst_ip: Option<Ipv4Addr>,
     pub src_qp: u32,
     pub dst_qp: u32,
+    /// PSN of the flow's first packet.
+    pub initial_psn: u32,
     pub dscp: u8,
     pub priority: u8,
     /// Data packets sent, retransmissions included.
@@ -196,11 +198,14 @@ pub struct FlowStats {
     pub dcqcn: Option<DcqcnStats>,
 }
 
-/// Receiver side of one (source IP, destination QP).
+/// Receiver side of one QP: (source IP, destination QP, requester QP).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RxStats {
     pub src_ip: Option<Ipv4Addr>,
+    /// This NIC's QP: the BTH DestQP of the data.
     pub qp: u32,
+    /// The requester's QP (the destination of ACKs, NAKs and CNPs): a new one for every run of a sender.
+    pub src_qp: u32,
     /// The sender's flow id, from the model's in-payload header.
     pub flow_id: u32,
     /// Every data packet that arrived (in order, out of order, duplicate).
@@ -245,6 +250,10 @@ pub struct NicCounters {
     pub rx_arp_requests: u64,
     /// ACK/NAK/CNP for a QP no flow of this NIC owns.
     pub rx_unknown_qp: u64,
+    /// Receiving QPs closed after `NicConfig::rx_idle_timeout_ns` without data.
+    pub rx_qps_expired: u64,
+    /// Receiving QPs replaced by a new incarnation (same key, another initial PSN).
+    pub rx_qps_replaced: u64,
     pub tx_frames: u64,
     pub tx_bytes: u64,
     pub tx_data_frames: u64,

@@ -659,3 +659,121 @@ fn config_validation_and_serde() {
     let report = serde_yaml::to_string(&nic.report()).unwrap();
     assert!(report.contains("flows:") && report.contains("pause_ns"));
 }
+
+/// Sends `flow` (a few messages) from A at the current time, runs 1 ms, and returns its final statistics.
+fn one_run(h: &mut Harness, flow: FlowConfig, end: u64) -> FlowStats {
+    let id = flow.id;
+    h.nic(A).add_flow(flow).unwrap();
+    h.run_until(end);
+    h.nic(A).remove_flow(id).unwrap()
+}
+
+#[test]
+fn every_requester_qp_is_its_own_receiving_qp() {
+    // The hardening issue's defect in the model: a second run of a sender from the same IP, naming the same
+    // receiving QP, was taken for the first run (its PSNs for duplicates) and never got an ACK it could use.
+    let mut h = Harness::pair();
+    let messages = 10;
+    let total = messages * 65536;
+    let run = |id, src_qp, initial_psn| FlowConfig {
+        src_qp,
+        dst_qp: 0x12,
+        initial_psn,
+        messages: Some(messages),
+        ..flow_to_b(id)
+    };
+    let first = one_run(&mut h, run(1, 0x100, 0), 1_000_000);
+    // A new run: a fresh QPN and initial PSN (as rocehost draws them), the same DestQP.
+    let second = one_run(&mut h, run(2, 0x2345, 0x12_3456), 2_000_000);
+    // The same QPN drawn again, another initial PSN: a new incarnation of the key replaces the old state.
+    let third = one_run(&mut h, run(3, 0x2345, 0xff_fff0), 3_000_000);
+    for tx in [&first, &second, &third] {
+        assert_eq!((tx.acked_bytes, tx.messages_completed), (total, messages), "{tx:?}");
+        assert_eq!((tx.retransmitted_packets, tx.naks_received, tx.timeouts), (0, 0, 0), "{tx:?}");
+    }
+    assert!(
+        second.goodput_mbps > first.goodput_mbps * 0.99,
+        "{} vs {}",
+        second.goodput_mbps,
+        first.goodput_mbps
+    );
+
+    let b = h.nic(B);
+    assert_eq!(b.counters().rx_qps_replaced, 1);
+    assert_eq!(b.counters().rx_qps_expired, 0);
+    let keys: Vec<_> = b.rx_keys().collect();
+    assert_eq!(keys, [(A_IP, 0x12, 0x100), (A_IP, 0x12, 0x2345)], "the third run is live under its key");
+    let report = b.report();
+    assert_eq!(report.receivers.len(), 3, "the replaced QP stays in the report: {:?}", report.receivers);
+    for rx in &report.receivers {
+        assert_eq!((rx.received_bytes, rx.messages_received), (total, messages), "{rx:?}");
+        assert_eq!((rx.duplicates, rx.out_of_order, rx.naks_sent), (0, 0, 0), "{rx:?}");
+    }
+    let (replaced, live) = (&report.receivers[0], &report.receivers[2]);
+    assert_eq!((replaced.flow_id, replaced.src_qp, replaced.expected_psn), (2, 0x2345, 0x12_3456 + 640));
+    assert_eq!((live.flow_id, live.src_qp, live.expected_psn), (3, 0x2345, packet::psn_add(0xff_fff0, 640)));
+    assert_eq!(b.rx_stats(A_IP, 0x12).unwrap().flow_id, 3, "the lookup by DestQP finds the latest run");
+}
+
+#[test]
+fn idle_receiving_qps_close_and_a_paused_requester_resumes() {
+    let idle = 500_000;
+    let b_cfg = NicConfig { rx_idle_timeout_ns: idle, ..nic_config(B_MAC, B_IP) };
+    let mut h = Harness::new(nic_config(A_MAC, A_IP), b_cfg, 1_000);
+    // Flow 1 finishes at once; flow 2 is paused by PFC for 1.34 ms (> the idle timeout) in the middle.
+    let short = FlowConfig { messages: Some(2), ..flow_to_b(1) };
+    let long = FlowConfig { messages: Some(40), initial_psn: 0xab_cdef, ..flow_to_b(2) };
+    h.nic(A).add_flow(short).unwrap();
+    h.nic(A).add_flow(long).unwrap();
+    h.inject(A, 200_000, pfc_frame(B_MAC, PfcRepr::xoff(0b1000, 0xffff)));
+    h.run_until(1_000_000);
+    assert_eq!(h.nic(B).counters().rx_qps_expired, 2, "both QPs idled out during the pause");
+    assert_eq!(h.nic(B).rx_keys().count(), 0);
+    h.run_until(u64::MAX / 2);
+
+    let pause_end = 200_000 + mac_control::quanta_to_ns(0xffff, RATE_MBPS);
+    assert!(h.data_from(A).any(|s| s.at > pause_end), "flow 2 sent after the pause");
+    let (a, b) = (h.nic(A).flow_stats(2).unwrap(), h.nic(B).rx_stats(A_IP, 0x13).unwrap());
+    assert_eq!((a.acked_bytes, a.retransmitted_packets, a.timeouts), (40 * 65536, 0, 0), "{a:?}");
+    assert_eq!(
+        (b.received_bytes, b.duplicates, b.out_of_order),
+        (40 * 65536, 0, 0),
+        "resumed in order: {b:?}"
+    );
+    assert_eq!(b.expected_psn, packet::psn_add(0xab_cdef, 40 * 64));
+    let c = h.nic(B).counters();
+    assert_eq!((c.rx_qps_expired, c.rx_qps_replaced), (2, 0));
+    let keys: Vec<_> = h.nic(B).rx_keys().collect();
+    assert_eq!(keys, [(A_IP, 0x13, FIRST_AUTO_QP + 1)], "flow 2's QP came back; flow 1's stays closed");
+
+    // Long after the end, flow 2's QP closes too; both stay in the report.
+    let end = h.nic(B).now_ns() + idle;
+    h.run_until(end);
+    assert_eq!(h.nic(B).rx_keys().count(), 0);
+    assert_eq!(h.nic(B).counters().rx_qps_expired, 3);
+    let report = h.nic(B).report();
+    let flows: Vec<u32> = report.receivers.iter().map(|r| r.flow_id).collect();
+    assert_eq!(flows, [1, 2], "closed QPs are reported oldest first");
+    assert_eq!(report.receivers[0].received_bytes, 2 * 65536);
+    assert_eq!(h.nic(B).rx_stats(A_IP, 0x12).unwrap().messages_received, 2, "closed QPs are still found");
+}
+
+#[test]
+fn closed_receiving_qps_are_bounded() {
+    let b_cfg = NicConfig { rx_idle_timeout_ns: 100_000, ..nic_config(B_MAC, B_IP) };
+    let mut h = Harness::new(nic_config(A_MAC, A_IP), b_cfg, 1_000);
+    h.keep_log = false;
+    let runs = RETIRED_RX_QPS as u32 + 3;
+    for i in 0..runs {
+        let flow = FlowConfig { src_qp: 0x1000 + i, messages: Some(1), message_bytes: 1024, ..flow_to_b(1) };
+        one_run(&mut h, flow, u64::from(i + 1) * 300_000);
+    }
+    let end = u64::from(runs + 1) * 300_000;
+    h.run_until(end);
+    let b = h.nic(B);
+    assert_eq!(b.counters().rx_qps_expired, u64::from(runs));
+    let report = b.report();
+    assert_eq!(report.receivers.len(), RETIRED_RX_QPS, "the oldest closed QPs are forgotten");
+    assert_eq!(report.receivers[0].src_qp, 0x1003);
+    assert!(report.receivers.iter().all(|r| r.received_bytes == 1024));
+}

@@ -147,7 +147,7 @@ impl Nic {
                 let env = Envelope {
                     dst_mac: gateway.unwrap_or(rx.peer_mac),
                     priority,
-                    dst_ip: key.0,
+                    dst_ip: key.src_ip,
                     dscp: rx.dscp,
                     ident,
                     udp_src_port: rx.udp_src_port,
@@ -171,7 +171,7 @@ impl Nic {
                 let env = Envelope {
                     dst_mac: gateway.unwrap_or(rx.peer_mac),
                     priority: np.cnp_priority,
-                    dst_ip: key.0,
+                    dst_ip: key.src_ip,
                     dscp: np.cnp_dscp,
                     ident,
                     udp_src_port: rx.udp_src_port,
