@@ -10,7 +10,7 @@
 //! The NIC is the sans-I/O [`Nic`] model; rocehost drives it in real time on one thread, as switchd's
 //! runtime drives the switch: receive a batch → `handle_frame` each frame → `handle_timeout` when due →
 //! `poll_transmit` until nothing may go (the NIC paces its line at `--line-rate-mbps`; a late wake-up
-//! catches up at most [`CATCH_UP_NS`]) → `sendmmsg` (what the kernel does not take waits for POLLOUT) →
+//! catches up at most `CATCH_UP_NS`) → `sendmmsg` (what the kernel does not take waits for POLLOUT) →
 //! `ppoll` until the descriptor is ready or the NIC's next deadline, with nanosecond precision.
 //!
 //! NIC time is `CLOCK_MONOTONIC` in nanoseconds, which every process of the machine shares: the one-way
@@ -27,17 +27,17 @@
 //! reaction-point or notification-point parameter by its name.
 //!
 //! Every run is a new queue pair per flow, as with a real NIC: the flow's QPN and initial PSN are drawn at
-//! random at start-up ([`qp_seed`]), so a receiver that served an earlier run from the same `--ip` keeps
+//! random at start-up (`qp_seed`), so a receiver that served an earlier run from the same `--ip` keeps
 //! the two apart (it keys its QPs by source IP, DestQP and the requester's QPN, and closes QPs idle for
 //! 10 s; see `lossless_core::nic`).
 //!
-//! It stops after `--duration`, or else once every flow finished plus [`DRAIN_NS`] (for ACKs still in
+//! It stops after `--duration`, or else once every flow finished plus `DRAIN_NS` (for ACKs still in
 //! flight), or else on SIGTERM/SIGINT; then it writes the report (`--report`, `--json` or a table on
 //! stdout) and exits 0. Errors exit 2.
 //!
-//! The `rocehost` binary is [`main`]. Here: the command line ([`args`]), the real-time loop ([`host`]), the
+//! The `rocehost` binary is [`main`]. Here: the command line (`args`), the real-time loop (`host`), the
 //! files it writes for other processes ([`report`]: the report and the ready file, the one definition of
-//! their format, which the labs read too) and the human-readable output ([`text`]).
+//! their format, which the labs read too) and the human-readable output (`text`).
 
 mod args;
 mod host;

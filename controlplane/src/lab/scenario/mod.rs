@@ -51,7 +51,7 @@
 //! event of the Subscribe stream ends it; `pfcwd_detected` checks the longer of the two delays (the
 //! detection certainly happened within it).
 //!
-//! Here: the scenario as checked ([`Scenario`]), its file form ([`file`]: serde types, validation), the run
+//! Here: the scenario as checked ([`Scenario`]), its file form ([`file`](mod@file): serde types, validation), the run
 //! ([`run`](mod@run)) and the report ([`report`]).
 
 pub mod file;
