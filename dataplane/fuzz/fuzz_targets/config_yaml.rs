@@ -7,6 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use lossless_core::model::Switch;
 use lossless_core::model::config::ConfigDb;
+use std::sync::OnceLock;
 
 const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 
@@ -25,6 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = fresh.install(prepared, 0);
     // Reconfiguring a running switch (ports kept, changed or removed) must not panic either.
     let mut running = Switch::new();
-    running.apply(&ConfigDb::from_yaml_str(TH).unwrap(), 0).unwrap();
+    static TH_DB: OnceLock<ConfigDb> = OnceLock::new();
+    running.apply(TH_DB.get_or_init(|| ConfigDb::from_yaml_str(TH).unwrap()), 0).unwrap();
     let _ = running.apply(&db, 1_000);
 });

@@ -21,6 +21,7 @@ use lossless_core::wire::{
     PauseRepr, PfcRepr,
 };
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::OnceLock;
 
 const PROFILES: [&str; 4] = [
     include_str!("../../../configs/profiles/th_balanced.yaml"),
@@ -67,22 +68,55 @@ struct Input {
 
 #[derive(Debug, Arbitrary)]
 enum Op {
-    Raw { port: u8, bytes: Vec<u8> },
-    Frame { port: u8, frame: FrameSpec, mutation: Option<(u16, u8)>, burst: u8 },
-    Poll { port: u8 },
+    Raw {
+        port: u8,
+        bytes: Vec<u8>,
+    },
+    Frame {
+        port: u8,
+        frame: FrameSpec,
+        mutation: Option<(u16, u8)>,
+        burst: u8,
+    },
+    Poll {
+        port: u8,
+    },
     /// Transmit everything due on every port at the current time.
     PollAll,
     Timeout,
     /// Time moves on by this many nanoseconds (scaled by a power of 4) and due timeouts run.
-    Advance { ns: u16, scale: u8 },
+    Advance {
+        ns: u16,
+        scale: u8,
+    },
     /// A call carrying a time earlier than the latest one (allowed: the model keeps its own "now").
-    Stale { back_ns: u32, port: u8 },
-    PortHold { port: u8, hold: bool },
-    QueueHold { port: u8, queue: u8, hold: bool },
-    PortOper { port: u8, up: bool },
-    DebugStorm { port: u8, queue: u8, on: bool },
+    Stale {
+        back_ns: u32,
+        port: u8,
+    },
+    PortHold {
+        port: u8,
+        hold: bool,
+    },
+    QueueHold {
+        port: u8,
+        queue: u8,
+        hold: bool,
+    },
+    PortOper {
+        port: u8,
+        up: bool,
+    },
+    DebugStorm {
+        port: u8,
+        queue: u8,
+        on: bool,
+    },
     Reapply(Variant),
-    FlushFdb { vid: Option<u16>, port: Option<u8> },
+    FlushFdb {
+        vid: Option<u16>,
+        port: Option<u8>,
+    },
     FlushNeighbors,
     ClearWatermarks(bool),
     PollEvents,
@@ -330,7 +364,11 @@ impl Harness {
     fn check(&self) {
         let l = self.sw.ledger();
         assert_eq!(l.received, l.forwarded + l.trapped + l.dropped, "{l:?}");
-        assert_eq!(l.copies + l.originated, self.sent + self.queued() + l.copies_dropped + l.flushed, "{l:?}");
+        assert_eq!(
+            l.copies + l.originated,
+            self.sent + self.queued() + l.copies_dropped + l.flushed,
+            "{l:?}"
+        );
         let config = self.sw.config();
         let mmu = self.sw.mmu();
         let cell = mmu.cell_bytes();
@@ -376,8 +414,11 @@ impl Harness {
 }
 
 fuzz_target!(|input: Input| {
-    let text = PROFILES[usize::from(input.profile) % PROFILES.len()];
-    let base = ConfigDb::from_yaml_str(text).expect("a shipped profile parses");
+    static DBS: OnceLock<Vec<ConfigDb>> = OnceLock::new();
+    let dbs = DBS.get_or_init(|| {
+        PROFILES.iter().map(|t| ConfigDb::from_yaml_str(t).expect("a shipped profile parses")).collect()
+    });
+    let base = dbs[usize::from(input.profile) % dbs.len()].clone();
     let mut sw = Switch::new();
     sw.apply(&base, 0).expect("a shipped profile applies");
     let mut h = Harness { sw, base, now: 0, sent: 0 };

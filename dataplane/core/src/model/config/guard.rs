@@ -83,7 +83,8 @@ fn nesting_depth_exceeds(text: &[u8], limit: usize) -> Option<usize> {
         }
         let b = text[i];
         let prev = if i == 0 { b'\n' } else { text[i - 1] };
-        let node_start = matches!(prev, b' ' | b'\t' | b'\n' | b'\r') || (flow > 0 && b",[{:".contains(&prev));
+        let node_start =
+            matches!(prev, b' ' | b'\t' | b'\n' | b'\r') || (flow > 0 && b",[{:".contains(&prev));
         match b {
             b'\n' => {
                 line += 1;
@@ -132,7 +133,9 @@ fn nesting_depth_exceeds(text: &[u8], limit: usize) -> Option<usize> {
                 }
             }
             b']' | b'}' if flow > 0 => flow -= 1,
-            b'-' | b'?' if in_lead && flow == 0 && matches!(text.get(i + 1), None | Some(b' ' | b'\n' | b'\r')) => {
+            b'-' | b'?'
+                if in_lead && flow == 0 && matches!(text.get(i + 1), None | Some(b' ' | b'\n' | b'\r')) =>
+            {
                 compact += 1;
                 if flow + block(&indents) + compact > limit {
                     return Some(line);
@@ -241,7 +244,8 @@ mod tests {
         assert_eq!(db.tables["PORT"]["Ethernet0"]["other"], format!("x{deep}"));
         assert_eq!(db.tables["DEVICE_METADATA"]["localhost"]["hostname"], "t0");
         // JSON, with escaped quotes in strings.
-        let json = format!("{{\"PORT\": {{\"Ethernet0\": {{\"alias\": \"\\\"{deep}\", \"speed\": \"100000\"}}}}}}");
+        let json =
+            format!("{{\"PORT\": {{\"Ethernet0\": {{\"alias\": \"\\\"{deep}\", \"speed\": \"100000\"}}}}}}");
         assert_eq!(ConfigDb::from_yaml_str(&json).unwrap().tables["PORT"]["Ethernet0"]["speed"], "100000");
     }
 
