@@ -80,7 +80,7 @@ fn advance(sim: &mut Sim, now: &mut u64, to: u64) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: proptest_cases(48), ..ProptestConfig::default() })]
 
     #[test]
     fn buffer_accounting_holds_and_returns_to_zero(ops in prop::collection::vec(op(), 1..40)) {

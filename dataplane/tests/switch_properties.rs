@@ -98,7 +98,7 @@ fn assert_monotonic(before: &CountersDump, after: &CountersDump) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: proptest_cases(128), ..ProptestConfig::default() })]
 
     #[test]
     fn every_frame_is_accounted_once_and_counters_never_go_backwards(ops in prop::collection::vec(op_strategy(), 1..200)) {

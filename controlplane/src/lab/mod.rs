@@ -222,6 +222,8 @@ fn lab_name_of(arg: &str) -> anyhow::Result<String> {
         return Ok(arg.to_owned());
     }
     let text = std::fs::read_to_string(path)?;
+    lossless_dataplane::model::config::check_config_text(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let value: serde_yaml::Value =
         serde_yaml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(match value.get("name").and_then(|n| n.as_str()) {

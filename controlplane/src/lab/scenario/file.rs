@@ -6,7 +6,7 @@
 use super::{Action, ActionKind, Expect, FlowMetric, Metric, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
-use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::config::{ConfigDb, check_config_text};
 use serde::Deserialize;
 use serde_yaml::{Mapping, Value as Yaml};
 use std::path::{Path, PathBuf};
@@ -454,12 +454,14 @@ impl Scenario {
 
     /// Parses and checks a scenario; `source` names it in errors, `dir` is where relative file names start.
     pub fn parse(text: &str, default_name: &str, source: &str, dir: &Path) -> anyhow::Result<Scenario> {
+        check_config_text(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let file: ScenarioFile = serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let (mut topo, topo_dir, topo_source): (Mapping, PathBuf, String) = match file.topology {
             FileOrInline::File(p) => {
                 let path = dir.join(p);
                 let t = std::fs::read_to_string(&path)
                     .with_context(|| format!("{source}: cannot read {}", path.display()))?;
+                check_config_text(&t).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 let v = serde_yaml::from_str(&t).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                 (v, path.parent().map(Path::to_path_buf).unwrap_or_default(), path.display().to_string())
             }

@@ -31,7 +31,7 @@ mod tests;
 
 use anyhow::{Context, bail};
 use file::{RawTopology, check_interface_name};
-use lossless_dataplane::model::config::{ConfigDb, SwitchConfig};
+use lossless_dataplane::model::config::{ConfigDb, SwitchConfig, check_config_text};
 use lossless_dataplane::wire::EthernetAddress;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -213,6 +213,8 @@ impl Topology {
     ) -> anyhow::Result<Topology> {
         // Parsed as written first, for errors with a line and column; then again with YAML merge keys
         // (`<<: *leaf`) applied, so that switches can share a configuration and override parts of it.
+        // Pathologically deep text is refused before either parse (it embeds switch configurations).
+        check_config_text(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         serde_yaml::from_str::<RawTopology>(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let mut value: serde_yaml::Value =
             serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;

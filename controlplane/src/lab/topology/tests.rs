@@ -176,3 +176,12 @@ fn bad_names_and_fields() {
     let e = error_of("hosts: { h1: { ip: 10.0.0.1/24, colour: red } }");
     assert!(e.contains("unknown field `colour`"), "{e}");
 }
+
+#[test]
+fn pathologically_deep_text_is_refused_fast_naming_the_limit() {
+    let t0 = std::time::Instant::now();
+    let deep = format!("switches: {{ sw1: {{ config: {}1 }} }}\n", "{a: ".repeat(100_000));
+    let err = error_of(&deep);
+    assert!(err.starts_with("test.yaml: ") && err.contains("limit of 64 levels"), "{err}");
+    assert!(t0.elapsed() < std::time::Duration::from_millis(500), "{:?}", t0.elapsed());
+}

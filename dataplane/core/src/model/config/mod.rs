@@ -11,9 +11,11 @@
 //! `netdev` field of PORT.
 
 pub mod asic;
+mod guard;
 mod parse;
 
 pub use asic::{AsicFamily, Personality};
+pub use guard::{MAX_CONFIG_BYTES, MAX_NESTING_DEPTH, check_config_text};
 pub use parse::{compile, parse_dynamic_th, parse_ref};
 
 use crate::wire::EthernetAddress;
@@ -86,7 +88,10 @@ impl ConfigDb {
 
     /// Parses YAML or JSON (JSON is YAML) in CONFIG_DB shape. Scalars of any type (numbers, booleans) are
     /// taken as their text; a sequence of scalars is joined with commas (`pfc_enable: [3, 4]` = `"3,4"`).
+    /// Text nested deeper than [`MAX_NESTING_DEPTH`] or larger than [`MAX_CONFIG_BYTES`] is refused before
+    /// it is parsed ([`check_config_text`]).
     pub fn from_yaml_str(text: &str) -> Result<ConfigDb, String> {
+        check_config_text(text)?;
         let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
         let mut db = ConfigDb::default();
         let serde_yaml::Value::Mapping(tables) = value else {
