@@ -5,13 +5,17 @@
 //! - [`server`]: the gRPC services (`lossless.v1.Switch`, health, reflection) over the runtime.
 //! - [`rocehost`]: the RoCEv2 host emulator behind the `rocehost` binary, and its report file.
 //! - [`shutdown`]: SIGINT/SIGTERM handling shared by switchd, rocehost and the labs.
+//! - [`launch`]: the switchd launcher (spawn, wait until it answers gRPC, stop or detach), used by the labs
+//!   and, through `lossless-testkit`, by the tests.
 //!
 //! Unsafe code is denied crate-wide; only the port backends, which talk to the kernel (AF_PACKET sockets,
-//! TAP devices, ethtool ioctls), allow it locally, each block with its reason.
+//! TAP devices, ethtool ioctls), and the launcher's process and file watches (pidfd, inotify, kill) allow it
+//! locally, each block with its reason.
 
 #![deny(unsafe_code)]
 
 pub mod io;
+pub mod launch;
 pub mod rocehost;
 pub mod server;
 pub mod shutdown;

@@ -1,15 +1,16 @@
 //! Starting switchd: one per switch, with the port bindings and only the PORT table (bindings are fixed at
-//! start-up), waited for until it answers gRPC, then the whole configuration pushed over gRPC.
+//! start-up), through the launcher of `lossless-dataplane` ([`lossless_dataplane::launch`]), waited for
+//! until it answers gRPC, then the whole configuration pushed over gRPC.
 
-use super::check_interrupted;
 use super::state::{PortBinding, SwitchState, namespace_name};
 use super::topology::{Topology, switch_interface};
-use super::up::{Lab, START_TIMEOUT, log_tail, spawn};
+use super::up::{Lab, START_TIMEOUT, record_pid, record_process};
+use super::{check_interrupted, interrupted};
 use anyhow::{Context, bail};
+use lossless_dataplane::launch::{Log, SwitchdCommand};
 use lossless_dataplane::server;
 use lossless_proto::v1 as pb;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 /// Starts every switch's switchd, waits for each to answer, and pushes its configuration.
 pub(super) fn start_all(lab: &mut Lab, topology: &Topology, switchd: &Path) -> anyhow::Result<()> {
@@ -42,12 +43,27 @@ pub(super) fn start_all(lab: &mut Lab, topology: &Topology, switchd: &Path) -> a
         let boot_file = dir.join(format!("{}.boot.yaml", sw.name));
         std::fs::write(&boot_file, serde_yaml::to_string(&boot)?)?;
         std::fs::write(dir.join(format!("{}.yaml", sw.name)), serde_yaml::to_string(&sw.config)?)?;
-        let mut args: Vec<String> = vec!["--name".into(), format!("{name}-{}", sw.name), "--config".into()];
-        args.push(boot_file.display().to_string());
+        let switchd_name = format!("{name}-{}", sw.name);
+        let log = dir.join(format!("{}.log", sw.name));
+        let mut command = SwitchdCommand::new(switchd)
+            .label(&format!("switchd of {}", sw.name))
+            .netns_named(&ns)
+            .name(&switchd_name)
+            .config(&boot_file)
+            .grpc(&endpoint)
+            .env("NO_COLOR", "1")
+            .log(Log::File(log.clone()))
+            // A Ctrl-C at the terminal reaches swctl, which then stops switchd in order.
+            .own_process_group()
+            .start_timeout(START_TIMEOUT);
+        // What the state file records: the command line switchd runs with.
+        let mut recorded: Vec<String> = vec![switchd.display().to_string()];
+        recorded.extend(["--name".into(), switchd_name, "--config".into(), boot_file.display().to_string()]);
         for p in &ports {
-            args.extend(["--port".into(), format!("{}={}", p.port, p.interface)]);
+            command = command.port(&p.port, &p.interface);
+            recorded.extend(["--port".into(), format!("{}={}", p.port, p.interface)]);
         }
-        args.extend(["--grpc".into(), endpoint.clone()]);
+        recorded.extend(["--grpc".into(), endpoint.clone()]);
         lab.state.switches.push(SwitchState {
             name: sw.name.clone(),
             namespace: ns.clone(),
@@ -55,49 +71,21 @@ pub(super) fn start_all(lab: &mut Lab, topology: &Topology, switchd: &Path) -> a
             socket,
             ports,
         });
-        spawn(lab, &sw.name, "switchd", &ns, switchd, &args)?;
+        record_process(lab, &sw.name, "switchd", &ns, recorded, log)?;
+        let process = command.spawn().with_context(|| format!("starting switchd for {}", sw.name))?;
+        let pid = process.pid();
+        lab.switchds.push((sw.name.clone(), process));
+        record_pid(lab, pid)?;
     }
     for sw in &topology.switches {
-        let endpoint = lab.state.switch(&sw.name).map(|s| s.endpoint.clone()).unwrap_or_default();
-        let mut client = wait_switch(lab, &sw.name, &endpoint)?;
+        let Some(process) = lab.switchds.iter_mut().find(|(n, _)| *n == sw.name).map(|(_, s)| s) else {
+            bail!("switchd of {} was not started", sw.name);
+        };
+        let mut client = lab.tokio.block_on(process.ready_unless(interrupted))?;
         push_config(lab.tokio(), &mut client, &sw.config)
             .with_context(|| format!("switch {}: pushing its configuration", sw.name))?;
     }
-
-    // Hosts: responders first, then the senders of the demo's traffic (so nothing is sent to a host that
     Ok(())
-}
-
-/// Waits until the switchd of `node` answers gRPC on `endpoint` (a Get succeeds), at most [`START_TIMEOUT`].
-fn wait_switch(
-    lab: &mut Lab,
-    node: &str,
-    endpoint: &str,
-) -> anyhow::Result<pb::switch_client::SwitchClient<tonic::transport::Channel>> {
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        check_interrupted()?;
-        let attempt = lab.tokio.block_on(async {
-            let mut c =
-                tokio::time::timeout(Duration::from_secs(2), server::connect(endpoint)).await.ok()?.ok()?;
-            tokio::time::timeout(Duration::from_secs(2), c.get(pb::GetRequest {})).await.ok()?.ok()?;
-            Some(c)
-        });
-        if let Some(c) = attempt {
-            return Ok(c);
-        }
-        if !lab.running(node) {
-            bail!("switchd of {node} exited during start-up{}", log_tail(lab, node));
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "switchd of {node} did not answer on {endpoint} within {}s{}",
-                START_TIMEOUT.as_secs(),
-                log_tail(lab, node)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Applies `config` at the running generation; refused configurations name every issue.

@@ -11,6 +11,7 @@ use super::topology::{Flow, HostNode, Topology, switch_interface};
 use super::{check_interrupted, interrupted, switchd};
 use anyhow::{Context, bail};
 use lossless_dataplane::io::netns::Netns;
+use lossless_dataplane::launch::Switchd;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
@@ -39,7 +40,10 @@ pub struct UpOptions {
 pub struct Lab {
     pub state: LabState,
     pub dir: PathBuf,
+    /// The hosts' processes, by node.
     pub(super) children: Vec<(String, Child)>,
+    /// The switches' switchd, by node.
+    pub(super) switchds: Vec<(String, Switchd)>,
     armed: bool,
     pub(super) tokio: tokio::runtime::Handle,
 }
@@ -52,6 +56,10 @@ impl Lab {
     /// Leaves everything running (`swctl lab up`): the processes outlive this one; `lab down` removes them.
     pub fn detach(mut self) -> LabState {
         self.armed = false;
+        // Dropping a child handle leaves its process running; a detached switchd is not stopped either.
+        for (_, switchd) in self.switchds.drain(..) {
+            drop(switchd.detach());
+        }
         self.state.owner = None;
         let _ = self.state.save(&self.dir);
         std::mem::take(&mut self.state)
@@ -82,18 +90,26 @@ impl Lab {
 
     /// Is the process of `node` (started by this process) still running?
     pub fn running(&mut self, node: &str) -> bool {
+        if let Some((_, switchd)) = self.switchds.iter_mut().find(|(n, _)| n == node) {
+            return matches!(switchd.try_wait(), Ok(None));
+        }
         self.children
             .iter_mut()
             .find(|(n, _)| n == node)
             .is_some_and(|(_, c)| matches!(c.try_wait(), Ok(None)))
     }
 
+    /// Every process this one started, as child handles to reap: teardown stops them all at once.
+    fn take_processes(&mut self) -> Vec<Child> {
+        let switchds = self.switchds.drain(..).map(|(_, s)| s.detach());
+        switchds.chain(self.children.drain(..).map(|(_, c)| c)).collect()
+    }
+
     /// Tears the lab down now; `keep_files` leaves the run directory's logs and reports (not the state file
     /// or sockets).
     pub fn down(mut self, keep_files: bool) -> DownReport {
         self.armed = false;
-        let mut children = std::mem::take(&mut self.children);
-        let mut reap: Vec<Child> = children.drain(..).map(|(_, c)| c).collect();
+        let mut reap = self.take_processes();
         teardown(&mut self.state, &self.dir, &mut reap, keep_files)
     }
 
@@ -105,7 +121,7 @@ impl Lab {
 impl Drop for Lab {
     fn drop(&mut self) {
         if self.armed {
-            let mut reap: Vec<Child> = self.children.drain(..).map(|(_, c)| c).collect();
+            let mut reap = self.take_processes();
             let report = teardown(&mut self.state, &self.dir, &mut reap, false);
             eprintln!("swctl: lab {}: cleaned up ({})", self.state.name, report.summary());
         }
@@ -163,7 +179,8 @@ pub fn up(topology: &Topology, options: &UpOptions, tokio: &tokio::runtime::Hand
         ..LabState::default()
     };
     state.save(&dir)?;
-    let mut lab = Lab { state, dir, children: Vec::new(), armed: true, tokio: tokio.clone() };
+    let mut lab =
+        Lab { state, dir, children: Vec::new(), switchds: Vec::new(), armed: true, tokio: tokio.clone() };
     build(&mut lab, topology, options, &switchd, rocehost.as_deref())?;
     lab.state.phase = Phase::Up;
     lab.state.save(&lab.dir)?;
@@ -452,9 +469,39 @@ pub fn flow_qp(index: usize) -> u32 {
     0x200 + index as u32
 }
 
+/// Records the intent to start `command` (program and arguments) for `node` inside `namespace`, its output
+/// in `log`, in the state file, before the process exists.
+pub(super) fn record_process(
+    lab: &mut Lab,
+    node: &str,
+    kind: &str,
+    namespace: &str,
+    command: Vec<String>,
+    log: PathBuf,
+) -> anyhow::Result<()> {
+    lab.state.processes.push(ProcessState {
+        node: node.to_owned(),
+        kind: kind.to_owned(),
+        namespace: namespace.to_owned(),
+        pid: None,
+        command,
+        log,
+    });
+    lab.state.save(&lab.dir)
+}
+
+/// Records the pid of the process [`record_process`] recorded last, now that it exists.
+pub(super) fn record_pid(lab: &mut Lab, pid: u32) -> anyhow::Result<()> {
+    let pid = Pid::of(pid);
+    if let Some(p) = lab.state.processes.last_mut() {
+        p.pid = pid;
+    }
+    lab.state.save(&lab.dir)
+}
+
 /// Starts `program ARGS` inside `namespace`, its output in `<run dir>/<node>.log`, in its own process group
 /// (a Ctrl-C at the terminal reaches swctl, which then stops it in order). Recorded before and after.
-pub(super) fn spawn(
+fn spawn(
     lab: &mut Lab,
     node: &str,
     kind: &str,
@@ -465,15 +512,7 @@ pub(super) fn spawn(
     let log = lab.dir.join(format!("{node}.log"));
     let mut command = vec![program.display().to_string()];
     command.extend(args.iter().cloned());
-    lab.state.processes.push(ProcessState {
-        node: node.to_owned(),
-        kind: kind.to_owned(),
-        namespace: namespace.to_owned(),
-        pid: None,
-        command: command.clone(),
-        log: log.clone(),
-    });
-    lab.state.save(&lab.dir)?;
+    record_process(lab, node, kind, namespace, command.clone(), log.clone())?;
     let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
     let err = out.try_clone()?;
     // `ip netns exec` execs the program in place: the child's pid is the program's.
@@ -487,16 +526,13 @@ pub(super) fn spawn(
         .process_group(0)
         .spawn()
         .with_context(|| format!("starting {kind} for {node}"))?;
-    let pid = Pid::of(child.id());
+    let pid = child.id();
     lab.children.push((node.to_owned(), child));
-    if let Some(p) = lab.state.processes.last_mut() {
-        p.pid = pid;
-    }
-    lab.state.save(&lab.dir)
+    record_pid(lab, pid)
 }
 
 /// The last lines of a process's log, for an error message.
-pub(super) fn log_tail(lab: &Lab, node: &str) -> String {
+fn log_tail(lab: &Lab, node: &str) -> String {
     let Some(p) = lab.state.process(node) else { return String::new() };
     let text = std::fs::read_to_string(&p.log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();

@@ -5,7 +5,8 @@
 //!   unwinds), and [`netns::Star`], a switch namespace wired to host namespaces;
 //! - [`switchd`]: the switchd launcher: [`SwitchdCommand`] spawns the binary (inside a namespace or not),
 //!   [`Switchd::ready`] waits until its gRPC socket answers, and dropping the [`Switchd`] stops and reaps it;
-//!   its log is captured for failure messages;
+//!   its log is captured for failure messages. It lives in `lossless-dataplane` ([`lossless_dataplane::launch`],
+//!   which `swctl lab` uses too) and is re-exported here, with [`switchd_binary`] to find the binary;
 //! - [`frames`]: frames and send/receive helpers with deadlines for port backend tests.
 //!
 //! Everything here needs Linux; what touches namespaces needs root and iproute2. The crate is for tests and
@@ -32,7 +33,6 @@
 pub mod frames;
 pub mod netns;
 pub mod switchd;
-mod watch;
 
 pub use netns::{Netns, unique_name};
 pub use switchd::{Client, Log, Switchd, SwitchdCommand, connect, switchd_binary};
