@@ -88,7 +88,10 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    install_signal_handlers();
+    if let Err(e) = install_signal_handlers() {
+        eprintln!("soak: installing the SIGINT/SIGTERM handlers: {e}");
+        return ExitCode::from(2);
+    }
     match run(Args::parse()) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
