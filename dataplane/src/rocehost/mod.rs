@@ -10,12 +10,14 @@
 //! The NIC is the sans-I/O [`Nic`] model; rocehost drives it in real time on one thread, as switchd's
 //! runtime drives the switch: receive a batch → `handle_frame` each frame → `handle_timeout` when due →
 //! `poll_transmit` until nothing may go (the NIC paces its line at `--line-rate-mbps`; a late wake-up
-//! catches up at most [`CATCH_UP_NS`]) → `sendmmsg` (what the kernel does not take waits for POLLOUT) →
+//! catches up at most `CATCH_UP_NS`) → `sendmmsg` (what the kernel does not take waits for POLLOUT) →
 //! `ppoll` until the descriptor is ready or the NIC's next deadline, with nanosecond precision.
 //!
 //! NIC time is `CLOCK_MONOTONIC` in nanoseconds, which every process of the machine shares: the one-way
 //! latency a receiving rocehost computes from the sender's timestamps is meaningful between two rocehosts
-//! of one machine, and the times in the report (`now_ns`, `first_send_ns`, ...) are on that clock.
+//! of one machine, and the times in the report (`now_ns`, `first_send_ns`, ...) are on that clock, which is
+//! also the clock of switchd's events and counters (see [`crate::clock`]). The report's `start` gives the
+//! run's start on both that clock and the wall clock.
 //!
 //! Frames go to each flow's `dst-mac` (default `--gateway-mac`); ACK/NAKs and CNPs go back to the MAC the
 //! data came from (the first-hop router in a routed lab). The host answers ARP for `--ip`; do not give the
@@ -26,19 +28,20 @@
 //! one at R, N times slower; see [`crate::nic::dcqcn`]), and `--dcqcn-param NAME=VALUE` sets any
 //! reaction-point or notification-point parameter by its name.
 //!
-//! It stops after `--duration`, or else once every flow finished plus [`DRAIN_NS`] (for ACKs still in
+//! It stops after `--duration`, or else once every flow finished plus `DRAIN_NS` (for ACKs still in
 //! flight), or else on SIGTERM/SIGINT; then it writes the report (`--report`, `--json` or a table on
 //! stdout) and exits 0. Errors exit 2.
 //!
-//! The `rocehost` binary is [`main`]. Here: the command line ([`args`]), the real-time loop ([`host`]), the
+//! The `rocehost` binary is [`main`]. Here: the command line (`args`), the real-time loop (`host`), the
 //! files it writes for other processes ([`report`]: the report and the ready file, the one definition of
-//! their format, which the labs read too) and the human-readable output ([`text`]).
+//! their format, which the labs read too) and the human-readable output (`text`).
 
 mod args;
 mod host;
 pub mod report;
 mod text;
 
+use crate::clock::WallClock;
 use crate::io::runtime::monotonic_ns;
 use crate::io::{self, PortSpec};
 use crate::nic::{Nic, NicConfig, Retransmit};
@@ -47,7 +50,7 @@ use anyhow::{Context, bail};
 use args::{Args, FlowSpec, RetransmitArg, apply_dcqcn_options, resolve_flows};
 use clap::Parser as _;
 use host::{Host, LoopOptions, Stop, StormWindow};
-use report::{Ready, Report, write_atomically};
+use report::{Ready, Report, RunStart, write_atomically};
 use std::io::Write as _;
 use std::process::ExitCode;
 use text::{Meta, human_report};
@@ -139,6 +142,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     apply_dcqcn_options(&mut cfg, args.dcqcn_time_scale, &args.dcqcn_params).map_err(anyhow::Error::msg)?;
     let mut nic = Nic::new(cfg.clone())?;
     let epoch = monotonic_ns();
+    let start = RunStart::at(epoch, &WallClock::process());
     let flows =
         resolve_flows(&specs, &cfg, args.gateway_mac, !args.no_dcqcn, epoch).map_err(anyhow::Error::msg)?;
     for (flow, text) in flows.into_iter().zip(&args.flows) {
@@ -172,7 +176,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let end = monotonic_ns();
     // The report is as of the exit (pauses in progress, rates of unfinished flows), not the last wake-up.
     host.nic.handle_timeout(end);
-    let report = Report::from(host.nic.report());
+    let report = Report { start: Some(start), ..Report::from(host.nic.report()) };
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(path) = &args.report {
         write_atomically(path, json.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
@@ -181,7 +185,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let printed = if args.json {
         writeln!(out, "{json}")
     } else {
-        let meta = Meta { interface: &interface, mac, ip: args.ip, epoch, end, stop: &stop };
+        let meta = Meta { interface: &interface, mac, ip: args.ip, start, end, stop: &stop };
         write!(out, "{}", human_report(&report, &host.nic, &meta))
     };
     // A closed stdout (the reader went away) is not worth exit 2 once the report file is written.

@@ -4,6 +4,7 @@
 //! [`WatermarksSnapshot`], [`PortNames`]); turning it into protobuf messages (strings, maps) happens on the
 //! gRPC side, off the packet path.
 
+use crate::clock::WallClock;
 use crate::io::runtime::TimedEvent;
 use crate::model::config::{ConfigDb, ConfigIssue};
 use crate::model::mmu::{PoolWatermarks, PortWatermarks};
@@ -303,6 +304,7 @@ pub fn event_to_proto(timed: &TimedEvent, ports: &PortNames) -> pb::SwitchEvent 
         message: timed.event.to_string(),
         port,
         index,
+        wall_time_unix_ns: WallClock::process().unix_ns(timed.at_ns),
     }
 }
 
@@ -352,5 +354,7 @@ mod tests {
         );
         let xoff = event_to_proto(&TimedEvent { at_ns: 1, event: Event::PfcXoff { port: 1, pg: 4 } }, &names);
         assert_eq!((xoff.kind.as_str(), xoff.port.as_str(), xoff.index), ("xoff", "Ethernet4", 4));
+        // Wall-clock times follow the model time one for one.
+        assert_eq!(e.wall_time_unix_ns - xoff.wall_time_unix_ns, 41);
     }
 }

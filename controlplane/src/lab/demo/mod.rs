@@ -14,8 +14,8 @@
 //! The lab is removed at the end, on failure and on Ctrl-C; the run directory keeps the plot, the summary
 //! (`summary.json`), the hosts' reports and every process's log.
 //!
-//! Here: the run ([`run`]), how the traffic crosses the switch ([`plan`]), the summary and its claims
-//! ([`summary`]) and what is printed and plotted ([`text`]).
+//! Here: the run ([`run`]), how the traffic crosses the switch (`plan`), the summary and its claims
+//! ([`summary`]) and what is printed and plotted (`text`).
 
 mod plan;
 pub mod summary;

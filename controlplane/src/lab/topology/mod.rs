@@ -22,7 +22,7 @@
 //! Switch configurations are compiled as `swctl apply` would (NULL lossless PG profiles computed first).
 //!
 //! Here: the validated types and loading; the file form and its field parsers ([`file`]); the checks
-//! that turn one into the other ([`build`](mod@build)).
+//! that turn one into the other (`build`).
 
 mod build;
 mod file;
