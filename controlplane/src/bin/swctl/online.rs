@@ -438,17 +438,11 @@ pub(crate) async fn watch(
                 // A switchd older than the wall_time field sends 0: no wall-clock time to show.
                 let wall = (e.wall_time_unix_ns > 0).then(|| clock::format_unix_ns(e.wall_time_unix_ns));
                 if json {
+                    let wall = wall.as_ref().map_or_else(|| "null".to_owned(), |w| format!("{w:?}"));
                     println!(
-                        "{}",
-                        serde_json::json!({
-                            "timestamp_ns": e.timestamp_ns,
-                            "wall_time_unix_ns": e.wall_time_unix_ns,
-                            "wall_time": wall,
-                            "kind": e.kind,
-                            "message": e.message,
-                            "port": e.port,
-                            "index": e.index,
-                        })
+                        "{{\"timestamp_ns\":{},\"kind\":{:?},\"message\":{:?},\"port\":{:?},\"index\":{},\
+                         \"wall_time_unix_ns\":{},\"wall_time\":{wall}}}",
+                        e.timestamp_ns, e.kind, e.message, e.port, e.index, e.wall_time_unix_ns
                     );
                 } else {
                     let wall = wall.unwrap_or_default();
