@@ -5,6 +5,8 @@
 //! - [`server`]: the gRPC services (`lossless.v1.Switch`, health, reflection) over the runtime.
 //! - [`rocehost`]: the RoCEv2 host emulator behind the `rocehost` binary, and its report file.
 //! - [`shutdown`]: SIGINT/SIGTERM handling shared by switchd, rocehost and the labs.
+//! - [`clock`]: the one time base (`CLOCK_MONOTONIC`) of switch events and host reports, and its
+//!   wall-clock reading.
 //! - [`launch`]: the switchd launcher (spawn, wait until it answers gRPC, stop or detach), used by the labs
 //!   and, through `lossless-testkit`, by the tests.
 //!
@@ -14,6 +16,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod clock;
 pub mod io;
 pub mod launch;
 pub mod rocehost;

@@ -385,6 +385,12 @@ fn sigterm_exits_0_with_the_report_written() {
     assert_eq!(report["pfc"].as_array().map(Vec::len), Some(8), "{report:#}");
     assert_eq!(report["flows"], Value::Array(vec![]));
     assert!(report["counters"]["tx_frames"].is_u64());
+    // The start on the shared clock (CLOCK_MONOTONIC, this process's too) and on the wall clock.
+    let (start, unix) = (u64_at(&report, "/start/monotonic_ns"), u64_at(&report, "/start/unix_ns"));
+    let ago = lossless_dataplane::clock::monotonic_ns() - start;
+    assert!(ago < 60_000_000_000 && report["now_ns"].as_u64().unwrap() >= start, "{report:#}");
+    let wall_ago = lossless_dataplane::clock::realtime_ns().abs_diff(unix);
+    assert!(wall_ago.abs_diff(ago) < 1_000_000_000, "{report:#}");
     let table = host.stdout();
     assert!(table.contains("stopped: SIGTERM") && table.contains("no data received"), "{table}");
 }

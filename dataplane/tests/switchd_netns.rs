@@ -185,7 +185,15 @@ fn lossless_congestion_sends_xoff_to_both_senders_and_drops_nothing() {
 fn lossy_congestion_tail_drops_and_sends_no_pfc() {
     let mut lab = Lab::start();
     let (received, pfc) = two_to_one(&mut lab, 8, 400);
+    let before = lossless_dataplane::clock::monotonic_ns();
     let c = lab.counters();
+    // switchd's model time is this machine's CLOCK_MONOTONIC, the clock of this process too.
+    let after = lossless_dataplane::clock::monotonic_ns();
+    assert!(
+        c.timestamp_ns <= after && c.timestamp_ns + 1_000_000_000 >= before,
+        "switchd's time {} is not CLOCK_MONOTONIC ({before}..{after})",
+        c.timestamp_ns
+    );
     let e8 = Lab::port(&c, "Ethernet8");
     assert!(e8.queues[0].dropped_packets > 0, "the lossy queue tail-drops");
     assert_eq!(

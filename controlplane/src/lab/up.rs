@@ -1,6 +1,7 @@
 //! `swctl lab up` (and the start of `lab demo`, `lab run`): namespaces, veth pairs, addresses, netem, one
-//! `switchd` per switch (`lab::switchd`) and one `rocehost` per host, each recorded in the state file
-//! ([`super::state`]) before it is created. A [`Lab`] dropped before it is up tears everything down.
+//! `switchd` per switch (started in `switchd.rs` with the launcher, [`lossless_dataplane::launch`]) and one
+//! `rocehost` per host, each recorded in the state file ([`super::state`]) before it is created. A [`Lab`]
+//! dropped before it is up tears everything down.
 
 use super::down::{DownReport, teardown};
 use super::state::{

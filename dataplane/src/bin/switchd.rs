@@ -100,8 +100,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         None => ConfigDb::default(),
     };
+    // Model time is CLOCK_MONOTONIC (see lossless_dataplane::clock): the first configuration starts now, and
+    // the wall-clock offset of event timestamps is taken now.
+    let started = lossless_dataplane::clock::monotonic_ns();
+    lossless_dataplane::clock::WallClock::process();
     let mut switch = Switch::new();
-    match switch.apply(&db, 0) {
+    match switch.apply(&db, started) {
         Ok(applied) => {
             for w in &applied.warnings {
                 tracing::warn!("{w}");

@@ -39,7 +39,6 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
-use std::time::Instant;
 
 /// What a command sees: the model and the current time.
 pub struct ModelCtx<'a> {
@@ -249,7 +248,6 @@ pub struct Runtime {
     wake_rx: UnixStream,
     events: tokio::sync::broadcast::Sender<TimedEvent>,
     stop: Arc<AtomicBool>,
-    epoch: Instant,
     /// Keep polling without sleeping for this long after the last frame (0: sleep at once).
     busy_poll_ns: u64,
     last_activity_ns: u64,
@@ -306,7 +304,6 @@ impl Runtime {
             wake_rx,
             events,
             stop,
-            epoch: Instant::now(),
             busy_poll_ns: 0,
             last_activity_ns: 0,
             woken: true,
@@ -331,8 +328,10 @@ impl Runtime {
         self.busy_poll_ns = ns;
     }
 
+    /// Model time: the machine's `CLOCK_MONOTONIC`, the time base rocehost and every other process share
+    /// (see [`crate::clock`]).
     fn now_ns(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        monotonic_ns()
     }
 
     /// Runs until [`Handle::stop`] (or every handle is dropped).
@@ -638,7 +637,7 @@ pub fn libc_pollfd(fd: i32, writable: bool) -> libc::pollfd {
     libc::pollfd { fd, events: libc::POLLIN | if writable { libc::POLLOUT } else { 0 }, revents: 0 }
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds: the clock behind [`Instant`], as an absolute value that every process
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock behind `Instant`, as an absolute value that every process
 /// of the machine shares (so timestamps one process puts in a frame mean the same to another).
 #[allow(unsafe_code)]
 pub fn monotonic_ns() -> u64 {

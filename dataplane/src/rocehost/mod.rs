@@ -15,7 +15,9 @@
 //!
 //! NIC time is `CLOCK_MONOTONIC` in nanoseconds, which every process of the machine shares: the one-way
 //! latency a receiving rocehost computes from the sender's timestamps is meaningful between two rocehosts
-//! of one machine, and the times in the report (`now_ns`, `first_send_ns`, ...) are on that clock.
+//! of one machine, and the times in the report (`now_ns`, `first_send_ns`, ...) are on that clock, which is
+//! also the clock of switchd's events and counters (see [`crate::clock`]). The report's `start` gives the
+//! run's start on both that clock and the wall clock.
 //!
 //! Frames go to each flow's `dst-mac` (default `--gateway-mac`); ACK/NAKs and CNPs go back to the MAC the
 //! data came from (the first-hop router in a routed lab). The host answers ARP for `--ip`; do not give the
@@ -44,6 +46,7 @@ mod host;
 pub mod report;
 mod text;
 
+use crate::clock::WallClock;
 use crate::io::runtime::monotonic_ns;
 use crate::io::{self, PortSpec};
 use crate::nic::{Nic, NicConfig, Retransmit};
@@ -52,7 +55,7 @@ use anyhow::{Context, bail};
 use args::{Args, FlowSpec, RetransmitArg, apply_dcqcn_options, resolve_flows};
 use clap::Parser as _;
 use host::{Host, LoopOptions, Stop, StormWindow};
-use report::{Ready, Report, write_atomically};
+use report::{Ready, Report, RunStart, write_atomically};
 use std::io::Write as _;
 use std::process::ExitCode;
 use text::{Meta, human_report};
@@ -156,6 +159,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     apply_dcqcn_options(&mut cfg, args.dcqcn_time_scale, &args.dcqcn_params).map_err(anyhow::Error::msg)?;
     let mut nic = Nic::new(cfg.clone())?;
     let epoch = monotonic_ns();
+    let start = RunStart::at(epoch, &WallClock::process());
     let flows = resolve_flows(&specs, &cfg, args.gateway_mac, !args.no_dcqcn, epoch, qp_seed(epoch))
         .map_err(anyhow::Error::msg)?;
     for (flow, text) in flows.into_iter().zip(&args.flows) {
@@ -189,7 +193,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let end = monotonic_ns();
     // The report is as of the exit (pauses in progress, rates of unfinished flows), not the last wake-up.
     host.nic.handle_timeout(end);
-    let report = Report::from(host.nic.report());
+    let report = Report { start: Some(start), ..Report::from(host.nic.report()) };
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(path) = &args.report {
         write_atomically(path, json.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
@@ -198,7 +202,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let printed = if args.json {
         writeln!(out, "{json}")
     } else {
-        let meta = Meta { interface: &interface, mac, ip: args.ip, epoch, end, stop: &stop };
+        let meta = Meta { interface: &interface, mac, ip: args.ip, start, end, stop: &stop };
         write!(out, "{}", human_report(&report, &host.nic, &meta))
     };
     // A closed stdout (the reader went away) is not worth exit 2 once the report file is written.

@@ -4,7 +4,10 @@
 //!
 //! The report is the NIC model's [`NicReport`] as JSON, field for field: [`Report::from`] destructures every
 //! model type without `..`, so a field added to the model does not compile until it is added here, and a
-//! test checks that both serialise to the same text.
+//! test checks that both serialise to the same text. rocehost adds [`Report::start`], when the run began.
+//!
+//! Times (`now_ns`, `first_send_ns`, `first_ns`, ...) are `CLOCK_MONOTONIC` nanoseconds, the clock of
+//! switchd's events and counters too (see [`crate::clock`]); [`RunStart`] ties that clock to the wall clock.
 
 use crate::nic::{DcqcnStats, FlowStats, LatencySummary, NicCounters, NicReport, PriorityPause, RxStats};
 use crate::wire::EthernetAddress;
@@ -15,6 +18,9 @@ use std::path::{Path, PathBuf};
 /// Everything the NIC knows at exit (see [`NicReport`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// When the run began (absent in a report built from the model alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<RunStart>,
     pub now_ns: u64,
     pub counters: FrameCounters,
     /// One entry per priority 0..=7.
@@ -23,6 +29,29 @@ pub struct Report {
     pub flows: Vec<FlowReport>,
     /// Receiver side, one per QP: (source IP, QP, requester QP); closed (idle) QPs first.
     pub receivers: Vec<ReceiverReport>,
+}
+
+/// When a run began, on both clocks: `unix_ns - monotonic_ns` turns any time of the report into wall-clock
+/// time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStart {
+    /// `CLOCK_MONOTONIC`, ns: the clock of the report's other times.
+    pub monotonic_ns: u64,
+    /// The same instant as wall-clock time, ns since the Unix epoch (UTC).
+    pub unix_ns: u64,
+}
+
+impl RunStart {
+    /// The start `monotonic_ns`, its wall-clock time through `clock`.
+    pub fn at(monotonic_ns: u64, clock: &crate::clock::WallClock) -> RunStart {
+        RunStart { monotonic_ns, unix_ns: clock.unix_ns(monotonic_ns) }
+    }
+
+    /// The wall-clock time (ns since the Unix epoch) of a monotonic time of the same report.
+    pub fn unix_ns_of(&self, monotonic_ns: u64) -> u64 {
+        (i128::from(self.unix_ns) + i128::from(monotonic_ns) - i128::from(self.monotonic_ns))
+            .clamp(0, i128::from(u64::MAX)) as u64
+    }
 }
 
 /// NIC-wide frame counters (see [`NicCounters`]).
@@ -182,6 +211,7 @@ impl From<NicReport> for Report {
     fn from(r: NicReport) -> Report {
         let NicReport { now_ns, counters, pfc, flows, receivers } = r;
         Report {
+            start: None,
             now_ns,
             counters: counters.into(),
             pfc: pfc.into_iter().map(PriorityReport::from).collect(),

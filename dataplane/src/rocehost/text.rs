@@ -2,7 +2,7 @@
 
 use super::PROGRESS_NS;
 use super::host::Stop;
-use super::report::Report;
+use super::report::{Report, RunStart};
 use crate::nic::Nic;
 use crate::wire::EthernetAddress;
 use std::fmt::Write as _;
@@ -12,7 +12,7 @@ pub(super) struct Meta<'a> {
     pub(super) interface: &'a str,
     pub(super) mac: EthernetAddress,
     pub(super) ip: Ipv4Addr,
-    pub(super) epoch: u64,
+    pub(super) start: RunStart,
     pub(super) end: u64,
     pub(super) stop: &'a Stop,
 }
@@ -28,14 +28,15 @@ fn us(ns: u64) -> f64 {
 /// The report as tables: flows, receiving QPs, PFC, counters.
 pub(super) fn human_report(r: &Report, nic: &Nic, m: &Meta<'_>) -> String {
     let mut s = String::new();
-    let elapsed = m.end.saturating_sub(m.epoch);
+    let elapsed = m.end.saturating_sub(m.start.monotonic_ns);
     let _ = writeln!(
         s,
-        "rocehost {} {} ({}): {:.3} s, stopped: {}",
+        "rocehost {} {} ({}): {:.3} s from {}, stopped: {}",
         m.interface,
         m.ip,
         m.mac,
         elapsed as f64 / 1e9,
+        crate::clock::format_unix_ns(m.start.unix_ns),
         m.stop
     );
     if r.flows.is_empty() {

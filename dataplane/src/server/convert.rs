@@ -4,6 +4,7 @@
 //! [`WatermarksSnapshot`]); turning it into protobuf messages (strings, maps) happens on the gRPC side, off
 //! the packet path. Events need no such copy: they name their ports themselves.
 
+use crate::clock::WallClock;
 use crate::io::runtime::TimedEvent;
 use crate::model::config::{ConfigDb, ConfigIssue};
 use crate::model::mmu::{PoolWatermarks, PortWatermarks};
@@ -283,6 +284,7 @@ pub fn event_to_proto(timed: &TimedEvent) -> pb::SwitchEvent {
         message: timed.event.to_string(),
         port: port.to_owned(),
         index,
+        wall_time_unix_ns: WallClock::process().unix_ns(timed.at_ns),
     }
 }
 
@@ -344,5 +346,7 @@ mod tests {
             ("fdb_learned", "Ethernet0", 0)
         );
         assert_eq!(learned.message, "FDB learned Vlan1000 02:00:00:00:00:01 on port Ethernet0");
+        // Wall-clock times follow the model time one for one.
+        assert_eq!(e.wall_time_unix_ns - xoff.wall_time_unix_ns, 41);
     }
 }

@@ -223,6 +223,12 @@ impl Subscription {
                         message: format!("subscriber fell behind: {skipped} event(s) skipped"),
                         port: String::new(),
                         index: u32::try_from(skipped).unwrap_or(u32::MAX),
+                        // Before any event (last_at_ns 0) there is no instant to convert.
+                        wall_time_unix_ns: if last_at_ns == 0 {
+                            0
+                        } else {
+                            crate::clock::WallClock::process().unix_ns(last_at_ns)
+                        },
                     })
                 }
                 Next::Counters => {

@@ -394,7 +394,12 @@ async fn subscribe_streams_config_events_and_counter_snapshots() {
             }
         }
     }
-    assert!(applied.unwrap().timestamp_ns > 0);
+    // On CLOCK_MONOTONIC, with the wall-clock time of the same instant.
+    let applied = applied.unwrap();
+    let ago_ns = lossless_dataplane::clock::monotonic_ns() - applied.timestamp_ns;
+    assert!(ago_ns < 10_000_000_000, "{applied:?}");
+    let wall_ago_ns = lossless_dataplane::clock::realtime_ns() as i128 - applied.wall_time_unix_ns as i128;
+    assert!((wall_ago_ns - ago_ns as i128).abs() < 100_000_000, "{applied:?}: {wall_ago_ns} vs {ago_ns}");
     // Shutting down ends the open stream (the lab's stop would otherwise wait for it).
     let stopping = tokio::spawn(lab.stop());
     while let Ok(Some(_)) = stream.message().await {}

@@ -120,7 +120,8 @@ enum Command {
         #[command(subcommand)]
         cmd: Pfcwd,
     },
-    /// Stream switch events (PFC storms, XOFF/XON, configuration) until interrupted.
+    /// Stream switch events (PFC storms, XOFF/XON, configuration) until interrupted: wall-clock time (UTC),
+    /// then the switch's time (CLOCK_MONOTONIC, s; the clock of rocehost's reports too).
     Watch {
         /// Also print a counters line every this many milliseconds.
         #[arg(long, default_value_t = 0)]

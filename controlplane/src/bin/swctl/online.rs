@@ -4,6 +4,7 @@ use crate::*;
 use anyhow::bail;
 use lossless_controlplane::headroom::{self};
 use lossless_controlplane::{diff, show, snapshot};
+use lossless_dataplane::clock;
 use lossless_dataplane::model::config::{ConfigDb, compile};
 use lossless_dataplane::server::{self, config_db_from_proto, config_db_to_proto};
 use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
@@ -440,13 +441,18 @@ pub(crate) async fn watch(
     while let Some(item) = stream.message().await.map_err(status)? {
         match item.item {
             Some(pb::subscribe_response::Item::Event(e)) => {
+                // A switchd older than the wall_time field sends 0: no wall-clock time to show.
+                let wall = (e.wall_time_unix_ns > 0).then(|| clock::format_unix_ns(e.wall_time_unix_ns));
                 if json {
+                    let wall = wall.as_ref().map_or_else(|| "null".to_owned(), |w| format!("{w:?}"));
                     println!(
-                        "{{\"timestamp_ns\":{},\"kind\":{:?},\"message\":{:?},\"port\":{:?},\"index\":{}}}",
-                        e.timestamp_ns, e.kind, e.message, e.port, e.index
+                        "{{\"timestamp_ns\":{},\"kind\":{:?},\"message\":{:?},\"port\":{:?},\"index\":{},\
+                         \"wall_time_unix_ns\":{},\"wall_time\":{wall}}}",
+                        e.timestamp_ns, e.kind, e.message, e.port, e.index, e.wall_time_unix_ns
                     );
                 } else {
-                    println!("{:>14.6} {:<20} {}", e.timestamp_ns as f64 / 1e9, e.kind, e.message);
+                    let wall = wall.unwrap_or_default();
+                    println!("{wall:<27} {:>14.6} {:<20} {}", e.timestamp_ns as f64 / 1e9, e.kind, e.message);
                 }
             }
             Some(pb::subscribe_response::Item::Counters(c)) => {
@@ -455,7 +461,8 @@ pub(crate) async fn watch(
                     .iter()
                     .fold((0, 0, 0), |(a, b, d), p| (a + p.rx_ok, b + p.tx_ok, d + p.rx_drp + p.tx_drp));
                 println!(
-                    "{:>14.6} counters             rx_ok {rx} tx_ok {tx} drops {drp}",
+                    "{:<27} {:>14.6} counters             rx_ok {rx} tx_ok {tx} drops {drp}",
+                    "",
                     c.timestamp_ns as f64 / 1e9
                 );
             }

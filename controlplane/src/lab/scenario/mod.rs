@@ -51,6 +51,10 @@
 //! event of the Subscribe stream ends it; `pfcwd_detected` checks the longer of the two delays (the
 //! detection certainly happened within it).
 //!
+//! The switch's clock is the machine's `CLOCK_MONOTONIC`, which the hosts' rocehost reports use too: the
+//! report puts switch events, storm starts and the flows' first and last frames on one timeline, in ms
+//! after the hosts were up (the origin of the steps' times), and gives that origin in wall-clock time.
+//!
 //! Here: the scenario as checked ([`Scenario`]), its file form ([`file`](mod@file): serde types, validation), the run
 //! ([`run`](mod@run)) and the report ([`report`]).
 

@@ -1,9 +1,14 @@
 //! The scenario's report: what the flows, storms and actions did, what the switches showed, and whether
 //! each expectation held (`swctl lab run`'s output, and `scenario.json` in the run directory).
+//!
+//! Switch events and counters and the hosts' reports are timed on one clock, the machine's
+//! `CLOCK_MONOTONIC` (see [`lossless_dataplane::clock`]); the report lines them up as milliseconds after
+//! the hosts were up (`*_ms`: [`ScenarioReport::started`], the origin of the actions' `done_ms` too).
 
 use super::{Expect, FlowMetric, Metric, SAMPLE_INTERVAL_MS, Scenario, Table};
 use crate::lab::up;
-use lossless_dataplane::rocehost::report::Report;
+use lossless_dataplane::clock;
+use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_proto::v1 as pb;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,6 +39,9 @@ pub struct ScenarioReport {
     pub scenario: String,
     pub lab: String,
     pub run_dir: PathBuf,
+    /// When the hosts were up, on the switches' and hosts' clock and on the wall clock: every `*_ms` time
+    /// counts from here.
+    pub started: RunStart,
     pub flows: Vec<FlowResult>,
     pub storms: Vec<StormResult>,
     pub events: Vec<EventRecord>,
@@ -53,6 +61,10 @@ pub struct FlowResult {
     pub dcqcn_rate_decreases: u64,
     /// The sender's DCQCN rate at the end; `None` with DCQCN off.
     pub dcqcn_rate_mbps: Option<f64>,
+    /// When the sender finished the flow's last message, ms after the hosts were up.
+    pub finished_ms: Option<f64>,
+    /// When the sender sent the flow's first frame, ms after the hosts were up.
+    pub first_send_ms: Option<f64>,
     pub flow: usize,
     pub from: String,
     pub goodput_mbps: f64,
@@ -84,7 +96,11 @@ impl FlowResult {
 /// A storm step, and when the switch saw it begin (its clock).
 #[derive(Debug, Clone, Serialize)]
 pub struct StormResult {
+    /// `began_after_switch_ns` in ms after the hosts were up.
+    pub began_after_ms: Option<f64>,
     pub began_after_switch_ns: Option<u64>,
+    /// `first_seen_switch_ns` in ms after the hosts were up.
+    pub first_seen_ms: Option<f64>,
     pub first_seen_switch_ns: Option<u64>,
     pub host: String,
     pub port: String,
@@ -100,7 +116,12 @@ pub struct EventRecord {
     pub kind: String,
     pub port: String,
     pub queue: u32,
+    /// The switch's clock (`CLOCK_MONOTONIC`, ns).
     pub timestamp_ns: u64,
+    /// Ms after the hosts were up.
+    pub at_ms: f64,
+    /// Wall-clock time, ns since the Unix epoch (as the switch gave it).
+    pub wall_time_unix_ns: u64,
 }
 
 /// What one switch showed at the end: keys `port|priority` or `port|queue`.
@@ -125,6 +146,8 @@ pub(super) struct Observed<'a> {
     pub(super) samples: &'a BTreeMap<String, Vec<(Instant, pb::GetCountersResponse)>>,
     /// The scenario's duration on this process's clock: queue depths are averaged over it.
     pub(super) window: (Instant, Instant),
+    /// `window.0` on the clock of the switches and hosts, and on the wall clock.
+    pub(super) started: RunStart,
     pub(super) events: &'a [pb::SwitchEvent],
 }
 
@@ -158,6 +181,13 @@ impl Observed<'_> {
         let first = s.first().map(|(_, c)| rx(c))?;
         let i = s.iter().position(|(_, c)| rx(c) > first)?;
         Some((s[i.saturating_sub(1)].1.timestamp_ns, s[i].1.timestamp_ns))
+    }
+
+    /// Ms from the start of the window to `at_ns` on the switches' and hosts' clock (negative before it),
+    /// to the microsecond.
+    fn ms(&self, at_ns: u64) -> f64 {
+        let ns = i128::from(at_ns) - i128::from(self.started.monotonic_ns);
+        (ns / 1_000) as f64 / 1e3
     }
 }
 
@@ -213,6 +243,8 @@ pub(super) fn evaluate(
                 cnps_received: s.map_or(0, |s| s.cnps_received),
                 dcqcn_rate_decreases: dcqcn.map_or(0, |d| d.rate_decreases),
                 dcqcn_rate_mbps: dcqcn.map(|d| d.current_rate_mbps),
+                first_send_ms: s.and_then(|s| s.first_send_ns).map(|t| seen.ms(t)),
+                finished_ms: s.and_then(|s| s.finished_ns).map(|t| seen.ms(t)),
                 pause_ms: pause_ns as f64 / 1e6,
                 received_packets: r.map_or(0, |r| r.received_packets),
                 psn_gaps: r.map_or(0, |r| r.psn_gaps),
@@ -232,7 +264,9 @@ pub(super) fn evaluate(
                 priorities: s.priorities.clone(),
                 scheduled_ms: s.start_ms,
                 stop_ms: s.stop_ms,
+                began_after_ms: seen_at.map(|x| seen.ms(x.0)),
                 began_after_switch_ns: seen_at.map(|x| x.0),
+                first_seen_ms: seen_at.map(|x| seen.ms(x.1)),
                 first_seen_switch_ns: seen_at.map(|x| x.1),
             });
         }
@@ -406,6 +440,8 @@ pub(super) fn evaluate(
             port: e.port.clone(),
             queue: e.index,
             timestamp_ns: e.timestamp_ns,
+            at_ms: seen.ms(e.timestamp_ns),
+            wall_time_unix_ns: e.wall_time_unix_ns,
         })
         .collect();
     let switches = seen.finals.iter().map(|(sw, c)| (sw.clone(), switch_summary(seen, sw, c))).collect();
@@ -414,6 +450,7 @@ pub(super) fn evaluate(
         scenario: scenario.name.clone(),
         lab: lab.to_owned(),
         run_dir: dir.to_path_buf(),
+        started: seen.started,
         flows,
         storms,
         events,
@@ -454,6 +491,12 @@ impl ScenarioReport {
         let mut out = String::new();
         let _ =
             writeln!(out, "Scenario {} (lab {}, run directory {})", r.scenario, r.lab, r.run_dir.display());
+        let _ = writeln!(
+            out,
+            "  times: ms after the hosts were up, {} (monotonic {} ns)",
+            clock::format_unix_ns(r.started.unix_ns),
+            r.started.monotonic_ns
+        );
         for f in &r.flows {
             let offered = f.offered_mbps.map_or("line rate".to_owned(), |r| format!("{r} Mb/s"));
             let dcqcn = match f.dcqcn_rate_mbps {
@@ -462,10 +505,15 @@ impl ScenarioReport {
                 }
                 None => "DCQCN off".into(),
             };
+            let sent = match (f.first_send_ms, f.finished_ms) {
+                (Some(a), Some(b)) => format!(", sent {a:.1}-{b:.1} ms"),
+                (Some(a), None) => format!(", sent from {a:.1} ms"),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 out,
                 "  flow {} {} -> {} prio {}, {dcqcn}: offered {offered}, goodput {:.1} Mb/s, {} packets, {} PSN gaps, \
-             {} CNPs, sender paused {:.1} ms",
+             {} CNPs, sender paused {:.1} ms{sent}",
                 f.flow,
                 f.from,
                 f.to,
@@ -477,11 +525,26 @@ impl ScenarioReport {
                 f.pause_ms,
             );
         }
+        for s in &r.storms {
+            let seen = match s.first_seen_ms {
+                Some(ms) => format!("its PFC frames first seen by {} at {ms:.1} ms", s.switch),
+                None => format!("no PFC frames seen by {}", s.switch),
+            };
+            let _ = writeln!(
+                out,
+                "  storm from {} on {} {} priority {:?}, scheduled at {} ms: {seen}",
+                s.host, s.switch, s.port, s.priorities, s.scheduled_ms
+            );
+        }
         for a in &r.actions {
             let _ = writeln!(out, "  {} ms ({}): {}: {}", a.done_ms, a.step, a.action, a.result);
         }
         for e in &r.events {
-            let _ = writeln!(out, "  event {} {} queue {} at {} ns", e.kind, e.port, e.queue, e.timestamp_ns);
+            let _ = writeln!(
+                out,
+                "  event {} {} queue {} at {:.1} ms (switch clock {} ns)",
+                e.kind, e.port, e.queue, e.at_ms, e.timestamp_ns
+            );
         }
         for (sw, s) in &r.switches {
             let list = |m: &BTreeMap<String, u64>| -> String {

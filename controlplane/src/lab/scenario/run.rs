@@ -8,8 +8,9 @@ use crate::lab::topology::MAX_LAB_NAME;
 use crate::lab::up::{self, Lab, UpOptions};
 use crate::lab::{check_interrupted, interrupted};
 use anyhow::{Context, bail};
+use lossless_dataplane::clock::{self, WallClock};
 use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::rocehost::report::Report;
+use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_dataplane::server;
 use lossless_proto::v1 as pb;
 use std::collections::BTreeMap;
@@ -142,6 +143,9 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         .map(|(s, e)| tokio.spawn(subscribe(s.clone(), e.clone(), samples.clone(), events.clone())))
         .collect();
     let start = Instant::now();
+    // The same instant on the switches' and hosts' clock (Instant is CLOCK_MONOTONIC on Linux, but does
+    // not expose its value).
+    let started = RunStart::at(clock::monotonic_ns(), &WallClock::process());
     let mut records = Vec::new();
     let result = (|| -> anyhow::Result<()> {
         let senders: Vec<String> =
@@ -201,7 +205,8 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
     let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
     let window = (start, start + Duration::from_millis(scenario.duration_ms));
     let events = std::mem::take(&mut *events.lock().unwrap_or_else(|e| e.into_inner()));
-    let observed = Observed { finals: &finals, tables: &tables, samples: &samples, window, events: &events };
+    let observed =
+        Observed { finals: &finals, tables: &tables, samples: &samples, window, started, events: &events };
     let report = evaluate(scenario, &lab.state.name, &lab.dir, &observed, &reports, records);
     std::fs::write(lab.dir.join("scenario.json"), serde_json::to_vec_pretty(&report)?)?;
     let down = lab.down(true);
