@@ -595,20 +595,26 @@ impl Runtime {
             self.in_idle_class = set_idle_class(false).is_err();
         }
         let mut fds = vec![libc_pollfd(self.wake_rx.as_raw_fd(), false)];
-        let mut polled = Vec::with_capacity(self.ports.len());
-        for (p, io) in self.ports.iter().enumerate() {
+        for io in &self.ports {
             if let Some(b) = &io.backend {
                 fds.push(libc_pollfd(b.raw_fd(), !io.backlog.is_empty()));
-                polled.push(p);
             }
         }
         let result = poll_fds(&mut fds, timeout_ns);
         // An error on a port's descriptor (its interface went away) is checked now: left alone, it would
         // wake every poll at once.
         let broken = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
-        for (fd, &p) in fds[1..].iter().zip(&polled) {
-            if fd.revents & broken != 0 {
-                let now = self.now_ns();
+        if fds[1..].iter().any(|fd| fd.revents & broken != 0) {
+            // fds[1..] are the ports with a backend, in port order.
+            let with_backend = self.ports.iter().enumerate().filter(|(_, io)| io.backend.is_some());
+            let failed: Vec<usize> = fds[1..]
+                .iter()
+                .zip(with_backend)
+                .filter(|(fd, _)| fd.revents & broken != 0)
+                .map(|(_, (p, _))| p)
+                .collect();
+            let now = self.now_ns();
+            for p in failed {
                 self.check_link(p, now, Some(&io::Error::other("error on the port's descriptor")));
             }
         }

@@ -168,20 +168,10 @@ async fn a_client_that_stops_reading_is_ended_not_buffered() {
     };
     let lab = Lab::start_limited(limits).await;
     // A small HTTP/2 window: the client stops taking data as soon as it stops reading.
-    let path = lab.socket.clone();
-    let channel = tonic::transport::Endpoint::from_static("http://localhost")
+    let endpoint = tonic::transport::Endpoint::from_static("http://localhost")
         .initial_stream_window_size(Some(4096))
-        .initial_connection_window_size(Some(4096))
-        .connect_with_connector(tower::service_fn(move |_| {
-            let path = path.clone();
-            async move {
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
-                    tokio::net::UnixStream::connect(path).await?,
-                ))
-            }
-        }))
-        .await
-        .unwrap();
+        .initial_connection_window_size(Some(4096));
+    let channel = lab.channel_on(endpoint).await;
     let mut client = SwitchClient::new(channel);
     let mut stream = client.subscribe(subscribe_counters(10)).await.unwrap().into_inner();
     // Read nothing for long enough that everything between the server and this client fills up and the

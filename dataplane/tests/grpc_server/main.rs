@@ -82,8 +82,13 @@ impl Lab {
     }
 
     async fn channel(&self) -> Channel {
+        self.channel_on(tonic::transport::Endpoint::from_static("http://localhost")).await
+    }
+
+    /// A channel to the server's socket with `endpoint`'s settings (the URI is never dialled).
+    async fn channel_on(&self, endpoint: tonic::transport::Endpoint) -> Channel {
         let path = self.socket.clone();
-        tonic::transport::Endpoint::from_static("http://localhost")
+        endpoint
             .connect_with_connector(tower::service_fn(move |_| {
                 let path = path.clone();
                 async move {
