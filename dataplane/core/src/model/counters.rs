@@ -75,6 +75,8 @@ pub enum DropReason {
     /// Lost before the switch could take it: the receive ring or socket buffer of the port was full
     /// (counted in `RX_OVR` as well).
     RxOverrun,
+    /// Arrived with a bad frame check sequence (corrupted on the link); counted in `RX_ERR`.
+    FcsError,
 }
 
 impl DropReason {
@@ -113,12 +115,13 @@ impl DropReason {
             DropReason::IngressBuffer => "INGRESS_BUFFER",
             DropReason::PfcWatchdog => "PFC_WATCHDOG",
             DropReason::RxOverrun => "RX_OVERRUN",
+            DropReason::FcsError => "FCS_ERROR",
         }
     }
 
     /// Counted as `RX_ERR` (not `RX_OK`/`RX_DRP`): the frame was bad on the wire.
     pub fn is_rx_error(&self) -> bool {
-        matches!(self, DropReason::Malformed(_) | DropReason::ExceedsL2Mtu)
+        matches!(self, DropReason::Malformed(_) | DropReason::ExceedsL2Mtu | DropReason::FcsError)
     }
 }
 

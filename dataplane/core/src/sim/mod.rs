@@ -1,30 +1,42 @@
 //! Virtual time: one discrete-event driver for the sans-I/O switch and NIC models, joined by links. The
 //! same models the real-time daemons run are woken here at exactly the instants they ask for
-//! ([`Node::poll_at`]), so a run is deterministic and as fast as the machine allows. It is the seed of the
-//! fabric simulator (`docs/ARCHITECTURE.md`); today the model and NIC tests drive their scenarios with it.
+//! ([`Node::poll_at`]), so a run is deterministic and as fast as the machine allows: the fabric simulator
+//! (`swctl sim run`, `docs/simulator.md`) and the model and NIC tests run on it.
 //!
 //! - A [`Node`] is a switch, a NIC, or a model of a test's own ([`Device::Custom`]): frames in
 //!   ([`Node::handle_frame`]), frames out when its line is free ([`Node::poll_transmit`]: the models pace
-//!   their own ports at line rate), and timers.
-//! - A link joins two ports. A frame sent at `t` arrives at `t + serialisation + delay`, the serialisation
-//!   being its bits on the wire (frame + [`WIRE_OVERHEAD_BYTES`]) at the sender's rate. A port without a link
-//!   sends into the void.
-//! - A tap sees every frame sent, and may rewrite it or drop it before it reaches the link (loss,
-//!   corruption, captures). With [`Sim::keep_log`] every sent and delivered frame is recorded.
-//! - Ties are broken by insertion order: the same inputs give the same run, every time.
+//!   their own ports at line rate), timers, and a new configuration ([`Node::apply`]).
+//! - A link joins two ports ([`link`]): a frame leaves at the sender's rate, timed in picoseconds so that
+//!   serialisation at 400G is not rounded, and arrives its propagation delay later. A link may lose or
+//!   corrupt frames, in a fixed pattern or by seeded chance. A port without a link sends into the void.
+//! - A tap sees every frame sent, and may rewrite it or drop it before it reaches the link; captures
+//!   ([`Sim::capture`]) record what ports send as pcap. With [`Sim::keep_log`] every sent and delivered frame
+//!   is recorded; the nodes' events always are ([`Sim::events`]).
+//! - The scheduler is a calendar of wake-ups: a node is visited when a frame reaches it or when the time it
+//!   asked for comes, never otherwise. Ties are broken by insertion order and nodes at one instant are
+//!   visited in id order: the same inputs (and seed) give the same run, on every machine.
 
-use crate::model::scheduler::WIRE_OVERHEAD_BYTES;
-use crate::model::{Event, PortId, Switch, Transmit};
+pub mod link;
+pub mod pcap;
+
+use crate::model::config::ConfigDb;
+use crate::model::{DropReason, Event, PortId, Switch, Transmit};
 use crate::nic::Nic;
+pub use link::{Endpoint, Frames, Impairment, Link, LinkStats};
+use link::{Fate, LinkState};
+use pcap::Pcap;
 use std::any::Any;
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 
 /// What the driver needs of a model.
 pub trait Node: Any {
     fn port_count(&self) -> usize;
     /// A frame arrived on `port` at `now`.
     fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: u64);
+    /// A frame arrived on `port` at `now` with a bad FCS (corrupted on the link): a real port counts it
+    /// as a receive error and drops it. Default: dropped, uncounted.
+    fn handle_corrupt(&mut self, _port: usize, _frame: Vec<u8>, _now: u64) {}
     /// The next frame `port` sends at `now`, if its line is free and something is due (with the egress
     /// queue it left from; `None` for a frame the port made itself, such as PFC, or a NIC's).
     fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit>;
@@ -36,6 +48,10 @@ pub trait Node: Any {
     fn poll_event(&mut self) -> Option<Event> {
         None
     }
+    /// Takes a new configuration (CONFIG_DB tables) at `now`, whole or not at all.
+    fn apply(&mut self, _config: &ConfigDb, _now: u64) -> Result<(), String> {
+        Err("this node takes no configuration".into())
+    }
 }
 
 impl Node for Switch {
@@ -45,6 +61,11 @@ impl Node for Switch {
 
     fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: u64) {
         Switch::handle_frame(self, PortId::new(port), frame, now);
+    }
+
+    fn handle_corrupt(&mut self, port: usize, _frame: Vec<u8>, now: u64) {
+        self.handle_timeout(now);
+        self.count_rx_lost(PortId::new(port), DropReason::FcsError, 1);
     }
 
     fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit> {
@@ -61,6 +82,10 @@ impl Node for Switch {
 
     fn poll_event(&mut self) -> Option<Event> {
         Switch::poll_event(self)
+    }
+
+    fn apply(&mut self, config: &ConfigDb, now: u64) -> Result<(), String> {
+        Switch::apply(self, config, now).map(drop).map_err(|e| e.to_string())
     }
 }
 
@@ -113,19 +138,6 @@ impl Device {
     }
 }
 
-/// A port of a node: (node id, port).
-pub type Endpoint = (usize, usize);
-
-/// One direction of a link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Link {
-    pub to: Endpoint,
-    /// The sender's line rate.
-    pub rate_mbps: u32,
-    /// Propagation delay.
-    pub delay_ns: u64,
-}
-
 /// A frame as it left a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
@@ -149,23 +161,51 @@ pub struct Delivered {
 /// Decides a sent frame's fate before it reaches the link: `false` loses it; it may be rewritten.
 pub type Tap = Box<dyn FnMut(&Sent, &mut Vec<u8>) -> bool>;
 
-/// A frame in flight: (arrival, insertion order, destination, frame), earliest first.
-type InFlight = Reverse<(u64, u64, Endpoint, Vec<u8>)>;
+/// What wakes up at an instant: a node (at the time it asked for), or a link (its first frame arrives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Wake {
+    Node(usize),
+    Link(usize),
+}
+
+/// A calendar entry: (time, insertion order, what), earliest first.
+type Entry = Reverse<(u64, u64, Wake)>;
+
+/// A frame put on the way to a port from outside: (arrival, insertion order, destination, frame).
+type Injected = Reverse<(u64, u64, Endpoint, Vec<u8>)>;
+
+/// A capture: frames sent by some ports.
+struct Capture {
+    ports: Vec<Endpoint>,
+    pcap: Pcap,
+}
 
 /// The discrete-event driver.
 pub struct Sim {
     devices: Vec<Device>,
-    links: BTreeMap<Endpoint, Link>,
-    in_flight: BinaryHeap<InFlight>,
+    /// Per node, per port: its link's index in `links`.
+    port_links: Vec<Vec<Option<usize>>>,
+    links: Vec<LinkState>,
+    calendar: BinaryHeap<Entry>,
+    /// Per node: the wake-up in the calendar that is current (older ones are skipped).
+    scheduled: Vec<Option<u64>>,
+    injected: BinaryHeap<Injected>,
+    /// Nodes no longer driven (a host that stopped): frames to them are lost.
+    stopped: Vec<bool>,
+    dirty: Vec<usize>,
+    is_dirty: Vec<bool>,
     order: u64,
     now: u64,
+    seed: u64,
     tap: Option<Tap>,
-    /// Record every frame sent and delivered, and every event, in [`Sim::sent`], [`Sim::delivered`] and
-    /// [`Sim::events`].
+    captures: Vec<Capture>,
+    /// Wake-ups and arrivals handled (the simulator's events).
+    pub wakeups: u64,
+    /// Record every frame sent and delivered in [`Sim::sent`] and [`Sim::delivered`].
     pub keep_log: bool,
     pub sent: Vec<Sent>,
     pub delivered: Vec<Delivered>,
-    /// (time, node, event).
+    /// (time, node, event), always recorded; take them as they come ([`std::mem::take`]) on long runs.
     pub events: Vec<(u64, usize, Event)>,
 }
 
@@ -177,13 +217,27 @@ impl Default for Sim {
 
 impl Sim {
     pub fn new() -> Sim {
+        Sim::with_seed(0)
+    }
+
+    /// A simulation whose random link impairments draw from `seed`.
+    pub fn with_seed(seed: u64) -> Sim {
         Sim {
             devices: Vec::new(),
-            links: BTreeMap::new(),
-            in_flight: BinaryHeap::new(),
+            port_links: Vec::new(),
+            links: Vec::new(),
+            calendar: BinaryHeap::new(),
+            scheduled: Vec::new(),
+            injected: BinaryHeap::new(),
+            stopped: Vec::new(),
+            dirty: Vec::new(),
+            is_dirty: Vec::new(),
             order: 0,
             now: 0,
+            seed,
             tap: None,
+            captures: Vec::new(),
+            wakeups: 0,
             keep_log: false,
             sent: Vec::new(),
             delivered: Vec::new(),
@@ -194,17 +248,70 @@ impl Sim {
     /// Adds a node; its id is its position.
     pub fn add(&mut self, device: Device) -> usize {
         self.devices.push(device);
+        self.port_links.push(Vec::new());
+        self.scheduled.push(None);
+        self.stopped.push(false);
+        self.is_dirty.push(false);
         self.devices.len() - 1
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.devices.len()
     }
 
     /// Joins two ports with a full-duplex link; each direction serialises at its sender's rate.
     pub fn connect(&mut self, a: Endpoint, a_rate_mbps: u32, b: Endpoint, b_rate_mbps: u32, delay_ns: u64) {
-        self.links.insert(a, Link { to: b, rate_mbps: a_rate_mbps, delay_ns });
-        self.links.insert(b, Link { to: a, rate_mbps: b_rate_mbps, delay_ns });
+        self.add_link(a, Link::new(b, a_rate_mbps, delay_ns));
+        self.add_link(b, Link::new(a, b_rate_mbps, delay_ns));
+    }
+
+    /// One direction of a link, from `from` (replacing any it had).
+    pub fn add_link(&mut self, from: Endpoint, link: Link) {
+        // Each direction draws its own random sequence, from the seed and its place in the topology.
+        let mut mix = self.seed ^ ((from.0 as u64) << 32 | from.1 as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let seed = link::splitmix64(&mut mix);
+        let ports = &mut self.port_links[from.0];
+        if ports.len() <= from.1 {
+            ports.resize(from.1 + 1, None);
+        }
+        match ports[from.1] {
+            Some(i) => self.links[i] = LinkState::new(link, seed),
+            None => {
+                ports[from.1] = Some(self.links.len());
+                self.links.push(LinkState::new(link, seed));
+            }
+        }
+    }
+
+    /// The link leaving `from`, if any.
+    pub fn link(&self, from: Endpoint) -> Option<&Link> {
+        self.link_index(from).map(|i| &self.links[i].link)
+    }
+
+    /// What the link leaving `from` carried, lost and corrupted.
+    pub fn link_stats(&self, from: Endpoint) -> Option<LinkStats> {
+        self.link_index(from).map(|i| self.links[i].stats)
+    }
+
+    fn link_index(&self, from: Endpoint) -> Option<usize> {
+        self.port_links.get(from.0)?.get(from.1).copied().flatten()
     }
 
     pub fn set_tap(&mut self, tap: Tap) {
         self.tap = Some(tap);
+    }
+
+    /// Records, from now on, every frame these ports send (timestamped when it leaves, ns since the start
+    /// of the simulation); returns the capture's id for [`Sim::capture_bytes`].
+    pub fn capture(&mut self, ports: Vec<Endpoint>) -> usize {
+        self.captures.push(Capture { ports, pcap: Pcap::new() });
+        self.captures.len() - 1
+    }
+
+    /// The capture as a pcap file, and how many frames it holds.
+    pub fn capture_bytes(&self, id: usize) -> (&[u8], u64) {
+        let pcap = &self.captures[id].pcap;
+        (pcap.bytes(), pcap.frames())
     }
 
     pub fn now(&self) -> u64 {
@@ -225,6 +332,11 @@ impl Sim {
         }
     }
 
+    /// A node, to read.
+    pub fn device(&self, id: usize) -> &Device {
+        &self.devices[id]
+    }
+
     /// A [`Device::Custom`] node as the type it was added as.
     pub fn custom<T: Node>(&mut self, id: usize) -> &mut T {
         match &mut self.devices[id] {
@@ -237,20 +349,40 @@ impl Sim {
         }
     }
 
+    /// Gives a node a new configuration now ([`Node::apply`]).
+    pub fn apply(&mut self, id: usize, config: &ConfigDb) -> Result<(), String> {
+        let now = self.now;
+        let result = self.devices[id].node_mut().apply(config, now);
+        self.reschedule(id);
+        result
+    }
+
+    /// Stops driving a node from now on (a host whose process ended): it sends nothing more, and frames
+    /// that reach it are lost. Its state stays readable.
+    pub fn stop(&mut self, id: usize) {
+        self.stopped[id] = true;
+        self.scheduled[id] = None;
+    }
+
+    pub fn is_stopped(&self, id: usize) -> bool {
+        self.stopped[id]
+    }
+
     /// Puts a frame on the way to a port, arriving at `at` (a host outside the simulation, a test).
     pub fn inject(&mut self, to: Endpoint, at: u64, frame: Vec<u8>) {
         self.order += 1;
-        self.in_flight.push(Reverse((at, self.order, to, frame)));
+        self.injected.push(Reverse((at, self.order, to, frame)));
     }
 
     /// Runs every event up to `end` inclusive, then wakes every node at `end` (pause accounting,
     /// statistics), unless `end` is unbounded (from `u64::MAX / 2` on: until nothing is left to do).
     pub fn run_until(&mut self, end: u64) {
+        // Nodes may have been changed from outside since the last run (flows added, storms started).
+        for id in 0..self.devices.len() {
+            self.reschedule(id);
+        }
         let mut stalls = 0u32;
-        loop {
-            let nodes = self.devices.iter().filter_map(|d| d.node().poll_at());
-            let next = nodes.chain(self.in_flight.peek().map(|Reverse(e)| e.0)).min();
-            let Some(t) = next.filter(|&t| t <= end) else { break };
+        while let Some(t) = self.next_time().filter(|&t| t <= end) {
             if t <= self.now {
                 stalls += 1;
                 assert!(stalls < 1000, "a model keeps asking for {t} at {} without progress", self.now);
@@ -262,45 +394,139 @@ impl Sim {
         }
         if end < u64::MAX / 2 {
             self.now = self.now.max(end);
-            for device in &mut self.devices {
-                device.node_mut().handle_timeout(self.now);
+            for (device, stopped) in self.devices.iter_mut().zip(&self.stopped) {
+                if !stopped {
+                    device.node_mut().handle_timeout(self.now);
+                }
             }
         }
     }
 
-    /// Delivers what has arrived by `now`, then runs every node's timers and transmissions at `now`.
+    /// The earliest pending instant, skipping wake-ups that were superseded.
+    fn next_time(&mut self) -> Option<u64> {
+        while let Some(&Reverse((t, _, Wake::Node(id)))) = self.calendar.peek() {
+            if self.scheduled[id] == Some(t) {
+                break;
+            }
+            self.calendar.pop();
+        }
+        let calendar = self.calendar.peek().map(|Reverse(e)| e.0);
+        let injected = self.injected.peek().map(|Reverse(e)| e.0);
+        calendar.into_iter().chain(injected).min()
+    }
+
+    /// Delivers what has arrived by `now` and wakes the nodes due; then each node touched (in id order)
+    /// runs its timers and transmits what it can at `now`.
     fn step(&mut self) {
         let now = self.now;
-        while self.in_flight.peek().is_some_and(|Reverse(e)| e.0 <= now) {
-            let Reverse((at, _, to, frame)) = self.in_flight.pop().expect("peeked");
-            if self.keep_log {
-                self.delivered.push(Delivered { at, to, frame: frame.clone() });
+        while let Some(&Reverse((t, _, wake))) = self.calendar.peek() {
+            if t > now {
+                break;
             }
-            self.devices[to.0].node_mut().handle_frame(to.1, frame, at);
-        }
-        for id in 0..self.devices.len() {
-            let node = self.devices[id].node_mut();
-            node.handle_timeout(now);
-            for port in 0..node.port_count() {
-                while let Some(tx) = self.devices[id].node_mut().poll_transmit(port, now) {
-                    self.transmit((id, port), now, tx);
+            self.calendar.pop();
+            self.wakeups += 1;
+            match wake {
+                Wake::Node(id) => {
+                    if self.scheduled[id] == Some(t) {
+                        self.scheduled[id] = None;
+                        self.mark(id);
+                    }
+                }
+                Wake::Link(l) => {
+                    while self.links[l].wire.front().is_some_and(|f| f.at <= now) {
+                        let f = self.links[l].wire.pop_front().expect("peeked");
+                        let to = self.links[l].link.to;
+                        self.deliver(to, f.at, f.frame, f.corrupt);
+                    }
+                    if let Some(next) = self.links[l].wire.front().map(|f| f.at) {
+                        self.push(next, Wake::Link(l));
+                    }
                 }
             }
-            while let Some(event) = self.devices[id].node_mut().poll_event() {
-                if self.keep_log {
-                    self.events.push((now, id, event));
-                }
+        }
+        while self.injected.peek().is_some_and(|Reverse(e)| e.0 <= now) {
+            let Reverse((at, _, to, frame)) = self.injected.pop().expect("peeked");
+            self.wakeups += 1;
+            self.deliver(to, at, frame, false);
+        }
+        let mut dirty = std::mem::take(&mut self.dirty);
+        dirty.sort_unstable();
+        for &id in &dirty {
+            self.is_dirty[id] = false;
+            if !self.stopped[id] {
+                self.visit(id, now);
             }
         }
+        dirty.clear();
+        self.dirty = dirty;
+    }
+
+    fn deliver(&mut self, to: Endpoint, at: u64, frame: Vec<u8>, corrupt: bool) {
+        if self.stopped[to.0] {
+            return;
+        }
+        if self.keep_log {
+            self.delivered.push(Delivered { at, to, frame: frame.clone() });
+        }
+        let node = self.devices[to.0].node_mut();
+        if corrupt {
+            node.handle_corrupt(to.1, frame, at);
+        } else {
+            node.handle_frame(to.1, frame, at);
+        }
+        self.mark(to.0);
+    }
+
+    fn mark(&mut self, id: usize) {
+        if !self.is_dirty[id] {
+            self.is_dirty[id] = true;
+            self.dirty.push(id);
+        }
+    }
+
+    /// Runs a node's timers, sends what its ports have ready, collects its events, and books its next
+    /// wake-up.
+    fn visit(&mut self, id: usize, now: u64) {
+        let node = self.devices[id].node_mut();
+        node.handle_timeout(now);
+        for port in 0..node.port_count() {
+            while let Some(tx) = self.devices[id].node_mut().poll_transmit(port, now) {
+                self.transmit((id, port), now, tx);
+            }
+        }
+        while let Some(event) = self.devices[id].node_mut().poll_event() {
+            self.events.push((now, id, event));
+        }
+        self.reschedule(id);
+    }
+
+    /// Books the node's wake-up at the time it asks for, if that changed.
+    fn reschedule(&mut self, id: usize) {
+        if self.stopped[id] {
+            return;
+        }
+        let at = self.devices[id].node().poll_at();
+        if at != self.scheduled[id] {
+            self.scheduled[id] = at;
+            if let Some(t) = at {
+                self.push(t, Wake::Node(id));
+            }
+        }
+    }
+
+    fn push(&mut self, at: u64, wake: Wake) {
+        self.order += 1;
+        self.calendar.push(Reverse((at, self.order, wake)));
     }
 
     fn transmit(&mut self, from: Endpoint, at: u64, tx: Transmit) {
-        let link = self.links.get(&from).copied();
+        let link = self.link_index(from);
         let mut out = tx.frame;
         // The frame is copied only for a tap or the log, which see it as it left the port.
         let mut keep = true;
         if self.tap.is_some() || self.keep_log {
-            let sent = Sent { at, from, to: link.map(|l| l.to), queue: tx.queue, frame: out.clone() };
+            let to = link.map(|l| self.links[l].link.to);
+            let sent = Sent { at, from, to, queue: tx.queue, frame: out.clone() };
             if let Some(tap) = self.tap.as_mut() {
                 keep = tap(&sent, &mut out);
             }
@@ -308,10 +534,18 @@ impl Sim {
                 self.sent.push(sent);
             }
         }
-        if let (Some(link), true) = (link, keep) {
-            let bits = (out.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
-            let serialisation = (bits * 1000).div_ceil(u64::from(link.rate_mbps.max(1)));
-            self.inject(link.to, at + serialisation + link.delay_ns, out);
+        for c in &mut self.captures {
+            if c.ports.contains(&from) {
+                c.pcap.record(at, &out);
+            }
+        }
+        if let (Some(l), true) = (link, keep) {
+            let was_idle = self.links[l].wire.is_empty();
+            if let Fate::Delivered { at: arrival } = self.links[l].send(at, out)
+                && was_idle
+            {
+                self.push(arrival, Wake::Link(l));
+            }
         }
     }
 }

@@ -1,0 +1,202 @@
+//! One direction of a link: its line (rate, propagation delay), what it does to frames (loss, corruption)
+//! and the frames on it.
+//!
+//! **Timing.** A frame occupies the line for its bits (frame + [`WIRE_OVERHEAD_BYTES`]: FCS, preamble,
+//! inter-frame gap) at the line rate, tracked in picoseconds plus an exact remainder, so back-to-back
+//! frames never drift: at 400 Gb/s a 64-byte frame takes 1.68 ns, and a thousand of them take exactly
+//! 1680 ns, not 2000. The last bit reaches the far end `delay` later; the frame is delivered at that
+//! instant rounded up to the nanosecond (the models' clock), an error below 1 ns that never accumulates.
+//! A frame that a model releases at the nanosecond its line frees up (the model rounds up too) is taken as
+//! back to back with the previous one.
+
+use crate::model::scheduler::WIRE_OVERHEAD_BYTES;
+use std::collections::VecDeque;
+
+/// A port of a node: (node id, port).
+pub type Endpoint = (usize, usize);
+
+const PS_PER_NS: u128 = 1000;
+
+/// Which frames an [`Impairment`] counts and hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Frames {
+    /// Every frame.
+    #[default]
+    All,
+    /// RoCEv2 data packets only (UDP 4791, not an ACK, NAK or CNP): what a test of retransmission wants to
+    /// lose, leaving ACKs, PFC and ARP alone.
+    Data,
+}
+
+/// What happens to some frames on a link: a deterministic pattern, or seeded chance.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Impairment {
+    /// The `n`th, `2n`th, ... frame of the kind (`n` ≥ 1).
+    Every { n: u64, frames: Frames },
+    /// Each frame of the kind with this probability (0..=1), drawn from the simulation's seed.
+    Random { probability: f64, frames: Frames },
+}
+
+impl Impairment {
+    fn frames(&self) -> Frames {
+        match self {
+            Impairment::Every { frames, .. } | Impairment::Random { frames, .. } => *frames,
+        }
+    }
+}
+
+/// One direction of a link, as configured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Link {
+    pub to: Endpoint,
+    /// The sender's line rate.
+    pub rate_mbps: u32,
+    /// Propagation delay.
+    pub delay_ns: u64,
+    /// Frames that vanish on the way (nobody counts them).
+    pub loss: Option<Impairment>,
+    /// Frames that arrive with a bad FCS: the receiving port counts and drops them.
+    pub corrupt: Option<Impairment>,
+}
+
+impl Link {
+    pub fn new(to: Endpoint, rate_mbps: u32, delay_ns: u64) -> Link {
+        Link { to, rate_mbps, delay_ns, loss: None, corrupt: None }
+    }
+}
+
+/// What a link direction carried.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LinkStats {
+    pub frames: u64,
+    pub bytes: u64,
+    pub lost: u64,
+    pub corrupted: u64,
+}
+
+/// A frame on the wire: when its last bit arrives, whether its FCS is bad, the frame.
+pub(super) struct OnWire {
+    pub(super) at: u64,
+    pub(super) corrupt: bool,
+    pub(super) frame: Vec<u8>,
+}
+
+/// Where a frame went.
+pub(super) enum Fate {
+    Delivered { at: u64 },
+    Lost,
+}
+
+/// A link direction with its state.
+pub(super) struct LinkState {
+    pub(super) link: Link,
+    /// The line is busy until `free_ps + remainder / rate_mbps` ps.
+    free_ps: u128,
+    remainder: u128,
+    rng: u64,
+    seen_all: u64,
+    seen_data: u64,
+    pub(super) stats: LinkStats,
+    pub(super) wire: VecDeque<OnWire>,
+}
+
+impl LinkState {
+    pub(super) fn new(link: Link, seed: u64) -> LinkState {
+        LinkState {
+            link,
+            free_ps: 0,
+            remainder: 0,
+            rng: seed,
+            seen_all: 0,
+            seen_data: 0,
+            stats: LinkStats::default(),
+            wire: VecDeque::new(),
+        }
+    }
+
+    fn free_ns(&self) -> u64 {
+        (self.free_ps + u128::from(self.remainder > 0)).div_ceil(PS_PER_NS) as u64
+    }
+
+    /// Puts a frame released at `now` on the line; its fate after loss and corruption.
+    pub(super) fn send(&mut self, now: u64, frame: Vec<u8>) -> Fate {
+        let rate = u128::from(self.link.rate_mbps.max(1));
+        if now > self.free_ns() {
+            self.free_ps = u128::from(now) * PS_PER_NS;
+            self.remainder = 0;
+        }
+        // bits × 10^6 / Mb/s = ps.
+        let scaled = (frame.len() as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8 * 1_000_000 + self.remainder;
+        self.free_ps += scaled / rate;
+        self.remainder = scaled % rate;
+        self.stats.frames += 1;
+        self.stats.bytes += frame.len() as u64;
+        let data = is_roce_data(&frame);
+        self.seen_all += 1;
+        self.seen_data += u64::from(data);
+        if let Some(loss) = self.link.loss
+            && self.hits(&loss, data)
+        {
+            self.stats.lost += 1;
+            return Fate::Lost;
+        }
+        let corrupt = self.link.corrupt.is_some_and(|c| self.hits(&c, data));
+        self.stats.corrupted += u64::from(corrupt);
+        let arrival_ps =
+            self.free_ps + u128::from(self.remainder > 0) + u128::from(self.link.delay_ns) * PS_PER_NS;
+        let at = arrival_ps.div_ceil(PS_PER_NS) as u64;
+        self.wire.push_back(OnWire { at, corrupt, frame });
+        Fate::Delivered { at }
+    }
+
+    fn hits(&mut self, what: &Impairment, data: bool) -> bool {
+        let counted = match what.frames() {
+            Frames::All => self.seen_all,
+            Frames::Data if data => self.seen_data,
+            Frames::Data => return false,
+        };
+        match *what {
+            Impairment::Every { n, .. } => n > 0 && counted % n == 0,
+            Impairment::Random { probability, .. } => {
+                // 53 random bits → [0, 1).
+                let x = (splitmix64(&mut self.rng) >> 11) as f64 / (1u64 << 53) as f64;
+                x < probability
+            }
+        }
+    }
+}
+
+/// splitmix64: a small, well-mixed generator whose sequence is the same on every machine.
+pub(super) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A RoCEv2 data packet: IPv4 (untagged or one VLAN tag), UDP to 4791, a BTH opcode other than
+/// Acknowledge (0x11) and CNP (0x81).
+pub fn is_roce_data(frame: &[u8]) -> bool {
+    let mut at = 12;
+    if frame.get(at..at + 2) == Some(&[0x81, 0x00]) {
+        at += 4;
+    }
+    if frame.get(at..at + 2) != Some(&[0x08, 0x00]) {
+        return false;
+    }
+    let ip = at + 2;
+    let Some(&vihl) = frame.get(ip) else { return false };
+    let ihl = usize::from(vihl & 0x0f) * 4;
+    if vihl >> 4 != 4 || ihl < 20 || frame.get(ip + 9) != Some(&17) {
+        return false;
+    }
+    let udp = ip + ihl;
+    let port = frame.get(udp + 2..udp + 4).map(|p| u16::from_be_bytes([p[0], p[1]]));
+    if port != Some(crate::wire::udp::ROCEV2_PORT) {
+        return false;
+    }
+    frame.get(udp + 8).is_some_and(|&opcode| opcode != 0x11 && opcode != 0x81)
+}
