@@ -12,6 +12,7 @@ pub mod headroom;
 pub mod lab;
 pub mod qos_params;
 pub mod show;
+pub mod sim;
 pub mod snapshot;
 
 /// Configuration files shipped in `configs/`, compiled into the binaries so that they work from anywhere.

@@ -57,11 +57,15 @@ pub fn check_headroom(db: &ConfigDb, model: &HeadroomModel) -> Vec<ConfigIssue> 
 
 /// The port's cable length from any CABLE_LENGTH entry (`"40m"`), else the default.
 fn cable_length_m(db: &ConfigDb, port: &str) -> u32 {
+    cable_length_entry(db, port).unwrap_or(DEFAULT_CABLE_LENGTH_M)
+}
+
+/// The port's cable length if a CABLE_LENGTH entry (normally `AZURE`) gives one, in metres.
+pub(crate) fn cable_length_entry(db: &ConfigDb, port: &str) -> Option<u32> {
     db.tables
         .get("CABLE_LENGTH")
         .and_then(|t| t.values().find_map(|fields| fields.get(port)))
         .and_then(|v| v.trim_end_matches('m').parse().ok())
-        .unwrap_or(DEFAULT_CABLE_LENGTH_M)
 }
 
 #[cfg(test)]

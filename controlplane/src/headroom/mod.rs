@@ -27,7 +27,7 @@ use std::fmt;
 
 use crate::show::thousands;
 
-mod check;
+pub(crate) mod check;
 mod generate;
 mod ieee;
 mod lookup;

@@ -133,6 +133,11 @@ impl Drop for Lab {
 pub fn up(topology: &Topology, options: &UpOptions, tokio: &tokio::runtime::Handle) -> anyhow::Result<Lab> {
     let name = options.name.clone().unwrap_or_else(|| topology.name.clone());
     super::topology::check_lab_name(&name).map_err(anyhow::Error::msg)?;
+    if let Some(link) = topology.links.iter().find(|l| l.line.loss_every.is_some()) {
+        bail!(
+            "link {link}: loss-every is for the simulator (swctl sim run): netem has no every-Nth loss; use loss: PERCENT in a lab"
+        );
+    }
     let switchd = find_binary("switchd")?;
     let rocehost = if topology.hosts.is_empty() { None } else { Some(find_binary("rocehost")?) };
 
@@ -389,6 +394,14 @@ fn start_hosts(
 /// (lossless unknown unicast is never flooded, so an unlearned host would be unreachable) and, where they
 /// route, its address. Best effort.
 fn announce(ns: &Netns, host: &HostNode) {
+    let frame = gratuitous_arp(host);
+    if let Ok(mut port) = ns.open_port(&host.interface) {
+        let _ = port.send_batch(&[frame]);
+    }
+}
+
+/// The gratuitous ARP a host sends when its interface comes up.
+pub(crate) fn gratuitous_arp(host: &HostNode) -> Vec<u8> {
     use lossless_dataplane::wire::{ArpOperation, ArpRepr, EtherType, EthernetAddress, build};
     let arp = ArpRepr {
         operation: ArpOperation::Request,
@@ -397,11 +410,7 @@ fn announce(ns: &Netns, host: &HostNode) {
         target_hardware_addr: EthernetAddress([0; 6]),
         target_protocol_addr: host.ip,
     };
-    let frame =
-        build::ethernet(host.mac, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp));
-    if let Ok(mut port) = ns.open_port(&host.interface) {
-        let _ = port.send_batch(&[frame]);
-    }
+    build::ethernet(host.mac, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp))
 }
 
 pub(super) fn describe_up(state: &LabState, topology: &Topology) -> String {

@@ -198,6 +198,40 @@ impl PortSnapshot {
     }
 }
 
+// ---- tables -------------------------------------------------------------------------------------
+
+/// The FDB as `DumpFdb` returns it.
+pub fn fdb_to_proto(switch: &Switch) -> Vec<pb::FdbEntry> {
+    let ports = &switch.config().ports;
+    switch
+        .fdb()
+        .entries()
+        .into_iter()
+        .map(|(vid, mac, e)| pb::FdbEntry {
+            vlan: vid.into(),
+            mac: mac.to_string(),
+            port: ports.get(e.port.index()).map(|p| p.name.clone()).unwrap_or_default(),
+            is_static: e.is_static,
+        })
+        .collect()
+}
+
+/// The neighbour table as `DumpNeighbors` returns it.
+pub fn neighbors_to_proto(switch: &Switch) -> Vec<pb::NeighborEntry> {
+    let interfaces = &switch.config().interfaces;
+    switch
+        .neighbors()
+        .entries()
+        .into_iter()
+        .map(|(ip, n)| pb::NeighborEntry {
+            ip: ip.to_string(),
+            mac: n.mac.to_string(),
+            interface: interfaces.get(n.rif.index()).map(|r| r.name.clone()).unwrap_or_default(),
+            is_static: n.is_static,
+        })
+        .collect()
+}
+
 // ---- watermarks ---------------------------------------------------------------------------------
 
 /// Watermarks of every port (in port order) and pool (by name).

@@ -18,7 +18,8 @@ mod service;
 mod streams;
 
 pub use convert::{
-    CountersSnapshot, WatermarksSnapshot, config_db_from_proto, config_db_to_proto, issues_to_proto,
+    CountersSnapshot, WatermarksSnapshot, config_db_from_proto, config_db_to_proto, event_kind,
+    event_to_proto, fdb_to_proto, issues_to_proto, neighbors_to_proto,
 };
 pub use service::{MIN_COUNTERS_INTERVAL, SwitchService};
 pub use streams::{Limits, StreamInfo, Streams, SubscribeStream};

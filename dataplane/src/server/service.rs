@@ -343,22 +343,7 @@ impl pb::switch_server::Switch for SwitchService {
         &self,
         _: Request<pb::DumpFdbRequest>,
     ) -> Result<Response<pb::DumpFdbResponse>, Status> {
-        let entries = self
-            .call(|ctx| {
-                let ports = &ctx.switch.config().ports;
-                ctx.switch
-                    .fdb()
-                    .entries()
-                    .into_iter()
-                    .map(|(vid, mac, e)| pb::FdbEntry {
-                        vlan: vid.into(),
-                        mac: mac.to_string(),
-                        port: ports.get(e.port.index()).map(|p| p.name.clone()).unwrap_or_default(),
-                        is_static: e.is_static,
-                    })
-                    .collect()
-            })
-            .await?;
+        let entries = self.call(|ctx| super::convert::fdb_to_proto(ctx.switch)).await?;
         Ok(Response::new(pb::DumpFdbResponse { entries }))
     }
 
@@ -389,22 +374,7 @@ impl pb::switch_server::Switch for SwitchService {
         &self,
         _: Request<pb::DumpNeighborsRequest>,
     ) -> Result<Response<pb::DumpNeighborsResponse>, Status> {
-        let entries = self
-            .call(|ctx| {
-                let interfaces = &ctx.switch.config().interfaces;
-                ctx.switch
-                    .neighbors()
-                    .entries()
-                    .into_iter()
-                    .map(|(ip, n)| pb::NeighborEntry {
-                        ip: ip.to_string(),
-                        mac: n.mac.to_string(),
-                        interface: interfaces.get(n.rif.index()).map(|r| r.name.clone()).unwrap_or_default(),
-                        is_static: n.is_static,
-                    })
-                    .collect()
-            })
-            .await?;
+        let entries = self.call(|ctx| super::convert::neighbors_to_proto(ctx.switch)).await?;
         Ok(Response::new(pb::DumpNeighborsResponse { entries }))
     }
 

@@ -132,6 +132,11 @@ enum Command {
         #[command(subcommand)]
         cmd: lossless_controlplane::lab::LabCommand,
     },
+    /// The fabric simulator: a lab's scenario file run on the same models in virtual time, at line rate.
+    Sim {
+        #[command(subcommand)]
+        cmd: lossless_controlplane::sim::SimCommand,
+    },
     /// Hold (or release) egress on a port or one of its queues, like sai_thrift_port_tx_disable.
     Hold {
         port: String,
@@ -244,6 +249,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
+        Command::Sim { cmd } => lossless_controlplane::sim::run(cmd, cli.json),
         command => {
             let switch =
                 lossless_controlplane::lab::resolve_switch(cli.lab.as_deref(), &cli.switch, DEFAULT_SWITCH)?;

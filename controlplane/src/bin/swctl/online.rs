@@ -54,7 +54,8 @@ pub(crate) async fn online(endpoint: &str, json: bool, command: Command) -> anyh
         | Command::Import { .. }
         | Command::QosParams { .. }
         | Command::Headroom { .. }
-        | Command::Lab { .. } => {
+        | Command::Lab { .. }
+        | Command::Sim { .. } => {
             unreachable!("handled offline")
         }
     }

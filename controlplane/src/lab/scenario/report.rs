@@ -5,7 +5,7 @@
 //! `CLOCK_MONOTONIC` (see [`lossless_dataplane::clock`]); the report lines them up as milliseconds after
 //! the hosts were up (`*_ms`: [`ScenarioReport::started`], the origin of the actions' `done_ms` too).
 
-use super::{Expect, FlowMetric, Metric, SAMPLE_INTERVAL_MS, Scenario, Table};
+use super::{Expect, FlowMetric, Metric, Scenario, Table};
 use crate::lab::up;
 use lossless_dataplane::clock;
 use lossless_dataplane::rocehost::report::{Report, RunStart};
@@ -14,7 +14,6 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 #[derive(Debug, Serialize)]
 pub struct Outcome {
@@ -50,6 +49,12 @@ pub struct ScenarioReport {
     pub switches: BTreeMap<String, SwitchSummary>,
     pub expectations: Vec<Outcome>,
     pub ok: bool,
+    /// A simulation's report (`swctl sim run`): times are virtual, `started` is the simulation's origin.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub virtual_time: bool,
+    /// A run cut short (Ctrl-C, `--until` before the end): the results are as of then.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// One flow, from the sender's and the receiver's reports. (Fields in alphabetical order, as the JSON
@@ -139,16 +144,19 @@ pub struct DepthSummary {
     pub mean: f64,
 }
 
-/// What the switches showed.
-pub(super) struct Observed<'a> {
-    pub(super) finals: &'a BTreeMap<String, pb::GetCountersResponse>,
-    pub(super) tables: &'a BTreeMap<String, (Vec<pb::FdbEntry>, Vec<pb::NeighborEntry>)>,
-    pub(super) samples: &'a BTreeMap<String, Vec<(Instant, pb::GetCountersResponse)>>,
-    /// The scenario's duration on this process's clock: queue depths are averaged over it.
-    pub(super) window: (Instant, Instant),
+/// What the switches showed: a lab's over gRPC, a simulation's from its models, in the same messages.
+pub(crate) struct Observed<'a> {
+    pub(crate) finals: &'a BTreeMap<String, pb::GetCountersResponse>,
+    pub(crate) tables: &'a BTreeMap<String, (Vec<pb::FdbEntry>, Vec<pb::NeighborEntry>)>,
+    /// Counter samples per switch, in time order (each stamped by the switch).
+    pub(crate) samples: &'a BTreeMap<String, Vec<pb::GetCountersResponse>>,
+    /// The scenario's duration on the switches' clock (ns): queue depths are averaged over it.
+    pub(crate) window: (u64, u64),
     /// `window.0` on the clock of the switches and hosts, and on the wall clock.
-    pub(super) started: RunStart,
-    pub(super) events: &'a [pb::SwitchEvent],
+    pub(crate) started: RunStart,
+    pub(crate) events: &'a [pb::SwitchEvent],
+    /// Every how many ms the samples were taken (for messages).
+    pub(crate) sample_interval_ms: f64,
 }
 
 impl Observed<'_> {
@@ -163,8 +171,8 @@ impl Observed<'_> {
             .get(switch)
             .into_iter()
             .flatten()
-            .filter(|(at, _)| *at >= self.window.0 && *at <= self.window.1)
-            .filter_map(|(_, c)| c.ports.iter().find(|p| p.name == port))
+            .filter(|c| c.timestamp_ns >= self.window.0 && c.timestamp_ns <= self.window.1)
+            .filter_map(|c| c.ports.iter().find(|p| p.name == port))
             .map(|p| p.queue_depth.get(queue as usize).copied().unwrap_or(0))
             .collect();
         let mean =
@@ -178,9 +186,9 @@ impl Observed<'_> {
         let rx = |c: &pb::GetCountersResponse| {
             c.ports.iter().find(|p| p.name == port_name).and_then(|p| p.pfc.get(prio)).map_or(0, |p| p.rx)
         };
-        let first = s.first().map(|(_, c)| rx(c))?;
-        let i = s.iter().position(|(_, c)| rx(c) > first)?;
-        Some((s[i.saturating_sub(1)].1.timestamp_ns, s[i].1.timestamp_ns))
+        let first = s.first().map(rx)?;
+        let i = s.iter().position(|c| rx(c) > first)?;
+        Some((s[i.saturating_sub(1)].timestamp_ns, s[i].timestamp_ns))
     }
 
     /// Ms from the start of the window to `at_ns` on the switches' and hosts' clock (negative before it),
@@ -209,7 +217,7 @@ fn within(x: f64, min: Option<f64>, max: Option<f64>) -> bool {
     min.is_none_or(|m| x >= m) && max.is_none_or(|m| x <= m)
 }
 
-pub(super) fn evaluate(
+pub(crate) fn evaluate(
     scenario: &Scenario,
     lab: &str,
     dir: &Path,
@@ -341,7 +349,8 @@ pub(super) fn evaluate(
                         (
                             longest <= *within_ms as f64,
                             format!(
-                                "detected {shortest:.1}-{longest:.1} ms after the storm began (the counter samples, every {SAMPLE_INTERVAL_MS} ms, bracket its start); deadlock_detected {counted}"
+                                "detected {shortest:.1}-{longest:.1} ms after the storm began (the counter samples, every {} ms, bracket its start); deadlock_detected {counted}",
+                                number(seen.sample_interval_ms)
                             ),
                         )
                     }
@@ -458,6 +467,8 @@ pub(super) fn evaluate(
         switches,
         expectations: outcomes,
         ok,
+        virtual_time: false,
+        partial: false,
     }
 }
 
@@ -491,12 +502,21 @@ impl ScenarioReport {
         let mut out = String::new();
         let _ =
             writeln!(out, "Scenario {} (lab {}, run directory {})", r.scenario, r.lab, r.run_dir.display());
-        let _ = writeln!(
-            out,
-            "  times: ms after the hosts were up, {} (monotonic {} ns)",
-            clock::format_unix_ns(r.started.unix_ns),
-            r.started.monotonic_ns
-        );
+        if r.virtual_time {
+            let _ = writeln!(
+                out,
+                "  times: ms after the hosts were up, in virtual time (at {} ns of the simulation){}",
+                r.started.monotonic_ns,
+                if r.partial { "; PARTIAL: the run was cut short" } else { "" }
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  times: ms after the hosts were up, {} (monotonic {} ns)",
+                clock::format_unix_ns(r.started.unix_ns),
+                r.started.monotonic_ns
+            );
+        }
         for f in &r.flows {
             let offered = f.offered_mbps.map_or("line rate".to_owned(), |r| format!("{r} Mb/s"));
             let dcqcn = match f.dcqcn_rate_mbps {

@@ -18,8 +18,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Counter snapshots of one switch, with the moment each arrived (on this process's clock).
-type Samples = Arc<Mutex<BTreeMap<String, Vec<(Instant, pb::GetCountersResponse)>>>>;
+/// Counter snapshots per switch, each stamped by the switch.
+type Samples = Arc<Mutex<BTreeMap<String, Vec<pb::GetCountersResponse>>>>;
 type Events = Arc<Mutex<Vec<pb::SwitchEvent>>>;
 
 async fn subscribe(switch: String, endpoint: String, samples: Samples, events: Events) {
@@ -29,12 +29,9 @@ async fn subscribe(switch: String, endpoint: String, samples: Samples, events: E
     let mut stream = stream.into_inner();
     while let Ok(Some(item)) = stream.message().await {
         match item.item {
-            Some(pb::subscribe_response::Item::Counters(c)) => samples
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(switch.clone())
-                .or_default()
-                .push((Instant::now(), c)),
+            Some(pb::subscribe_response::Item::Counters(c)) => {
+                samples.lock().unwrap_or_else(|e| e.into_inner()).entry(switch.clone()).or_default().push(c)
+            }
             Some(pb::subscribe_response::Item::Event(mut e)) => {
                 e.message.clear();
                 if e.kind.starts_with("pfc_storm") {
@@ -109,7 +106,7 @@ fn act(
 }
 
 /// Merges `patch` into `db` field by field, as `config load` writes fields into CONFIG_DB.
-fn merge(db: &mut ConfigDb, patch: &ConfigDb) {
+pub(crate) fn merge(db: &mut ConfigDb, patch: &ConfigDb) {
     for (table, keys) in &patch.tables {
         for (key, fields) in keys {
             let entry = db.tables.entry(table.clone()).or_default().entry(key.clone()).or_default();
@@ -203,10 +200,17 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         reports.insert(h.name.clone(), report);
     }
     let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
-    let window = (start, start + Duration::from_millis(scenario.duration_ms));
+    let window = (started.monotonic_ns, started.monotonic_ns + scenario.duration_ms * 1_000_000);
     let events = std::mem::take(&mut *events.lock().unwrap_or_else(|e| e.into_inner()));
-    let observed =
-        Observed { finals: &finals, tables: &tables, samples: &samples, window, started, events: &events };
+    let observed = Observed {
+        finals: &finals,
+        tables: &tables,
+        samples: &samples,
+        window,
+        started,
+        events: &events,
+        sample_interval_ms: f64::from(SAMPLE_INTERVAL_MS),
+    };
     let report = evaluate(scenario, &lab.state.name, &lab.dir, &observed, &reports, records);
     std::fs::write(lab.dir.join("scenario.json"), serde_json::to_vec_pretty(&report)?)?;
     let down = lab.down(true);

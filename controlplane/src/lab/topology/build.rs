@@ -105,8 +105,11 @@ pub(super) fn build(
         };
         let mut netem = Vec::new();
         let mut mtu = None;
+        let mut line = LineEffects::default();
         if let Some(d) = detail {
-            for (field, value) in [("delay", &d.delay), ("jitter", &d.jitter), ("loss", &d.loss)] {
+            let fields =
+                [("delay", &d.delay), ("jitter", &d.jitter), ("loss", &d.loss), ("corrupt", &d.corrupt)];
+            for (field, value) in fields {
                 if let Some(v) = value {
                     match check_netem_value(field, v) {
                         Ok(()) => {}
@@ -125,6 +128,17 @@ pub(super) fn build(
             }
             if let Some(loss) = &d.loss {
                 netem.extend(["loss".to_owned(), loss.trim().to_owned()]);
+                line.loss_probability = Some(netem_probability(loss));
+            }
+            if let Some(corrupt) = &d.corrupt {
+                netem.extend(["corrupt".to_owned(), corrupt.trim().to_owned()]);
+                line.corrupt_probability = Some(netem_probability(corrupt));
+            }
+            line.delay_ns = d.delay.as_deref().map(netem_time_ns);
+            line.jitter_ns = d.jitter.as_deref().map(netem_time_ns);
+            match d.loss_every {
+                Some(0) => errors.push(format!("{label}: loss-every 0: every Nth packet needs N ≥ 1")),
+                n => line.loss_every = n,
             }
             if let Some(m) = d.mtu {
                 if !(68..=65535).contains(&m) {
@@ -133,7 +147,7 @@ pub(super) fn build(
                 mtu = Some(m);
             }
         }
-        links.push((label, Link { a, b, netem, mtu: mtu.unwrap_or(0) }));
+        links.push((label, Link { a, b, netem, mtu: mtu.unwrap_or(0), line }));
     }
     for (h, spec) in &raw.hosts {
         if let Some(attach) = &spec.attach {
@@ -145,7 +159,7 @@ pub(super) fn build(
                     };
                     links.push((
                         format!("hosts.{h}.attach ({attach})"),
-                        Link { a, b, netem: Vec::new(), mtu: 0 },
+                        Link { a, b, netem: Vec::new(), mtu: 0, line: LineEffects::default() },
                     ));
                 }
                 Err(e) => errors.push(format!("hosts.{h}.attach: {e}")),

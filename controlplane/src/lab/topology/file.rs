@@ -58,6 +58,11 @@ pub(super) struct RawLinkDetail {
     pub(super) delay: Option<String>,
     pub(super) jitter: Option<String>,
     pub(super) loss: Option<String>,
+    /// netem `corrupt`: a percentage of frames with a flipped bit (dropped by the next FCS check).
+    pub(super) corrupt: Option<String>,
+    /// Simulator only: every Nth RoCE data packet is lost (`swctl sim run`; netem has no such pattern).
+    #[serde(rename = "loss-every")]
+    pub(super) loss_every: Option<u64>,
     pub(super) mtu: Option<u32>,
 }
 
@@ -212,18 +217,37 @@ pub(super) fn parse_priorities(value: &serde_yaml::Value) -> Result<Vec<u8>, Str
 /// A netem time (`5ms`, `100us`, `1s`) or percentage (`0.1%`), checked so that tc gets nothing surprising.
 pub(super) fn check_netem_value(field: &str, value: &str) -> Result<(), String> {
     let v = value.trim();
+    let percent = matches!(field, "loss" | "corrupt");
     let (number, units): (&str, &[&str]) =
-        if field == "loss" { (v.strip_suffix('%').unwrap_or(v), &[""]) } else { (v, &["us", "ms", "s"]) };
-    let ok = if field == "loss" {
+        if percent { (v.strip_suffix('%').unwrap_or(v), &[""]) } else { (v, &["us", "ms", "s"]) };
+    let ok = if percent {
         v.ends_with('%') && number.parse::<f64>().is_ok_and(|x| (0.0..=100.0).contains(&x))
     } else {
         units.iter().any(|u| number.strip_suffix(u).is_some_and(|n| n.parse::<f64>().is_ok_and(|x| x >= 0.0)))
     };
     if ok {
         Ok(())
-    } else if field == "loss" {
-        Err(format!("loss {value:?}: expected a percentage such as 0.1%"))
+    } else if percent {
+        Err(format!("{field} {value:?}: expected a percentage such as 0.1%"))
     } else {
         Err(format!("{field} {value:?}: expected a time such as 500us, 2ms or 1s"))
     }
+}
+
+/// A checked netem time (`5ms`, `100us`, `1s`) in ns.
+pub(super) fn netem_time_ns(value: &str) -> u64 {
+    let v = value.trim();
+    let (number, scale) = if let Some(n) = v.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e6)
+    } else {
+        (v.strip_suffix('s').unwrap_or(v), 1e9)
+    };
+    (number.parse::<f64>().unwrap_or(0.0) * scale).round() as u64
+}
+
+/// A checked netem percentage (`0.1%`) as a probability.
+pub(super) fn netem_probability(value: &str) -> f64 {
+    value.trim().trim_end_matches('%').parse::<f64>().unwrap_or(0.0) / 100.0
 }

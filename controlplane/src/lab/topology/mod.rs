@@ -13,6 +13,7 @@
 //! links:
 //!   - sw1:Ethernet0 -- h1:eth0                              # "—", "--" or "<->" between the ends
 //!   - { link: sw1:Ethernet8 -- sw2:Ethernet0, delay: 2ms, jitter: 100us, loss: 0.01% }   # tc netem
+//!   - { link: sw2:Ethernet4 -- h3:eth0, corrupt: 0.1%, loss-every: 256 }  # loss-every: swctl sim run only
 //! traffic:                                                  # swctl lab demo only
 //!   - { from: h1, to: h3, priority: 3, dscp: 3, rate-mbps: 600 }
 //! ```
@@ -132,7 +133,7 @@ impl fmt::Display for End {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Link {
     pub a: End,
     pub b: End,
@@ -140,6 +141,19 @@ pub struct Link {
     pub netem: Vec<String>,
     /// Interface MTU of both ends.
     pub mtu: u32,
+    /// The same settings, parsed, for the simulator.
+    pub line: LineEffects,
+}
+
+/// What a link's `delay`, `jitter`, `loss`, `corrupt` and `loss-every` ask for (both directions).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LineEffects {
+    pub delay_ns: Option<u64>,
+    pub jitter_ns: Option<u64>,
+    pub loss_probability: Option<f64>,
+    pub corrupt_probability: Option<f64>,
+    /// Every Nth RoCE data packet lost (simulator only).
+    pub loss_every: Option<u64>,
 }
 
 impl fmt::Display for Link {

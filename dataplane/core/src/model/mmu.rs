@@ -43,7 +43,7 @@ use super::config::asic::{PgLayout, cells};
 mod configure;
 mod observe;
 
-pub use observe::{PgOccupancy, PoolWatermarks, PortWatermarks, WatermarkKind};
+pub use observe::{PgOccupancy, PgThresholds, PoolWatermarks, PortWatermarks, WatermarkKind};
 
 /// A pool's identity that survives reconfiguration (pools are matched by name).
 pub type PoolId = usize;

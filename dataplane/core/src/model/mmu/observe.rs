@@ -38,7 +38,28 @@ pub struct PoolWatermarks {
     pub headroom_bytes: u64,
 }
 
+/// Where a lossless PG's PFC trips and releases now, in bytes of PG usage (reserved + shared): XOFF once
+/// its shared part reaches the limit (`xoff_bytes` = reserved + limit; a dynamic limit moves as the pool
+/// fills), XON at `max(xon, size + limit − xon_offset)` with no headroom used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PgThresholds {
+    pub xoff_bytes: u64,
+    pub xon_bytes: u64,
+}
+
 impl Mmu {
+    /// The PG's XOFF and XON points at this instant; `None` for a PG that is not lossless or has no profile.
+    pub fn pg_thresholds(&self, port: PortId, pg: u8) -> Option<PgThresholds> {
+        let state = self.ports.get(port.index())?.pgs[usize::from(pg & 7)];
+        let prof = state.profile.filter(|_| state.lossless)?;
+        let limit = self.limit(prof.threshold, prof.pool, state.partition);
+        let xon = prof.xon.max((prof.reserved + limit).saturating_sub(prof.xon_offset));
+        Some(PgThresholds {
+            xoff_bytes: (prof.reserved + limit) * self.cell_bytes,
+            xon_bytes: xon * self.cell_bytes,
+        })
+    }
+
     pub fn pg_occupancy(&self, port: PortId, pg: u8) -> PgOccupancy {
         let cell = self.cell_bytes;
         self.ports.get(port.index()).map_or_else(PgOccupancy::default, |p| {

@@ -1,0 +1,176 @@
+//! A topology as a simulation: one switch model per switch (its configuration applied), one NIC model per
+//! host configured as `swctl lab up` configures its rocehost (address, line rate, MTU, PFC, DCQCN
+//! options, the scenario's flows), and one link per topology link.
+//!
+//! Link timing: a port's rate is its `PORT|speed` (a host's `line-rate-mbps`), each direction at its
+//! sender's rate; the propagation delay is the cable's, 5 ns per metre of the `CABLE_LENGTH` entry of
+//! the switch port at either end (the longer), else the link's `delay:`, else SONiC's default cable of
+//! 5 m. `loss:` and `corrupt:` are seeded chance per frame, `loss-every: N` loses every Nth RoCE data
+//! packet; `jitter:` is not simulated (it would reorder frames).
+
+use crate::headroom::DEFAULT_CABLE_LENGTH_M;
+use crate::headroom::check::cable_length_entry;
+use crate::lab::topology::{End, LineEffects, Topology};
+use crate::lab::up::flow_qp;
+use anyhow::{Context, bail};
+use lossless_dataplane::model::Switch;
+use lossless_dataplane::nic::{FlowConfig, Nic, NicConfig};
+use lossless_dataplane::sim::{Device, Endpoint, Frames, Impairment, Link, Sim};
+use std::collections::BTreeMap;
+
+/// Propagation delay of a cable, ns per metre (light in fibre or copper, about 2/3 c).
+pub const NS_PER_METRE: u64 = 5;
+
+/// Virtual time at which the hosts are up and the scenario's clock starts: the gratuitous ARPs the hosts
+/// send at 0 have reached the switches by then.
+pub const ORIGIN_NS: u64 = 1_000_000;
+
+/// The simulation and where each node of the topology is in it.
+pub struct Fabric {
+    pub sim: Sim,
+    pub switches: BTreeMap<String, usize>,
+    pub hosts: BTreeMap<String, usize>,
+    /// Each topology link: (label, end a, end b, delay ns).
+    pub links: Vec<(String, Endpoint, Endpoint, u64)>,
+}
+
+impl Fabric {
+    /// The simulation endpoint of `node:port`.
+    pub fn endpoint(&mut self, end: &End) -> Option<Endpoint> {
+        if let Some(&id) = self.hosts.get(&end.node) {
+            return Some((id, 0));
+        }
+        let id = *self.switches.get(&end.node)?;
+        self.sim.switch(id).port_id(&end.port).map(|p| (id, p.index()))
+    }
+}
+
+/// splitmix64 draws: the QPNs and initial PSNs of the flows, from the run's seed.
+fn draw(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Builds the fabric; flows stop starting messages at `until_ns`.
+pub fn build(topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<Fabric> {
+    let mut sim = Sim::with_seed(seed);
+    let mut switches = BTreeMap::new();
+    for s in &topology.switches {
+        let mut switch = Switch::new();
+        switch
+            .apply(&s.config, 0)
+            .map_err(|e| anyhow::anyhow!("switch {} ({}): {e}", s.name, s.config_source))?;
+        switches.insert(s.name.clone(), sim.add(Device::Switch(Box::new(switch))));
+    }
+    let mut hosts = BTreeMap::new();
+    for h in &topology.hosts {
+        let mut cfg = NicConfig {
+            mac: h.mac,
+            ip: h.ip,
+            line_rate_mbps: h.line_rate_mbps,
+            mtu: h.mtu,
+            pfc_enable: h.pfc.iter().fold(0u8, |m, p| m | 1 << p),
+            ..NicConfig::default()
+        };
+        cfg.set_dcqcn_param("time_scale", &h.dcqcn_time_scale.to_string())
+            .map_err(|e| anyhow::anyhow!("host {}: dcqcn time-scale: {e}", h.name))?;
+        for (name, value) in &h.dcqcn_params {
+            cfg.set_dcqcn_param(name, value)
+                .map_err(|e| anyhow::anyhow!("host {}: dcqcn {name}: {e}", h.name))?;
+        }
+        let nic = Nic::new(cfg).with_context(|| format!("host {}", h.name))?;
+        hosts.insert(h.name.clone(), sim.add(Device::Nic(Box::new(nic))));
+    }
+    let mut fabric = Fabric { sim, switches, hosts, links: Vec::new() };
+    for link in &topology.links {
+        let (Some(a), Some(b)) = (fabric.endpoint(&link.a), fabric.endpoint(&link.b)) else {
+            bail!("link {link}: an end is not in the simulation");
+        };
+        let rate = |f: &mut Fabric, end: &End, ep: Endpoint| -> u32 {
+            match topology.host(&end.node) {
+                Some(h) => h.line_rate_mbps,
+                None => f.sim.switch(ep.0).config().ports[ep.1].speed_mbps,
+            }
+        };
+        let (rate_a, rate_b) = (rate(&mut fabric, &link.a, a), rate(&mut fabric, &link.b, b));
+        let cable = [&link.a, &link.b]
+            .iter()
+            .filter_map(|end| {
+                topology.switch(&end.node).and_then(|s| cable_length_entry(&s.config, &end.port))
+            })
+            .max();
+        let delay_ns = match (cable, link.line.delay_ns) {
+            (Some(m), _) => u64::from(m) * NS_PER_METRE,
+            (None, Some(d)) => d,
+            (None, None) => u64::from(DEFAULT_CABLE_LENGTH_M) * NS_PER_METRE,
+        };
+        let (loss, corrupt) = impairments(&link.line);
+        fabric.sim.add_link(a, Link { loss, corrupt, ..Link::new(b, rate_a, delay_ns) });
+        fabric.sim.add_link(b, Link { loss, corrupt, ..Link::new(a, rate_b, delay_ns) });
+        fabric.links.push((link.to_string(), a, b, delay_ns));
+    }
+    add_flows(&mut fabric, topology, seed, until_ns)?;
+    announce(&mut fabric, topology);
+    Ok(fabric)
+}
+
+fn impairments(line: &LineEffects) -> (Option<Impairment>, Option<Impairment>) {
+    let loss = match (line.loss_every, line.loss_probability) {
+        (Some(n), _) => Some(Impairment::Every { n, frames: Frames::Data }),
+        (None, Some(p)) if p > 0.0 => Some(Impairment::Random { probability: p, frames: Frames::All }),
+        _ => None,
+    };
+    let corrupt = line
+        .corrupt_probability
+        .filter(|&p| p > 0.0)
+        .map(|probability| Impairment::Random { probability, frames: Frames::All });
+    (loss, corrupt)
+}
+
+/// The scenario's flows, as `swctl lab up` gives them to rocehost: flow `i` goes to QP [`flow_qp`]`(i)`
+/// from UDP port 49152 + i, its own QPN and first PSN drawn from the seed.
+fn add_flows(fabric: &mut Fabric, topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<()> {
+    let mut draws = seed ^ 0x5eed_f10e;
+    for (i, f) in topology.traffic.iter().enumerate() {
+        let (Some(src), Some(dst)) = (topology.host(&f.from), topology.host(&f.to)) else {
+            bail!("flow {i}: {} or {} is not a host", f.from, f.to);
+        };
+        let Some(next_hop) = src.next_hop_mac(dst) else {
+            bail!("flow {i}: {} has no way to {}", f.from, f.to)
+        };
+        let flow = FlowConfig {
+            id: i as u32 + 1,
+            dst_ip: dst.ip,
+            dst_mac: next_hop,
+            src_port: 49152 + i as u16,
+            src_qp: 2 + (draw(&mut draws) % 0xff_fff0) as u32,
+            dst_qp: flow_qp(i),
+            dscp: f.dscp,
+            priority: f.priority,
+            rate_mbps: f.rate_mbps,
+            message_bytes: f.message_bytes,
+            messages: f.messages,
+            start_ns: ORIGIN_NS + f.start_ms * 1_000_000,
+            until_ns: Some(until_ns),
+            initial_psn: (draw(&mut draws) & 0xff_ffff) as u32,
+            dcqcn: f.dcqcn,
+        };
+        let id = fabric.hosts[&f.from];
+        fabric.sim.nic(id).add_flow(flow).with_context(|| format!("flow {i} ({} → {})", f.from, f.to))?;
+    }
+    Ok(())
+}
+
+/// Each host's gratuitous ARP at time 0, as a lab host announces itself: the switches learn its MAC and,
+/// where they route, its address.
+fn announce(fabric: &mut Fabric, topology: &Topology) {
+    for h in &topology.hosts {
+        let Some(attached) = &h.attached else { continue };
+        let Some(to) = fabric.endpoint(attached) else { continue };
+        let frame = crate::lab::up::gratuitous_arp(h);
+        fabric.sim.inject(to, 0, frame);
+    }
+}

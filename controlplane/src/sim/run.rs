@@ -1,0 +1,357 @@
+//! Running a scenario in virtual time: the fabric built, the timeline's steps carried out at their instants,
+//! counters sampled for the report and the time series, then the same evaluation as `swctl lab run`.
+
+use super::fabric::{self, Fabric, ORIGIN_NS};
+use super::series::{Key, Series};
+use crate::lab::scenario::report::{ActionRecord, Observed, ScenarioReport, evaluate};
+use crate::lab::scenario::run::merge;
+use crate::lab::scenario::{ActionKind, SAMPLE_INTERVAL_MS, Scenario};
+use crate::lab::topology::resolve_switch_config;
+use anyhow::bail;
+use lossless_dataplane::io::runtime::TimedEvent;
+use lossless_dataplane::model::PortId;
+use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::rocehost::report::{Report, RunStart};
+use lossless_dataplane::server::{CountersSnapshot, event_to_proto, fdb_to_proto, neighbors_to_proto};
+use lossless_dataplane::sim::Device;
+use lossless_proto::v1 as pb;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// After the scenario's duration the senders start no new message; the run goes on this long so that what
+/// is in flight arrives and is acknowledged (the lab waits 500 ms of wall time for the same).
+pub const DRAIN_NS: u64 = 100_000_000;
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub seed: u64,
+    /// End of the run, ns after the origin (default: the scenario's duration + [`DRAIN_NS`]).
+    pub until_ns: Option<u64>,
+    /// Time-series resolution.
+    pub resolution_ns: u64,
+    /// `node:port` ends whose link is captured.
+    pub pcap: Vec<String>,
+    /// Where the report, series and captures go (named in the report).
+    pub out: PathBuf,
+    /// Called now and then with (virtual ns done, virtual ns to do); returns false to stop (Ctrl-C).
+    pub progress: Option<fn(u64, u64) -> bool>,
+}
+
+/// What a run produced.
+pub struct Outcome {
+    pub report: ScenarioReport,
+    pub series: Series,
+    /// (file name, pcap bytes, frames).
+    pub captures: Vec<(String, Vec<u8>, u64)>,
+    /// Simulator events handled (wake-ups and arrivals).
+    pub events: u64,
+    /// Virtual ns simulated.
+    pub virtual_ns: u64,
+}
+
+/// A timed thing to do: a storm switched on or off, or a scenario action.
+enum Todo {
+    Storm { host: String, priorities: u8, interval_ns: u64 },
+    Action(usize),
+}
+
+pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
+    let duration_ns = scenario.duration_ms * 1_000_000;
+    let end = ORIGIN_NS + options.until_ns.unwrap_or(duration_ns + DRAIN_NS);
+    let mut f = fabric::build(&scenario.topology, options.seed, ORIGIN_NS + duration_ns)?;
+    let mut captures = Vec::new();
+    for spec in &options.pcap {
+        let (ends, name) = capture_ends(&mut f, spec)?;
+        captures.push((name, f.sim.capture(ends)));
+    }
+    let mut todo: Vec<(u64, Todo)> = Vec::new();
+    for s in &scenario.storms {
+        let priorities = s.priorities.iter().fold(0u8, |m, p| m | 1 << p);
+        let on = Todo::Storm { host: s.host.clone(), priorities, interval_ns: s.interval_us * 1000 };
+        todo.push((ORIGIN_NS + s.start_ms * 1_000_000, on));
+        if let Some(stop) = s.stop_ms {
+            let off = Todo::Storm { host: s.host.clone(), priorities: 0, interval_ns: 0 };
+            todo.push((ORIGIN_NS + stop * 1_000_000, off));
+        }
+    }
+    for (i, a) in scenario.actions.iter().enumerate() {
+        todo.push((ORIGIN_NS + a.at_ms * 1_000_000, Todo::Action(i)));
+    }
+    todo.sort_by_key(|(at, _)| *at); // stable: file order at equal times
+    let mut todo = todo.into_iter().peekable();
+
+    let mut configs: BTreeMap<String, ConfigDb> =
+        scenario.topology.switches.iter().map(|s| (s.name.clone(), s.config.clone())).collect();
+    // Report samples every 10 ms as in a lab, or 100 per run for short ones (at least the series').
+    let sample_ns = (SAMPLE_INTERVAL_MS as u64 * 1_000_000).min(duration_ns / 100).max(options.resolution_ns);
+    let mut samples: BTreeMap<String, Vec<pb::GetCountersResponse>> = BTreeMap::new();
+    let mut events = Vec::new();
+    let mut records = Vec::new();
+    let mut series = Series::new(options.resolution_ns);
+    let mut recorder = Recorder::default();
+    let mut next_sample = ORIGIN_NS;
+    let mut next_point = ORIGIN_NS;
+    let mut partial = false;
+    f.sim.run_until(ORIGIN_NS - 1);
+    loop {
+        let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);
+        let t = next_todo.min(next_sample).min(next_point).min(end);
+        f.sim.run_until(t);
+        collect_events(&mut f, &mut events);
+        while let Some((_, what)) = todo.next_if(|(at, _)| *at <= t) {
+            match what {
+                Todo::Storm { host, priorities, interval_ns } => {
+                    let id = f.hosts[&host];
+                    f.sim.nic(id).set_storm(priorities, interval_ns);
+                }
+                Todo::Action(i) => records.push(act(&mut f, &mut configs, scenario, i, t)?),
+            }
+        }
+        if t == next_point {
+            recorder.record(&mut f, scenario, &mut series, t - ORIGIN_NS.min(t));
+            next_point += options.resolution_ns;
+        }
+        if t == next_sample {
+            for (name, &id) in &f.switches {
+                let c = CountersSnapshot::take(f.sim.switch(id), t).to_proto();
+                samples.entry(name.clone()).or_default().push(c);
+            }
+            next_sample += sample_ns;
+        }
+        if let Some(progress) = options.progress
+            && !progress(t, end)
+        {
+            partial = t < end;
+            break;
+        }
+        if t >= end {
+            break;
+        }
+    }
+    let now = f.sim.now();
+    let mut finals = BTreeMap::new();
+    let mut tables = BTreeMap::new();
+    for (name, &id) in &f.switches {
+        let switch = f.sim.switch(id);
+        finals.insert(name.clone(), CountersSnapshot::take(switch, now).to_proto());
+        tables.insert(name.clone(), (fdb_to_proto(switch), neighbors_to_proto(switch)));
+    }
+    let started = RunStart { monotonic_ns: ORIGIN_NS, unix_ns: ORIGIN_NS };
+    let mut reports = BTreeMap::new();
+    for (name, &id) in &f.hosts {
+        let nic = f.sim.nic(id);
+        reports.insert(name.clone(), Report { start: Some(started), ..Report::from(nic.report()) });
+    }
+    let observed = Observed {
+        finals: &finals,
+        tables: &tables,
+        samples: &samples,
+        window: (ORIGIN_NS, ORIGIN_NS + duration_ns),
+        started,
+        events: &events,
+        sample_interval_ms: sample_ns as f64 / 1e6,
+    };
+    let lab = format!("simulation, seed {}", options.seed);
+    let mut report = evaluate(scenario, &lab, &options.out, &observed, &reports, records);
+    report.virtual_time = true;
+    report.partial = partial || options.until_ns.is_some_and(|u| u < duration_ns);
+    let captures = captures
+        .into_iter()
+        .map(|(name, id)| {
+            let (bytes, frames) = f.sim.capture_bytes(id);
+            (name, bytes.to_vec(), frames)
+        })
+        .collect();
+    Ok(Outcome { report, series, captures, events: f.sim.wakeups, virtual_ns: now.saturating_sub(ORIGIN_NS) })
+}
+
+/// `node:port` → both ends of its link, and the capture's file name.
+fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<(usize, usize)>, String)> {
+    let Some((node, port)) = spec.split_once(':') else { bail!("--pcap {spec}: expected NODE:PORT") };
+    let end = crate::lab::topology::End { node: node.into(), port: port.into() };
+    let Some(ep) = f.endpoint(&end) else { bail!("--pcap {spec}: no such node and port") };
+    let Some(other) = f.sim.link(ep).map(|l| l.to) else { bail!("--pcap {spec}: the port has no link") };
+    let file: String = spec
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .collect();
+    Ok((vec![ep, other], format!("{file}.pcap")))
+}
+
+/// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms).
+fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>) {
+    for (at_ns, node, event) in std::mem::take(&mut f.sim.events) {
+        if !matches!(f.sim.device(node), Device::Switch(_)) {
+            continue;
+        }
+        let mut e = event_to_proto(&TimedEvent { at_ns, event });
+        if e.kind.starts_with("pfc_storm") {
+            e.message.clear();
+            e.wall_time_unix_ns = at_ns; // virtual time has no wall clock
+            out.push(e);
+        }
+    }
+}
+
+/// Carries out one scenario action at `t`, as `swctl lab run` does over gRPC.
+fn act(
+    f: &mut Fabric,
+    configs: &mut BTreeMap<String, ConfigDb>,
+    scenario: &Scenario,
+    index: usize,
+    t: u64,
+) -> anyhow::Result<ActionRecord> {
+    let a = &scenario.actions[index];
+    let (action, result) = match &a.kind {
+        ActionKind::FlushFdb { switch, port } => {
+            let id = f.switches[switch];
+            let sw = f.sim.switch(id);
+            let port_id = port.as_deref().and_then(|p| sw.port_id(p));
+            let n = sw.flush_fdb(None, port_id);
+            (
+                format!("flush-fdb {switch}{}", port.as_ref().map(|p| format!(" {p}")).unwrap_or_default()),
+                format!("{n} entr{} flushed", if n == 1 { "y" } else { "ies" }),
+            )
+        }
+        ActionKind::StopHost { host } => {
+            f.sim.stop(f.hosts[host]);
+            (format!("stop-host {host}"), "host stopped".into())
+        }
+        ActionKind::Apply { switch, config, replace, source } => {
+            let running = configs.get_mut(switch).expect("every switch has a configuration");
+            let mut db = if *replace {
+                config.clone()
+            } else {
+                let mut db = running.clone();
+                merge(&mut db, config);
+                db
+            };
+            resolve_switch_config(&mut db).map_err(|issues| {
+                anyhow::anyhow!(
+                    "{} (at {} ms): apply to {switch} ({source}): {}",
+                    a.step,
+                    a.at_ms,
+                    issues.join("; ")
+                )
+            })?;
+            let id = f.switches[switch];
+            f.sim.apply(id, &db).map_err(|e| {
+                anyhow::anyhow!("{} (at {} ms): apply to {switch} ({source}): {e}", a.step, a.at_ms)
+            })?;
+            *running = db;
+            (
+                format!("apply {source} to {switch}{}", if *replace { " (replace)" } else { " (merge)" }),
+                format!("generation {}", f.sim.switch(id).generation()),
+            )
+        }
+    };
+    let done_ms = (t - ORIGIN_NS) / 1_000_000;
+    Ok(ActionRecord { step: a.step.clone(), at_ms: a.at_ms, done_ms, action, result })
+}
+
+/// Samples the time series; remembers what per-interval rates need.
+#[derive(Default)]
+struct Recorder {
+    /// Per flow: (sent bytes, acked bytes) at the previous sample.
+    flows: BTreeMap<usize, (u64, u64)>,
+    last_t: Option<u64>,
+}
+
+impl Recorder {
+    fn record(&mut self, f: &mut Fabric, scenario: &Scenario, series: &mut Series, t: u64) {
+        let key = |series: &'static str, node: &str, port: &str, index: usize| Key {
+            series,
+            node: node.to_owned(),
+            port: port.to_owned(),
+            index: index as u8,
+        };
+        for (name, &id) in &f.switches {
+            let sw = f.sim.switch(id);
+            let cell = sw.mmu().cell_bytes();
+            for (p, port) in sw.config().ports.iter().enumerate() {
+                let pid = PortId::new(p);
+                for q in 0..8u8 {
+                    let cells = sw.mmu().queue_cells(pid, q);
+                    series.record(
+                        key("queue_frames", name, &port.name, q.into()),
+                        t,
+                        sw.queue_depth(pid, q) as f64,
+                    );
+                    series.record(key("queue_cells", name, &port.name, q.into()), t, cells as f64);
+                    series.record(key("queue_bytes", name, &port.name, q.into()), t, (cells * cell) as f64);
+                    let occupancy = sw.mmu().pg_occupancy(pid, q);
+                    let used = occupancy.reserved_bytes + occupancy.shared_bytes + occupancy.headroom_bytes;
+                    series.record(key("pg_bytes", name, &port.name, q.into()), t, used as f64);
+                    series.record(
+                        key("pg_headroom_bytes", name, &port.name, q.into()),
+                        t,
+                        occupancy.headroom_bytes as f64,
+                    );
+                    if used > 0 || series.get(&key("pg_xoff_bytes", name, &port.name, q.into())).is_some() {
+                        if let Some(th) = sw.mmu().pg_thresholds(pid, q) {
+                            series.record(
+                                key("pg_xoff_bytes", name, &port.name, q.into()),
+                                t,
+                                th.xoff_bytes as f64,
+                            );
+                            series.record(
+                                key("pg_xon_bytes", name, &port.name, q.into()),
+                                t,
+                                th.xon_bytes as f64,
+                            );
+                        }
+                    }
+                }
+                if let Some((asserted, paused)) = sw.pfc_state(pid) {
+                    for prio in 0..8usize {
+                        let bit = |m: u8| f64::from((m >> prio) & 1);
+                        series.record(key("pfc_xoff_sent", name, &port.name, prio), t, bit(asserted));
+                        series.record(key("pfc_paused", name, &port.name, prio), t, bit(paused));
+                    }
+                }
+                if let Some(c) = sw.port_counters(pid) {
+                    for (q, qc) in c.queues.iter().enumerate() {
+                        series.record(
+                            key("ecn_marked", name, &port.name, q),
+                            t,
+                            qc.ecn_marked_packets as f64,
+                        );
+                    }
+                }
+            }
+        }
+        for (name, &id) in &f.hosts {
+            let paused = f.sim.nic(id).paused_priorities();
+            for prio in 0..8usize {
+                series.record(key("pfc_paused", name, "eth", prio), t, f64::from((paused >> prio) & 1));
+            }
+        }
+        let interval = self.last_t.map(|l| t.saturating_sub(l)).filter(|&i| i > 0);
+        for (i, flow) in scenario.topology.traffic.iter().enumerate() {
+            let id = f.hosts[&flow.from];
+            let Some(stats) = f.sim.nic(id).flow_stats(i as u32 + 1) else { continue };
+            let label = format!("flow{i}");
+            let prio = usize::from(flow.priority);
+            let (sent, acked) =
+                self.flows.insert(i, (stats.sent_bytes, stats.acked_bytes)).unwrap_or_default();
+            if let Some(ns) = interval {
+                let mbps = |bytes: u64| bytes as f64 * 8.0 * 1e3 / ns as f64;
+                series.record(
+                    key("flow_tx_mbps", &flow.from, &label, prio),
+                    t,
+                    mbps(stats.sent_bytes - sent),
+                );
+                series.record(
+                    key("flow_acked_mbps", &flow.from, &label, prio),
+                    t,
+                    mbps(stats.acked_bytes - acked),
+                );
+            }
+            let rate = stats.dcqcn.map_or(0.0, |d| d.current_rate_mbps);
+            series.record(key("flow_dcqcn_rate_mbps", &flow.from, &label, prio), t, rate);
+            series.record(key("flow_cnps", &flow.from, &label, prio), t, stats.cnps_received as f64);
+        }
+        self.last_t = Some(t);
+    }
+}

@@ -1,0 +1,147 @@
+//! Time series of a simulation, sampled every `--resolution-us`: what engineers plot.
+//!
+//! | series | key | value |
+//! |---|---|---|
+//! | `queue_frames`, `queue_cells`, `queue_bytes` | switch, port, queue | egress queue depth (bytes = cells × cell size) |
+//! | `pg_bytes`, `pg_headroom_bytes` | switch, port, PG | lossless PG usage (reserved + shared + headroom), headroom part |
+//! | `pg_xoff_bytes`, `pg_xon_bytes` | switch, port, PG | where the PG's PFC trips and releases now (a dynamic limit moves) |
+//! | `pfc_xoff_sent` | switch, port, priority | 1 while the port asserts XOFF for the priority |
+//! | `pfc_paused` | switch or host, port, priority | 1 while the peer's PFC pauses the port's priority |
+//! | `ecn_marked` | switch, port, queue | CE marks so far |
+//! | `flow_tx_mbps`, `flow_acked_mbps` | host, flow, priority | the sender's rate over the last sample, sent and acknowledged |
+//! | `flow_dcqcn_rate_mbps` | host, flow, priority | the DCQCN reaction point's current rate |
+//! | `flow_cnps` | host, flow, priority | CNPs the sender received so far |
+//!
+//! A series starts at its first non-zero sample (zero before) and keeps a point only where its value
+//! changes, plus the last sample: exact as a step function, small on long runs.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// What a series is of: (series name, node, port or flow, queue / PG / priority).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Key {
+    pub series: &'static str,
+    pub node: String,
+    pub port: String,
+    pub index: u8,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SeriesOut<'a> {
+    #[serde(flatten)]
+    pub key: &'a Key,
+    /// (µs after the hosts were up, value).
+    pub points: &'a [(f64, f64)],
+}
+
+#[derive(Debug, Default)]
+pub struct Series {
+    pub resolution_ns: u64,
+    /// Points per key, time in ns after the origin.
+    data: BTreeMap<Key, Vec<(u64, f64)>>,
+    last_t: u64,
+}
+
+impl Series {
+    pub fn new(resolution_ns: u64) -> Series {
+        Series { resolution_ns, data: BTreeMap::new(), last_t: 0 }
+    }
+
+    /// The value of a series at `t` (ns after the origin).
+    pub fn record(&mut self, key: Key, t: u64, value: f64) {
+        self.last_t = self.last_t.max(t);
+        match self.data.get_mut(&key) {
+            Some(points) => {
+                if points.last().is_some_and(|&(_, v)| v != value) {
+                    points.push((t, value));
+                }
+            }
+            None if value != 0.0 => {
+                let before = t.saturating_sub(self.resolution_ns);
+                self.data.insert(key, vec![(before, 0.0), (t, value)]);
+            }
+            None => {}
+        }
+    }
+
+    pub fn get(&self, key: &Key) -> Option<&[(u64, f64)]> {
+        self.data.get(key).map(Vec::as_slice)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
+        self.data.keys()
+    }
+
+    /// Each series with a point at the last sample too, times in µs.
+    fn finished(&self) -> Vec<(&Key, Vec<(f64, f64)>)> {
+        self.data
+            .iter()
+            .map(|(k, points)| {
+                let mut out: Vec<(f64, f64)> = points.iter().map(|&(t, v)| (us(t), v)).collect();
+                if let Some(&(t, v)) = points.last()
+                    && t < self.last_t
+                {
+                    out.push((us(self.last_t), v));
+                }
+                (k, out)
+            })
+            .collect()
+    }
+
+    /// `time_us,series,node,port,index,value`, one row per point, series by series.
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from("time_us,series,node,port,index,value\n");
+        for (k, points) in self.finished() {
+            for (t, v) in points {
+                let _ = writeln!(out, "{t},{},{},{},{},{v}", k.series, k.node, k.port, k.index);
+            }
+        }
+        out
+    }
+
+    pub fn to_json(&self) -> serde_json::Result<String> {
+        let finished = self.finished();
+        let series: Vec<SeriesOut> =
+            finished.iter().map(|(key, points)| SeriesOut { key, points: points.as_slice() }).collect();
+        #[derive(Serialize)]
+        struct File<'a> {
+            resolution_us: f64,
+            series: Vec<SeriesOut<'a>>,
+        }
+        serde_json::to_string(&File { resolution_us: us(self.resolution_ns), series })
+    }
+}
+
+/// ns → µs, to the ns.
+pub fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(series: &'static str) -> Key {
+        Key { series, node: "sw1".into(), port: "Ethernet0".into(), index: 3 }
+    }
+
+    #[test]
+    fn a_series_starts_at_its_first_non_zero_value_and_keeps_changes_only() {
+        let mut s = Series::new(1000);
+        s.record(key("queue_cells"), 1000, 0.0);
+        s.record(key("queue_cells"), 2000, 5.0);
+        s.record(key("queue_cells"), 3000, 5.0);
+        s.record(key("queue_cells"), 4000, 0.0);
+        s.record(key("pg_bytes"), 5000, 0.0);
+        assert_eq!(s.get(&key("queue_cells")).unwrap(), &[(1000, 0.0), (2000, 5.0), (4000, 0.0)]);
+        assert!(s.get(&key("pg_bytes")).is_none());
+        let csv = s.to_csv();
+        assert_eq!(
+            csv,
+            "time_us,series,node,port,index,value\n1,queue_cells,sw1,Ethernet0,3,0\n2,queue_cells,sw1,Ethernet0,3,5\n4,queue_cells,sw1,Ethernet0,3,0\n5,queue_cells,sw1,Ethernet0,3,0\n"
+        );
+        assert!(s.to_json().unwrap().contains(r#""series":"queue_cells","node":"sw1""#));
+    }
+}
