@@ -19,24 +19,13 @@ use std::process::Command;
 const SRC: EthernetAddress = EthernetAddress([0x02, 0x11, 0x22, 0x33, 0x44, 0x55]);
 const DST: EthernetAddress = EthernetAddress([0x02, 0x66, 0x77, 0x88, 0x99, 0xaa]);
 
-/// Writes a classic pcap (microsecond timestamps, LINKTYPE_ETHERNET).
+/// Writes a pcap (the simulator's writer: nanosecond timestamps), frame i at i seconds.
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&0i32.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
+    let mut pcap = lossless_dataplane::sim::pcap::Pcap::new();
     for (i, frame) in frames.iter().enumerate() {
-        out.extend_from_slice(&(i as u32).to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        out.extend_from_slice(frame);
+        pcap.record(i as u64 * 1_000_000_000, frame);
     }
-    std::fs::write(path, out).unwrap();
+    std::fs::write(path, pcap.bytes()).unwrap();
 }
 
 /// Runs tshark over the pcap and returns, per frame, the values of `fields` (tab-separated in tshark's

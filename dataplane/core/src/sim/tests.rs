@@ -275,3 +275,117 @@ fn a_stopped_node_sends_nothing_and_takes_nothing() {
     assert_eq!(sim.sent.iter().filter(|s| s.from == (1, 0)).count(), sent_by_b);
     assert!(sim.sent.iter().filter(|s| s.from == (0, 0)).count() > sent_by_b);
 }
+
+/// 802.1Qbb frame: (class-enable vector, quanta of priority 3), if it is one.
+fn pfc_quanta3(frame: &[u8]) -> Option<(u8, u16)> {
+    (frame.len() >= 34 && frame[12..14] == [0x88, 0x08] && frame[14..16] == [0x01, 0x01])
+        .then(|| (frame[17], u16::from_be_bytes([frame[24], frame[25]])))
+}
+
+#[test]
+fn pfc_across_a_100g_link_reaches_the_sender_one_delay_later_and_headroom_takes_the_flight() {
+    // Two senders into one port at 100G, lossless priority 3: PG 3 trips after 20 KB of shared buffer;
+    // 100 m cables (500 ns).
+    let yaml = r#"
+DEVICE_METADATA: { localhost: { mac: "02:4c:53:00:00:01" } }
+PORT: { Ethernet0: { speed: 100000, mtu: 9100 }, Ethernet4: { speed: 100000, mtu: 9100 }, Ethernet8: { speed: 100000, mtu: 9100 } }
+VLAN: { Vlan10: { vlanid: 10 } }
+VLAN_MEMBER:
+  Vlan10|Ethernet0: { tagging_mode: untagged }
+  Vlan10|Ethernet4: { tagging_mode: untagged }
+  Vlan10|Ethernet8: { tagging_mode: untagged }
+FDB:
+  Vlan10|02:00:00:00:00:0a: { port: Ethernet0 }
+  Vlan10|02:00:00:00:00:0b: { port: Ethernet4 }
+  Vlan10|02:00:00:00:00:0c: { port: Ethernet8 }
+DSCP_TO_TC_MAP: { AZURE: { "3": "3" } }
+TC_TO_PRIORITY_GROUP_MAP: { AZURE: { "3": "3" } }
+PORT_QOS_MAP: { "Ethernet0,Ethernet4,Ethernet8": { dscp_to_tc_map: AZURE, tc_to_pg_map: AZURE, pfc_enable: "3" } }
+BUFFER_ASIC: { global: { cell_size: 256 } }
+BUFFER_POOL:
+  ingress_lossless_pool: { type: ingress, mode: static, size: 20000000, xoff: 2000000 }
+  egress_lossless_pool: { type: egress, mode: static, size: 20000000 }
+BUFFER_PROFILE:
+  pg_lossless: { pool: ingress_lossless_pool, size: 0, static_th: 20480, xoff: 409600, xon: 0, xon_offset: 2560 }
+  egress_lossless_profile: { pool: egress_lossless_pool, size: 0, static_th: 20000000 }
+BUFFER_PG: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: pg_lossless } }
+BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_profile } }
+"#;
+    const DELAY: u64 = 500;
+    let mut switch = Switch::new();
+    switch.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), 0).unwrap();
+    let mut sim = Sim::new();
+    let sw = sim.add(Device::Switch(Box::new(switch)));
+    let c_mac = EthernetAddress([0x02, 0, 0, 0, 0, 0x0c]);
+    let host = |mac, ip| {
+        let cfg = NicConfig {
+            line_rate_mbps: 100_000,
+            mtu: 4200,
+            pfc_enable: 1 << 3,
+            ..nic(mac, ip).config().clone()
+        };
+        Device::Nic(Box::new(Nic::new(cfg).unwrap()))
+    };
+    let a = sim.add(host(A_MAC, A_IP));
+    let b = sim.add(host(B_MAC, B_IP));
+    let c = sim.add(host(c_mac, Ipv4Addr::new(10, 0, 0, 3)));
+    for (n, port) in [(a, 0), (b, 1), (c, 2)] {
+        sim.connect((n, 0), 100_000, (sw, port), 100_000, DELAY);
+    }
+    for (n, id) in [(a, 1), (b, 2)] {
+        let flow = FlowConfig {
+            id,
+            dst_ip: Ipv4Addr::new(10, 0, 0, 3),
+            dst_mac: c_mac,
+            dst_qp: 0x100 + id,
+            dscp: 3,
+            priority: 3,
+            message_bytes: 65536,
+            ..FlowConfig::default()
+        };
+        sim.nic(n).add_flow(flow).unwrap();
+    }
+    sim.keep_log = true;
+    sim.run_until(300_000);
+
+    // The first XOFF the switch sent A, and when A got it: its bits at 100G after the line was free, plus
+    // the cable.
+    let xoff = sim
+        .sent
+        .iter()
+        .find(|s| s.from == (sw, 0) && pfc_quanta3(&s.frame).is_some_and(|(ce, q)| ce & 8 != 0 && q > 0))
+        .expect("the switch paused A");
+    let got =
+        sim.delivered.iter().find(|d| d.to == (a, 0) && d.frame == xoff.frame && d.at >= xoff.at).unwrap();
+    let pfc_bits_ns = ((xoff.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8 * 1000).div_ceil(100_000);
+    assert!(
+        (xoff.at + pfc_bits_ns + DELAY..=xoff.at + pfc_bits_ns + DELAY + 1).contains(&got.at),
+        "XOFF sent at {} reached A at {} (expected {} + {pfc_bits_ns} + {DELAY})",
+        xoff.at,
+        got.at,
+        xoff.at
+    );
+    // From then on A starts no data frame until it is released (XON or expiry).
+    let released = sim
+        .delivered
+        .iter()
+        .filter(|d| d.to == (a, 0) && d.at > got.at)
+        .find(|d| pfc_quanta3(&d.frame).is_some_and(|(ce, q)| ce & 8 != 0 && q == 0))
+        .map_or(got.at + 100_000, |d| d.at);
+    let data_while_paused = sim
+        .sent
+        .iter()
+        .filter(|s| s.from == (a, 0) && s.at >= got.at && s.at < released && link::is_roce_data(&s.frame))
+        .count();
+    assert_eq!(data_while_paused, 0, "A sent data between {} and {released}", got.at);
+    // What A had in flight landed in PG 3's headroom: some, and at most two cable delays, the PFC frame
+    // and one frame on each end at 100G (12.5 bytes per ns), in 256-byte cells; nothing was dropped.
+    let wm =
+        sim.switch(sw).mmu().port_watermarks(PortId::new(0), crate::model::mmu::WatermarkKind::Persistent);
+    let frame = 4200 + 18 + WIRE_OVERHEAD_BYTES;
+    let bound = (2 * DELAY + pfc_bits_ns) * 100_000 / 8_000 + 2 * frame + 2 * 256;
+    assert!(wm.pg_headroom_bytes[3] > 0 && wm.pg_headroom_bytes[3] <= bound, "{wm:?} (bound {bound})");
+    let counters = sim.switch(sw).port_counters(PortId::new(0)).unwrap();
+    assert_eq!(counters.rx_drp, 0, "{counters:?}");
+    assert!(sim.nic(a).flow_stats(1).unwrap().acked_bytes > 0);
+}
