@@ -260,7 +260,7 @@ impl<T: Queued> Scheduler<T> {
     /// (bit q = queue q paused by PFC or held) is eligible under its shapers. Marks the line busy for the
     /// frame's serialisation time.
     pub fn dequeue(&mut self, now_ns: u64, blocked: u8) -> Option<(u8, T)> {
-        if now_ns < self.line_free_at_ns() {
+        if self.total_len == 0 || now_ns < self.line_free_at_ns() {
             return None;
         }
         let (q, step) = self.pick(now_ns, blocked)?;
@@ -319,6 +319,9 @@ impl<T: Queued> Scheduler<T> {
     /// Earliest instant >= now at which `dequeue(…, blocked)` could return `Some` (line free and the shapers
     /// of some non-blocked queue hold enough for its head), `None` if every non-blocked queue is empty.
     pub fn next_ready_at(&self, now_ns: u64, blocked: u8) -> Option<u64> {
+        if self.total_len == 0 {
+            return None;
+        }
         let queue_ready = (0..QUEUES)
             .filter(|&q| blocked & (1 << q) == 0)
             .filter_map(|q| {

@@ -293,6 +293,9 @@ impl Switch {
             state.egress.occupy_line(now_ns, frame.len());
             return Some(Transmit { frame, queue: None });
         }
+        if state.egress.is_empty() {
+            return None;
+        }
         let blocked = self.blocked_queues(port, now_ns);
         let (queue, mut item) = self.ports[port.index()].egress.dequeue(now_ns, blocked)?;
         self.release(&item.alloc);
@@ -328,6 +331,9 @@ impl Switch {
         let state = &self.ports[port.index()];
         let line = state.egress.line_free_at_ns();
         let pfc = state.pfc.next_frame_at(now_ns).map(|t| t.max(line));
+        if state.egress.is_empty() {
+            return pfc;
+        }
         let blocked = self.blocked_queues(port, now_ns);
         let data = state.egress.next_ready_at(now_ns, blocked);
         let paused_with_packets = (0..8u8).any(|q| blocked & (1 << q) != 0 && state.egress.len(q) > 0);
