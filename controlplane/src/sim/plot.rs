@@ -21,6 +21,14 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(0x17, 0xbe, 0xcf),
 ];
 
+fn kb(bytes: &f64) -> String {
+    match *bytes {
+        b if b >= 1e6 => format!("{:.1} MB", b / 1e6),
+        b if b >= 1e4 => format!("{:.0} KB", b / 1e3),
+        b => format!("{b:.0} B"),
+    }
+}
+
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plot: {e}")
 }
@@ -107,13 +115,13 @@ fn plot_port(series: &Series, keys: &[&Key], title: &str, path: &Path, end_ns: u
     // Egress queues, with pauses from the peer shaded.
     let y_max = max_of(&["queue_bytes"]);
     let mut chart = ChartBuilder::on(&top)
-        .caption("egress queue depth (bytes); shaded: paused by the peer's PFC", ("sans-serif", 14))
+        .caption("egress queue depth; shaded: paused by the peer's PFC", ("sans-serif", 14))
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..x_max, 0f64..y_max)
         .map_err(err)?;
-    chart.configure_mesh().x_desc("µs").draw().map_err(err)?;
+    chart.configure_mesh().x_desc("µs").y_label_formatter(&kb).draw().map_err(err)?;
     for k in of("pfc_paused") {
         let colour = COLOURS[usize::from(k.index) % 8];
         let shade = spans(series.get(k).unwrap_or_default(), end_ns)
@@ -121,6 +129,7 @@ fn plot_port(series: &Series, keys: &[&Key], title: &str, path: &Path, end_ns: u
             .map(|(a, b)| Rectangle::new([(a, y_max * 0.96), (b, y_max)], colour.mix(0.5).filled()));
         chart.draw_series(shade).map_err(err)?;
     }
+    let has_lines = !of("queue_bytes").is_empty();
     for k in of("queue_bytes") {
         let colour = COLOURS[usize::from(k.index) % 8];
         chart
@@ -132,27 +141,26 @@ fn plot_port(series: &Series, keys: &[&Key], title: &str, path: &Path, end_ns: u
             .label(format!("queue {}", k.index))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    if has_lines {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
 
     // Ingress PGs against their XOFF/XON points, XOFF asserted shaded.
     let y_max = max_of(&["pg_bytes", "pg_xoff_bytes"]);
     let mut chart = ChartBuilder::on(&bottom)
-        .caption(
-            "ingress PG usage (bytes) vs XOFF (dashed) and XON (dotted); shaded: XOFF sent",
-            ("sans-serif", 14),
-        )
+        .caption("ingress PG usage vs XOFF (dashed) and XON (dotted); shaded: XOFF sent", ("sans-serif", 14))
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..x_max, 0f64..y_max)
         .map_err(err)?;
-    chart.configure_mesh().x_desc("µs").draw().map_err(err)?;
+    chart.configure_mesh().x_desc("µs").y_label_formatter(&kb).draw().map_err(err)?;
     for k in of("pfc_xoff_sent") {
         let colour = COLOURS[usize::from(k.index) % 8];
         let shade = spans(series.get(k).unwrap_or_default(), end_ns)
@@ -160,6 +168,7 @@ fn plot_port(series: &Series, keys: &[&Key], title: &str, path: &Path, end_ns: u
             .map(|(a, b)| Rectangle::new([(a, y_max * 0.96), (b, y_max)], colour.mix(0.5).filled()));
         chart.draw_series(shade).map_err(err)?;
     }
+    let has_lines = !of("pg_bytes").is_empty();
     for k in of("pg_bytes") {
         let colour = COLOURS[usize::from(k.index) % 8];
         chart
@@ -179,13 +188,15 @@ fn plot_port(series: &Series, keys: &[&Key], title: &str, path: &Path, end_ns: u
             }
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
+    if has_lines {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
     root.present().map_err(err)?;
     Ok(())
 }
