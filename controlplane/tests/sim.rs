@@ -45,8 +45,9 @@ fn every_shipped_scenario_holds_in_virtual_time() {
     let mut names: Vec<String> = std::fs::read_dir(SCENARIOS)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        // `*-switch.yaml` are the switch configurations the scenarios name.
-        .filter(|n| n.ends_with(".yaml") && !n.ends_with("-switch.yaml"))
+        // `*-switch.yaml` are the switch configurations the scenarios name; incast-100g-lossy.yaml is the
+        // benchmark's workload (15 M events: bench/sim.sh), too long for a debug build.
+        .filter(|n| n.ends_with(".yaml") && !n.ends_with("-switch.yaml") && n != "incast-100g-lossy.yaml")
         .collect();
     names.sort();
     assert!(names.len() >= 5, "{names:?}");

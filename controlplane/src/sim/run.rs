@@ -288,19 +288,20 @@ impl Recorder {
                         t,
                         occupancy.headroom_bytes as f64,
                     );
-                    if used > 0 || series.get(&key("pg_xoff_bytes", name, &port.name, q.into())).is_some() {
-                        if let Some(th) = sw.mmu().pg_thresholds(pid, q) {
-                            series.record(
-                                key("pg_xoff_bytes", name, &port.name, q.into()),
-                                t,
-                                th.xoff_bytes as f64,
-                            );
-                            series.record(
-                                key("pg_xon_bytes", name, &port.name, q.into()),
-                                t,
-                                th.xon_bytes as f64,
-                            );
-                        }
+                    let tracked = series.get(&key("pg_xoff_bytes", name, &port.name, q.into())).is_some();
+                    if (used > 0 || tracked)
+                        && let Some(th) = sw.mmu().pg_thresholds(pid, q)
+                    {
+                        series.record(
+                            key("pg_xoff_bytes", name, &port.name, q.into()),
+                            t,
+                            th.xoff_bytes as f64,
+                        );
+                        series.record(
+                            key("pg_xon_bytes", name, &port.name, q.into()),
+                            t,
+                            th.xon_bytes as f64,
+                        );
                     }
                 }
                 if let Some((asserted, paused)) = sw.pfc_state(pid) {

@@ -53,11 +53,8 @@ impl Series {
     pub fn record(&mut self, key: Key, t: u64, value: f64) {
         self.last_t = self.last_t.max(t);
         match self.data.get_mut(&key) {
-            Some(points) => {
-                if points.last().is_some_and(|&(_, v)| v != value) {
-                    points.push((t, value));
-                }
-            }
+            Some(points) if points.last().is_some_and(|&(_, v)| v != value) => points.push((t, value)),
+            Some(_) => {}
             None if value != 0.0 => {
                 let before = t.saturating_sub(self.resolution_ns);
                 self.data.insert(key, vec![(before, 0.0), (t, value)]);
