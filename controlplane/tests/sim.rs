@@ -147,3 +147,30 @@ fn the_capture_decodes_in_tshark_with_nanosecond_times_pfc_quanta_psns_and_ecn()
     assert!(psns.len() > 10 && psns.windows(2).any(|w| w[1] == (w[0] + 1) & 0xff_ffff), "{psns:?}");
     assert!(field(&receiver, 3).iter().any(|e| e == "3"), "no CE mark reached h33");
 }
+
+#[test]
+fn ctrl_c_ends_a_run_with_a_partial_report() {
+    let out = OutDir::new("interrupt");
+    // The lossy 100G incast takes minutes in a debug build: interrupted long before its end.
+    let file = format!("{SCENARIOS}/incast-100g-lossy.yaml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_swctl"))
+        .args(["sim", "run", &file, "--out", out.path(), "--no-plots", "--resolution-us", "1000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // swctl creates the output directory once its signal handlers are in place.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !out.0.exists() {
+        assert!(std::time::Instant::now() < deadline, "swctl did not start");
+        assert!(child.try_wait().unwrap().is_none(), "swctl exited early");
+        std::thread::yield_now();
+    }
+    let interrupted = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(interrupted, 0);
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(1), "{}", text(&done));
+    let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
+    assert_eq!(report["partial"], true, "{report:#}");
+    assert!(String::from_utf8_lossy(&done.stdout).contains("PARTIAL"), "{}", text(&done));
+}

@@ -74,9 +74,10 @@ pub fn run(command: SimCommand, json: bool) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let out = out.unwrap_or_else(|| PathBuf::from(format!("sim-{}", scenario.name)));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // Handlers first: once the output directory exists, Ctrl-C ends the run with a partial report.
     let signals =
         lossless_dataplane::shutdown::Shutdown::install_with(|_, _| STOP.store(true, Ordering::SeqCst))?;
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let options = run::Options {
         seed,
         until_ns,
