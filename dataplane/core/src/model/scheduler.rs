@@ -189,6 +189,8 @@ pub struct Scheduler<T: Queued> {
     /// The line is busy until `line_free_at_ps + line_remainder / speed_mbps` ps.
     line_free_at_ps: u128,
     line_remainder: u64,
+    /// `line_free_at_ps + line_remainder / speed` rounded up to the ns: asked for on every poll.
+    line_free_ns: u64,
     total_len: usize,
 }
 
@@ -205,6 +207,7 @@ impl<T: Queued> Scheduler<T> {
             min_bandwidth_last: QUEUES - 1,
             line_free_at_ps: 0,
             line_remainder: 0,
+            line_free_ns: 0,
             total_len: 0,
         }
     }
@@ -218,6 +221,7 @@ impl<T: Queued> Scheduler<T> {
             // The remainder is in units of the old speed: round the line time up to the next ps.
             self.line_free_at_ps += u128::from(self.line_remainder > 0);
             self.line_remainder = 0;
+            self.line_free_ns = self.exact_line_free_ns();
             self.speed_mbps = speed_mbps;
         }
         let unit = CreditUnit::of(&queues);
@@ -308,10 +312,15 @@ impl<T: Queued> Scheduler<T> {
         let scaled = bits * PS_PER_BIT_AT_1_MBPS + u128::from(self.line_remainder);
         self.line_free_at_ps += scaled / speed;
         self.line_remainder = (scaled % speed) as u64;
+        self.line_free_ns = self.exact_line_free_ns();
     }
 
     /// When the frame on the line ends, rounded up to the ns.
     pub fn line_free_at_ns(&self) -> u64 {
+        self.line_free_ns
+    }
+
+    fn exact_line_free_ns(&self) -> u64 {
         let ps = self.line_free_at_ps + u128::from(self.line_remainder > 0);
         u64::try_from(ps.div_ceil(PS_PER_NS)).unwrap_or(u64::MAX)
     }

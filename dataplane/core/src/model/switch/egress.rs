@@ -278,6 +278,13 @@ impl Switch {
     /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
     pub fn poll_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
         self.note_time(now_ns);
+        // Most polls find the port busy or idle: answer those before any arithmetic.
+        let state = self.ports.get(port.index())?;
+        let pfc_due = state.pfc.next_frame_at(now_ns).is_some_and(|t| t <= now_ns);
+        if state.egress.line_free_at_ns() > now_ns || !state.oper_up || (!pfc_due && state.egress.is_empty())
+        {
+            return None;
+        }
         let speed = self.config.ports.get(port.index())?.speed_mbps;
         let mac = self.config.ports[port.index()].mac;
         let quanta = self.config.asic.pfc_pause_quanta;
