@@ -15,6 +15,7 @@ use crate::lab::up::flow_qp;
 use anyhow::{Context, bail};
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::nic::{FlowConfig, Nic, NicConfig};
+use lossless_dataplane::sim::link::splitmix64;
 use lossless_dataplane::sim::{Device, Endpoint, Frames, Impairment, Link, Sim};
 use std::collections::BTreeMap;
 
@@ -43,15 +44,6 @@ impl Fabric {
         let id = *self.switches.get(&end.node)?;
         self.sim.switch(id).port_id(&end.port).map(|p| (id, p.index()))
     }
-}
-
-/// splitmix64 draws: the QPNs and initial PSNs of the flows, from the run's seed.
-fn draw(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Builds the fabric; flows stop starting messages at `until_ns`.
@@ -146,7 +138,7 @@ fn add_flows(fabric: &mut Fabric, topology: &Topology, seed: u64, until_ns: u64)
             dst_ip: dst.ip,
             dst_mac: next_hop,
             src_port: 49152 + i as u16,
-            src_qp: 2 + (draw(&mut draws) % 0xff_fff0) as u32,
+            src_qp: 2 + (splitmix64(&mut draws) % 0xff_fff0) as u32,
             dst_qp: flow_qp(i),
             dscp: f.dscp,
             priority: f.priority,
@@ -155,7 +147,7 @@ fn add_flows(fabric: &mut Fabric, topology: &Topology, seed: u64, until_ns: u64)
             messages: f.messages,
             start_ns: ORIGIN_NS + f.start_ms * 1_000_000,
             until_ns: Some(until_ns),
-            initial_psn: (draw(&mut draws) & 0xff_ffff) as u32,
+            initial_psn: (splitmix64(&mut draws) & 0xff_ffff) as u32,
             dcqcn: f.dcqcn,
         };
         let id = fabric.hosts[&f.from];

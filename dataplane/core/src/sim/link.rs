@@ -169,7 +169,7 @@ impl LinkState {
 }
 
 /// splitmix64: a small, well-mixed generator whose sequence is the same on every machine.
-pub(super) fn splitmix64(state: &mut u64) -> u64 {
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
