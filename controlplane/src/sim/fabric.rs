@@ -166,3 +166,44 @@ fn announce(fabric: &mut Fabric, topology: &Topology) {
         fabric.sim.inject(to, 0, frame);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::topology::RelativeTo;
+
+    const TOPOLOGY: &str = r#"
+switches:
+  sw1:
+    config:
+      DEVICE_METADATA: { localhost: { mac: "02:4c:53:00:00:01" } }
+      PORT: { Ethernet0: { speed: 25000 }, Ethernet4: { speed: 100000 }, Ethernet8: { speed: 100000 } }
+      CABLE_LENGTH: { AZURE: { Ethernet0: 100m } }
+hosts:
+  h1: { ip: 10.0.0.1/24, attach: sw1:Ethernet0, line-rate-mbps: 100000 }
+  h2: { ip: 10.0.0.2/24 }
+  h3: { ip: 10.0.0.3/24, attach: sw1:Ethernet8 }
+links:
+  - { link: sw1:Ethernet4 -- h2:eth0, delay: 2us, loss-every: 256, corrupt: 0.5% }
+"#;
+
+    #[test]
+    fn delays_come_from_cable_lengths_then_link_delays_then_5_metres_and_rates_from_each_end() {
+        let t = Topology::parse(TOPOLOGY, "t", "test", &RelativeTo(".".into())).unwrap();
+        let mut f = build(&t, 1, ORIGIN_NS).unwrap();
+        let sw = f.switches["sw1"];
+        let (h1, h2, h3) = (f.hosts["h1"], f.hosts["h2"], f.hosts["h3"]);
+        let link = |f: &Fabric, from: Endpoint| *f.sim.link(from).unwrap();
+        // CABLE_LENGTH 100 m: 500 ns both ways; each direction at its sender's rate.
+        assert_eq!((link(&f, (sw, 0)).delay_ns, link(&f, (sw, 0)).rate_mbps), (500, 25_000));
+        assert_eq!((link(&f, (h1, 0)).delay_ns, link(&f, (h1, 0)).rate_mbps), (500, 100_000));
+        // No cable entry: the link's delay, with its impairments.
+        let to_h2 = link(&f, (sw, 1));
+        assert_eq!((to_h2.to, to_h2.delay_ns), ((h2, 0), 2_000));
+        assert_eq!(to_h2.loss, Some(Impairment::Every { n: 256, frames: Frames::Data }));
+        assert_eq!(to_h2.corrupt, Some(Impairment::Random { probability: 0.005, frames: Frames::All }));
+        // Neither: SONiC's default 5 m cable.
+        assert_eq!(link(&f, (h3, 0)).delay_ns, 25);
+        assert_eq!(f.sim.switch(sw).port_count(), 3);
+    }
+}
