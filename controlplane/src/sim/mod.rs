@@ -51,7 +51,7 @@ pub enum SimCommand {
         /// Capture the link of NODE:PORT (both directions) into OUT/NODE-PORT.pcap. Repeatable.
         #[arg(long)]
         pcap: Vec<String>,
-        /// Output directory (default: sim-<scenario name>).
+        /// Output directory (default: `sim-<scenario name>`).
         #[arg(long)]
         out: Option<PathBuf>,
         /// No SVG plots.
