@@ -111,92 +111,94 @@ fn plot_port(series: &Series, keys: &[&Key], title: &str, path: &Path, end_ns: u
     root.fill(&WHITE).map_err(err)?;
     let root = root.titled(title, ("sans-serif", 20)).map_err(err)?;
     let (top, bottom) = root.split_vertically(350);
-
-    // Egress queues, with pauses from the peer shaded.
-    let y_max = max_of(&["queue_bytes"]);
-    let mut chart = ChartBuilder::on(&top)
-        .caption("egress queue depth; shaded: paused by the peer's PFC", ("sans-serif", 14))
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-        .map_err(err)?;
-    chart.configure_mesh().x_desc("µs").y_label_formatter(&kb).draw().map_err(err)?;
-    for k in of("pfc_paused") {
-        let colour = COLOURS[usize::from(k.index) % 8];
-        let shade = spans(series.get(k).unwrap_or_default(), end_ns)
-            .into_iter()
-            .map(|(a, b)| Rectangle::new([(a, y_max * 0.96), (b, y_max)], colour.mix(0.5).filled()));
-        chart.draw_series(shade).map_err(err)?;
-    }
-    let has_lines = !of("queue_bytes").is_empty();
-    for k in of("queue_bytes") {
-        let colour = COLOURS[usize::from(k.index) % 8];
-        chart
-            .draw_series(LineSeries::new(
-                steps(series.get(k).unwrap_or_default(), end_ns),
-                colour.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(format!("queue {}", k.index))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
-    }
-    if has_lines {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-    }
-
-    // Ingress PGs against their XOFF/XON points, XOFF asserted shaded.
-    let y_max = max_of(&["pg_bytes", "pg_xoff_bytes"]);
-    let mut chart = ChartBuilder::on(&bottom)
-        .caption("ingress PG usage vs XOFF (dashed) and XON (dotted); shaded: XOFF sent", ("sans-serif", 14))
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-        .map_err(err)?;
-    chart.configure_mesh().x_desc("µs").y_label_formatter(&kb).draw().map_err(err)?;
-    for k in of("pfc_xoff_sent") {
-        let colour = COLOURS[usize::from(k.index) % 8];
-        let shade = spans(series.get(k).unwrap_or_default(), end_ns)
-            .into_iter()
-            .map(|(a, b)| Rectangle::new([(a, y_max * 0.96), (b, y_max)], colour.mix(0.5).filled()));
-        chart.draw_series(shade).map_err(err)?;
-    }
-    let has_lines = !of("pg_bytes").is_empty();
-    for k in of("pg_bytes") {
-        let colour = COLOURS[usize::from(k.index) % 8];
-        chart
-            .draw_series(LineSeries::new(
-                steps(series.get(k).unwrap_or_default(), end_ns),
-                colour.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(format!("PG {}", k.index))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
-        for (threshold, size, spacing) in [("pg_xoff_bytes", 8, 6), ("pg_xon_bytes", 2, 5)] {
-            let key = Key { series: threshold, ..(*k).clone() };
-            if let Some(points) = series.get(&key) {
-                let line =
-                    DashedLineSeries::new(steps(points, end_ns), size, spacing, colour.stroke_width(1));
-                chart.draw_series(line).map_err(err)?;
-            }
-        }
-    }
-    if has_lines {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-    }
+    let queues = Panel {
+        caption: "egress queue depth; shaded: paused by the peer's PFC",
+        shaded: of("pfc_paused"),
+        lines: of("queue_bytes"),
+        label: "queue",
+        thresholds: false,
+        y_max: max_of(&["queue_bytes"]),
+    };
+    queues.draw(&top, series, x_max, end_ns)?;
+    let pgs = Panel {
+        caption: "ingress PG usage vs XOFF (dashed) and XON (dotted); shaded: XOFF sent",
+        shaded: of("pfc_xoff_sent"),
+        lines: of("pg_bytes"),
+        label: "PG",
+        thresholds: true,
+        y_max: max_of(&["pg_bytes", "pg_xoff_bytes"]),
+    };
+    pgs.draw(&bottom, series, x_max, end_ns)?;
     root.present().map_err(err)?;
     Ok(())
+}
+
+/// One chart of a port's plot: step lines per queue or PG (with the PG's XOFF/XON points where the series
+/// has them), and 0/1 series shaded along the top.
+struct Panel<'a> {
+    caption: &'static str,
+    shaded: Vec<&'a Key>,
+    lines: Vec<&'a Key>,
+    label: &'static str,
+    /// Draw each line's `pg_xoff_bytes` / `pg_xon_bytes` (PG panels).
+    thresholds: bool,
+    y_max: f64,
+}
+
+impl Panel<'_> {
+    fn draw(
+        &self,
+        area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+        series: &Series,
+        x_max: f64,
+        end_ns: u64,
+    ) -> anyhow::Result<()> {
+        let y_max = self.y_max;
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.caption, ("sans-serif", 14))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .map_err(err)?;
+        chart.configure_mesh().x_desc("µs").y_label_formatter(&kb).draw().map_err(err)?;
+        for k in &self.shaded {
+            let colour = COLOURS[usize::from(k.index) % 8];
+            let shade = spans(series.get(k).unwrap_or_default(), end_ns)
+                .into_iter()
+                .map(|(a, b)| Rectangle::new([(a, y_max * 0.96), (b, y_max)], colour.mix(0.5).filled()));
+            chart.draw_series(shade).map_err(err)?;
+        }
+        for k in &self.lines {
+            let colour = COLOURS[usize::from(k.index) % 8];
+            chart
+                .draw_series(LineSeries::new(
+                    steps(series.get(k).unwrap_or_default(), end_ns),
+                    colour.stroke_width(2),
+                ))
+                .map_err(err)?
+                .label(format!("{} {}", self.label, k.index))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
+            let thresholds: &[(&'static str, u32, u32)] =
+                if self.thresholds { &[("pg_xoff_bytes", 8, 6), ("pg_xon_bytes", 2, 5)] } else { &[] };
+            for &(threshold, size, spacing) in thresholds {
+                let key = Key { series: threshold, ..(*k).clone() };
+                if let Some(points) = series.get(&key) {
+                    let line =
+                        DashedLineSeries::new(steps(points, end_ns), size, spacing, colour.stroke_width(1));
+                    chart.draw_series(line).map_err(err)?;
+                }
+            }
+        }
+        if !self.lines.is_empty() {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()
+                .map_err(err)?;
+        }
+        Ok(())
+    }
 }

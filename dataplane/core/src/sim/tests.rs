@@ -16,6 +16,19 @@ fn nic(mac: EthernetAddress, ip: Ipv4Addr) -> Nic {
     Nic::new(NicConfig { mac, ip, line_rate_mbps: 25_000, mtu: 1068, ..NicConfig::default() }).unwrap()
 }
 
+/// Flow 1 to QP 0x12 of `dst`: `messages` messages of `message_bytes`.
+fn flow_to(dst_ip: Ipv4Addr, dst_mac: EthernetAddress, message_bytes: u64, messages: u64) -> FlowConfig {
+    FlowConfig {
+        id: 1,
+        dst_ip,
+        dst_mac,
+        dst_qp: 0x12,
+        message_bytes,
+        messages: Some(messages),
+        ..FlowConfig::default()
+    }
+}
+
 /// A sends 10 one-packet messages to B over a 1 µs link; everything logged.
 fn pair() -> Sim {
     let mut sim = Sim::new();
@@ -23,15 +36,7 @@ fn pair() -> Sim {
         (sim.add(Device::Nic(Box::new(nic(A_MAC, A_IP)))), sim.add(Device::Nic(Box::new(nic(B_MAC, B_IP)))));
     sim.connect((a, 0), 25_000, (b, 0), 25_000, 1_000);
     sim.keep_log = true;
-    let flow = FlowConfig {
-        id: 1,
-        dst_ip: B_IP,
-        dst_mac: B_MAC,
-        dst_qp: 0x12,
-        message_bytes: 1024,
-        messages: Some(10),
-        ..FlowConfig::default()
-    };
+    let flow = flow_to(B_IP, B_MAC, 1024, 10);
     sim.nic(a).add_flow(flow).unwrap();
     sim
 }
@@ -105,14 +110,7 @@ NEIGH:
     };
     sim.connect((a, 0), 25_000, (sw, 0), 25_000, 500);
     sim.connect((b, 0), 25_000, (sw, 1), 25_000, 500);
-    let flow = FlowConfig {
-        id: 1,
-        dst_ip: b_ip,
-        dst_mac: B_MAC,
-        dst_qp: 0x12,
-        messages: Some(100),
-        ..FlowConfig::default()
-    };
+    let flow = flow_to(b_ip, B_MAC, FlowConfig::default().message_bytes, 100);
     sim.nic(a).add_flow(flow).unwrap();
     sim.run_until(10_000_000);
     let sent = sim.nic(a).flow_stats(1).unwrap();
@@ -135,15 +133,7 @@ fn fast_pair(rate_mbps: u32, messages: u64, seed: u64, a_to_b: Option<Link>) -> 
         sim.add_link((a, 0), link);
     }
     sim.keep_log = true;
-    let flow = FlowConfig {
-        id: 1,
-        dst_ip: B_IP,
-        dst_mac: B_MAC,
-        dst_qp: 0x12,
-        message_bytes: 8192,
-        messages: Some(messages),
-        ..FlowConfig::default()
-    };
+    let flow = flow_to(B_IP, B_MAC, 8192, messages);
     sim.nic(a).add_flow(flow).unwrap();
     sim
 }
@@ -242,14 +232,7 @@ VLAN_MEMBER: { Vlan10|Ethernet0: { tagging_mode: untagged }, Vlan10|Ethernet4: {
     sim.add_link((a, 0), Link { corrupt: Some(corrupt), ..Link::new((sw, 0), 25_000, 200) });
     sim.connect((b, 0), 25_000, (sw, 1), 100_000, 200);
     let capture = sim.capture(vec![(a, 0), (sw, 0)]);
-    let flow = FlowConfig {
-        id: 1,
-        dst_ip: B_IP,
-        dst_mac: B_MAC,
-        dst_qp: 0x12,
-        messages: Some(4),
-        ..FlowConfig::default()
-    };
+    let flow = flow_to(B_IP, B_MAC, FlowConfig::default().message_bytes, 4);
     sim.nic(a).add_flow(flow).unwrap();
     sim.run_until(2_000_000);
     let stats = sim.link_stats((a, 0)).unwrap();
