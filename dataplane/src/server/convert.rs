@@ -76,15 +76,15 @@ pub struct CountersSnapshot {
 }
 
 #[derive(Clone)]
-struct PortSnapshot {
-    name: String,
-    admin_up: bool,
-    oper_up: bool,
-    speed_mbps: u32,
-    counters: PortCounters,
-    queue_depth: [u64; 8],
+pub(super) struct PortSnapshot {
+    pub(super) name: String,
+    pub(super) admin_up: bool,
+    pub(super) oper_up: bool,
+    pub(super) speed_mbps: u32,
+    pub(super) counters: PortCounters,
+    pub(super) queue_depth: [u64; 8],
     /// Per queue: `None` unmonitored, `Some(stormed)`.
-    pfc_wd_status: [Option<bool>; 8],
+    pub(super) pfc_wd_status: [Option<bool>; 8],
 }
 
 impl CountersSnapshot {
@@ -108,6 +108,18 @@ impl CountersSnapshot {
             ledger: switch.ledger(),
             ports,
         }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn ledger(&self) -> FrameLedger {
+        self.ledger
+    }
+
+    pub(super) fn ports(&self) -> &[PortSnapshot] {
+        &self.ports
     }
 
     pub fn to_proto(&self) -> pb::GetCountersResponse {
@@ -253,6 +265,16 @@ impl WatermarksSnapshot {
             .map(|p| (p.name.clone(), dump.ports.remove(&p.name).unwrap_or_default()))
             .collect();
         WatermarksSnapshot { ports, pools: dump.pools.into_iter().collect() }
+    }
+
+    /// Each port's watermarks, in port order.
+    pub fn ports(&self) -> impl Iterator<Item = (&str, &PortWatermarks)> {
+        self.ports.iter().map(|(name, w)| (name.as_str(), w))
+    }
+
+    /// Each pool's watermarks, by name.
+    pub fn pools(&self) -> impl Iterator<Item = (&str, &PoolWatermarks)> {
+        self.pools.iter().map(|(name, w)| (name.as_str(), w))
     }
 
     pub fn to_proto(&self) -> pb::GetWatermarksResponse {
