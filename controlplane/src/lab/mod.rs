@@ -128,6 +128,9 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
     match command {
         LabCommand::Up { file, name } => {
             let topology = Topology::load(&file)?;
+            if let Some(w) = crate::deadlock::check(&topology).warning() {
+                eprintln!("warning: {w}");
+            }
             let options = up::UpOptions { name, ..up::UpOptions::default() };
             let lab = up::up(&topology, &options, tokio)?;
             let state = lab.detach();

@@ -146,6 +146,29 @@ pub enum ExpectFile {
     Retransmitted(Flows),
     DcqcnRateDecreases(Flows),
     DcqcnRateMbps(Flows),
+    ThroughputMbps(Throughput),
+    PfcPausedAtEnd(PausedAtEnd),
+}
+
+/// `throughput_mbps`: acknowledged Mb/s of the flows between `from_ms` and `to_ms`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Throughput {
+    pub flow: OneOrMany<u64>,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// `pfc_paused_at_end`: the ports paused (or not) by PFC on `priority` when the run ends.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PausedAtEnd {
+    pub switch: String,
+    pub port: OneOrMany<String>,
+    pub priority: u64,
+    pub paused: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -328,6 +351,8 @@ impl ExpectFile {
             ExpectFile::Retransmitted(_) => "retransmitted",
             ExpectFile::DcqcnRateDecreases(_) => "dcqcn_rate_decreases",
             ExpectFile::DcqcnRateMbps(_) => "dcqcn_rate_mbps",
+            ExpectFile::ThroughputMbps(_) => "throughput_mbps",
+            ExpectFile::PfcPausedAtEnd(_) => "pfc_paused_at_end",
         }
     }
 
@@ -389,6 +414,24 @@ impl ExpectFile {
             ExpectFile::FloodedFrames(f) => {
                 Expect::Flooded { switch: f.switch, port: f.port, queue: f.queue, min: f.min, max: f.max }
             }
+            ExpectFile::ThroughputMbps(w) => {
+                let (min, max) = check_bounds(w.min, w.max)?;
+                if w.to_ms <= w.from_ms {
+                    bail!("{what}: to_ms ({}) must be after from_ms ({})", w.to_ms, w.from_ms);
+                }
+                let list = non_empty(w.flow, what, "flow")?;
+                let flows = list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
+                Expect::Throughput { flows, from_ms: w.from_ms, to_ms: w.to_ms, min, max }
+            }
+            ExpectFile::PfcPausedAtEnd(p) => Expect::PausedAtEnd {
+                switch: p.switch,
+                ports: non_empty(p.port, what, "port")?,
+                priority: u8::try_from(p.priority)
+                    .ok()
+                    .filter(|p| *p < 8)
+                    .with_context(|| format!("{what}.priority: 0-7"))?,
+                paused: p.paused,
+            },
             ExpectFile::FdbEntry(e) => entry(e, Table::Fdb)?,
             ExpectFile::Neighbor(e) => entry(e, Table::Neighbor)?,
             ExpectFile::Ratio(r) => {
@@ -576,6 +619,10 @@ impl Scenario {
                 Expect::DropReason { switch, .. } | Expect::Entry { switch, .. } => {
                     checks.push((switch, Vec::new()))
                 }
+                Expect::PausedAtEnd { switch, ports, .. } => {
+                    checks.push((switch, ports.iter().map(String::as_str).collect()))
+                }
+                Expect::Throughput { .. } => {}
                 Expect::Bounds { metric, .. } => checks.extend(metric.switch()),
                 Expect::Ratio { of, to, .. } => checks.extend(of.switch().into_iter().chain(to.switch())),
             }
