@@ -181,9 +181,8 @@ impl<'a> Walk<'a> {
         if let (Some((up, out, queue, reason)), Some(b)) = (from, here) {
             let up_config = self.nodes[up.switch].config;
             let out_qos = &up_config.qos[out];
-            let pauses = (0..8).any(|p| {
-                prios & out_qos.pfc_enable & (1 << p) != 0 && out_qos.pfc_to_queue[p] == queue
-            });
+            let pauses = (0..8)
+                .any(|p| prios & out_qos.pfc_enable & (1 << p) != 0 && out_qos.pfc_to_queue[p] == queue);
             if pauses {
                 self.graph.edges.entry(up).or_default().entry(b).or_insert(reason);
             }
@@ -196,7 +195,8 @@ impl<'a> Walk<'a> {
             let Some((peer, peer_port)) = self.nodes[sw].peers[out] else { continue };
             let Some(peer_sw) = self.switch_index(peer) else { continue }; // a host: the end
             let Some(peer_port) = self.port_index(peer_sw, peer_port) else { continue };
-            let queue = class.queue_override.unwrap_or(config.qos[out].tc_to_queue[usize::from(class.tc)]) & 7;
+            let queue =
+                class.queue_override.unwrap_or(config.qos[out].tc_to_queue[usize::from(class.tc)]) & 7;
             let to = self.host_name(frame.dst_ip);
             let from = here.map(|b| (b, out, queue, Reason { via, to, dscp: next.dscp }));
             self.arrive(peer_sw, peer_port, next, from);
@@ -211,12 +211,20 @@ impl<'a> Walk<'a> {
     fn forward(&self, sw: usize, port: usize, frame: Frame, tc: u8) -> Vec<(usize, Frame, Via)> {
         let config = self.nodes[sw].config;
         let member = |vid: u16, p: usize| {
-            config.vlans.get(&vid).and_then(|v| v.members.iter().find(|m| m.port.index() == p)).map(|m| m.tagged)
+            config
+                .vlans
+                .get(&vid)
+                .and_then(|v| v.members.iter().find(|m| m.port.index() == p))
+                .map(|m| m.tagged)
         };
         let vid = match frame.tag {
             Some(v) if member(v, port).is_some() => Some(v),
             Some(_) => return Vec::new(), // INGRESS_VLAN_FILTER
-            None => config.vlans.values().find(|v| v.members.iter().any(|m| m.port.index() == port && !m.tagged)).map(|v| v.vid),
+            None => config
+                .vlans
+                .values()
+                .find(|v| v.members.iter().any(|m| m.port.index() == port && !m.tagged))
+                .map(|v| v.vid),
         };
         let rif_in = config.interfaces.iter().find(|r| match (r.kind, vid) {
             (RifKind::Vlan(v), Some(x)) => v == x,
@@ -253,12 +261,16 @@ impl<'a> Walk<'a> {
                     let Some(vlan) = config.vlans.get(&v) else { continue };
                     let known = self.fdb_ports(sw, v, mac);
                     let is_static = config.fdb.iter().any(|e| e.vid == v && e.mac == mac);
-                    let lossless = vlan.members.iter().any(|m| config.qos[m.port.index()].pfc_enable & (1 << tc) != 0);
-                    let flood = !is_static && lossless && config.switch.lossless_fdb_miss_action == FdbMissAction::Flood;
+                    let lossless =
+                        vlan.members.iter().any(|m| config.qos[m.port.index()].pfc_enable & (1 << tc) != 0);
+                    let flood = !is_static
+                        && lossless
+                        && config.switch.lossless_fdb_miss_action == FdbMissAction::Flood;
                     for m in &vlan.members {
                         let tagged = Frame { tag: m.tagged.then_some(v), ..next };
                         if flood {
-                            let via = if known.contains(&m.port.index()) { Via::Routed } else { Via::Flooded };
+                            let via =
+                                if known.contains(&m.port.index()) { Via::Routed } else { Via::Flooded };
                             out.push((m.port.index(), tagged, via));
                         } else if known.contains(&m.port.index()) {
                             out.push((m.port.index(), tagged, Via::Routed));
@@ -280,7 +292,11 @@ impl<'a> Walk<'a> {
         if let Some(h) = self.topology.hosts.iter().find(|h| IpAddr::V4(h.ip) == ip) {
             return Some(h.mac);
         }
-        self.nodes.iter().flat_map(|n| &n.config.interfaces).find(|r| r.addrs.iter().any(|a| a.addr() == ip)).map(|r| r.mac)
+        self.nodes
+            .iter()
+            .flat_map(|n| &n.config.interfaces)
+            .find(|r| r.addrs.iter().any(|a| a.addr() == ip))
+            .map(|r| r.mac)
     }
 
     /// The VLAN members a MAC is (or would be learned) behind: a static `FDB` entry, else the members whose

@@ -96,7 +96,8 @@ impl Analysis {
         for (i, c) in self.cycles.iter().enumerate() {
             let _ = writeln!(out, "cycle {}: {}", i + 1, c.chain);
             for h in &c.hops {
-                let _ = writeln!(out, "  {} -> {}: {} to {} (DSCP {})", h.from, h.to, h.via, h.to_host, h.dscp);
+                let _ =
+                    writeln!(out, "  {} -> {}: {} to {} (DSCP {})", h.from, h.to, h.via, h.to_host, h.dscp);
             }
         }
         if !self.has_cycle() {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::lab::topology::RelativeTo;
+use lossless_dataplane::model::config::FdbMissAction;
 
 /// A two-tier Clos written by hand: leaves t1a and t1b, ToRs t0a, t0b and t0c, each ToR wired to both
 /// leaves (link t1x–t0y is 10.0.xy.0/31, the leaf on .0) with one server on a routed port. Up-down
@@ -10,12 +11,13 @@ name: clos
 switches:
   t1a:
     config:
-      <<: &qos
-        DSCP_TO_TC_MAP: { AZURE: { "3": "3" } }
-        TC_TO_PRIORITY_GROUP_MAP: { AZURE: { "3": "3" } }
-      <<: &leaf
-        PORT: { Ethernet0: { speed: 100000 }, Ethernet4: { speed: 100000 }, Ethernet8: { speed: 100000 } }
-        PORT_QOS_MAP: { "Ethernet0,Ethernet4,Ethernet8": { dscp_to_tc_map: AZURE, tc_to_pg_map: AZURE, pfc_enable: "3" } }
+      <<:
+        - &qos
+          DSCP_TO_TC_MAP: { AZURE: { "3": "3" } }
+          TC_TO_PRIORITY_GROUP_MAP: { AZURE: { "3": "3" } }
+        - &leaf
+          PORT: { Ethernet0: { speed: 100000 }, Ethernet4: { speed: 100000 }, Ethernet8: { speed: 100000 } }
+          PORT_QOS_MAP: { "Ethernet0,Ethernet4,Ethernet8": { dscp_to_tc_map: AZURE, tc_to_pg_map: AZURE, pfc_enable: "3" } }
       DEVICE_METADATA: { localhost: { mac: "02:00:00:00:01:0a" } }
       INTERFACE: { Ethernet0|10.0.11.0/31: {}, Ethernet4|10.0.12.0/31: {}, Ethernet8|10.0.13.0/31: {} }
       STATIC_ROUTE:
@@ -97,7 +99,7 @@ fn a_clos_with_up_down_routing_has_no_cycle() {
 #[test]
 fn a_static_route_that_bounces_down_up_down_closes_a_cycle() {
     let a = check(&topology(&clos_with_bounce()));
-    assert_eq!(chains(&a), ["t1a:Ethernet8/p3 -> t0c:Ethernet0/p3 -> t1a:Ethernet8/p3"], "{}", a.describe());
+    assert_eq!(chains(&a), ["t0c:Ethernet0/p3 -> t1a:Ethernet8/p3 -> t0c:Ethernet0/p3"], "{}", a.describe());
     let hops = &a.cycles[0].hops;
     assert_eq!((hops[0].via, hops[0].to_host.as_str()), ("routed", "h2"));
     assert_eq!((hops[1].via, hops[1].to_host.as_str()), ("routed", "h2"));
@@ -107,61 +109,57 @@ fn a_static_route_that_bounces_down_up_down_closes_a_cycle() {
 fn the_bounce_alone_is_no_cycle_when_the_tor_sends_it_on_up_the_other_leaf() {
     // t0c pins t0b's subnet to t1b: the bounced traffic goes down-up-down once and nothing waits in a
     // circle (a cycle in a two-tier Clos needs two bounces).
-    let text = clos_with_bounce().replace(
-        "10.2.0.0/24: { nexthop: \"10.0.13.0,10.0.23.0\" }",
-        "10.2.0.0/24: { nexthop: 10.0.23.0 }",
-    );
+    let text = clos_with_bounce()
+        .replace("10.2.0.0/24: { nexthop: \"10.0.13.0,10.0.23.0\" }", "10.2.0.0/24: { nexthop: 10.0.23.0 }");
     let a = check(&topology(&text));
     assert!(!a.has_cycle(), "{}", a.describe());
 }
 
 #[test]
-fn two_bounces_in_opposite_directions_close_a_four_buffer_cycle() {
-    // Hu et al.'s case: links t1a–t0b and t1b–t0a have failed; t1a bounces t0b's traffic through t0c up
-    // to t1b, t1b bounces t0a's traffic through t0c up to t1a. t0c sends each on up the other leaf.
-    let text = CLOS
-        .replace("  - t1a:Ethernet4 -- t0b:Ethernet0\n", "")
-        .replace("  - t1b:Ethernet0 -- t0a:Ethernet4\n", "")
-        .replace("10.2.0.0/24: { nexthop: 10.0.12.1 }", "10.2.0.0/24: { nexthop: 10.0.13.1 }")
-        .replace("10.1.0.0/24: { nexthop: 10.0.21.1 }", "10.1.0.0/24: { nexthop: 10.0.23.1 }")
-        .replace("10.1.0.0/24: { nexthop: \"10.0.13.0,10.0.23.0\" }", "10.1.0.0/24: { nexthop: 10.0.13.0 }")
-        .replace("10.2.0.0/24: { nexthop: \"10.0.13.0,10.0.23.0\" }", "10.2.0.0/24: { nexthop: 10.0.23.0 }");
+fn a_second_bounce_the_other_way_closes_a_four_buffer_cycle() {
+    // Hu et al.'s case: on top of the failed link's bounce through t0c (now sent on up t1b only), a static
+    // route on t1b sends t0c's rack down to t0a, whose route takes it up to t1a: two bounces in opposite
+    // directions, and four buffers wait on each other with no routing loop anywhere.
+    let text = clos_with_bounce()
+        .replace("10.2.0.0/24: { nexthop: \"10.0.13.0,10.0.23.0\" }", "10.2.0.0/24: { nexthop: 10.0.23.0 }")
+        .replace("10.3.0.0/24: { nexthop: 10.0.23.1 }", "10.3.0.0/24: { nexthop: 10.0.21.1 }")
+        .replace("10.3.0.0/24: { nexthop: \"10.0.11.0,10.0.21.0\" }", "10.3.0.0/24: { nexthop: 10.0.11.0 }");
     let a = check(&topology(&text));
     assert_eq!(
         chains(&a),
-        ["t1a:Ethernet8/p3 -> t0c:Ethernet0/p3 -> t1b:Ethernet8/p3 -> t0c:Ethernet4/p3 -> t1a:Ethernet8/p3"],
+        ["t0a:Ethernet4/p3 -> t1a:Ethernet0/p3 -> t0c:Ethernet0/p3 -> t1b:Ethernet8/p3 -> t0a:Ethernet4/p3"],
         "{}",
         a.describe()
     );
 }
 
-fn flood_topology(action: &str) -> Topology {
+/// The flooding deadlock's topology, with every switch's `lossless_fdb_miss_action` set to `action`.
+fn flood_check(action: FdbMissAction) -> Analysis {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/topologies/flood-deadlock.yaml"));
-    let text = std::fs::read_to_string(path).unwrap();
-    let text = text.replace(
-        "      DEVICE_METADATA: { localhost: { mac: \"02:4c:53:00:00:0",
-        &format!(
-            "      SWITCH: {{ switch: {{ lossless_fdb_miss_action: {action} }} }}\n      DEVICE_METADATA: {{ localhost: {{ mac: \"02:4c:53:00:00:0"
-        ),
-    );
-    Topology::parse(&text, "flood-deadlock", "test", &RelativeTo(path.parent().unwrap().into()))
-        .unwrap_or_else(|e| panic!("{e:#}"))
+    let t = Topology::load(path).unwrap_or_else(|e| panic!("{e:#}"));
+    let configs: Vec<SwitchConfig> = t
+        .switches
+        .iter()
+        .map(|s| {
+            let mut c = s.compiled.clone();
+            c.switch.lossless_fdb_miss_action = action;
+            c
+        })
+        .collect();
+    check_with(&t, &configs.iter().collect::<Vec<_>>())
 }
 
 #[test]
 fn the_flooding_topology_has_a_cycle_with_flood_and_none_with_drop() {
-    let a = check(&flood_topology("drop"));
+    let a = flood_check(FdbMissAction::Drop);
     assert!(!a.has_cycle(), "{}", a.describe());
-    let a = check(&flood_topology("flood"));
-    assert!(a.has_cycle(), "{}", a.describe());
-    // The cycle through all four switches: each ToR floods what comes down from one leaf up to the other,
-    // each leaf routes it down to the other ToR.
-    let through_all: Vec<&Cycle> = a
-        .cycles
-        .iter()
-        .filter(|c| ["t0a:", "t0b:", "t1a:", "t1b:"].iter().all(|s| c.chain.contains(s)))
-        .collect();
-    assert!(!through_all.is_empty(), "{}", a.describe());
+    let a = flood_check(FdbMissAction::Flood);
+    // The cycle the simulation deadlocks on (configs/scenarios/flood-deadlock.yaml): through all four
+    // switches, each ToR flooding what comes down from one leaf up to the other, each leaf routing it
+    // down to the other ToR.
+    let four =
+        "t0a:Ethernet0/p3 -> t1b:Ethernet0/p3 -> t0b:Ethernet4/p3 -> t1a:Ethernet4/p3 -> t0a:Ethernet0/p3";
+    assert!(chains(&a).contains(&four), "{}", a.describe());
     // Every hop out of a ToR on a cycle is a flooded copy; every hop out of a leaf is routed.
     for c in &a.cycles {
         for h in &c.hops {

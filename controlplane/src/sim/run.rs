@@ -97,7 +97,8 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
     let mut next_sample = ORIGIN_NS;
     let mut next_point = ORIGIN_NS;
     let mut partial = false;
-    let mut warnings: Vec<String> = crate::deadlock::check(&scenario.topology).warning().into_iter().collect();
+    let mut warnings: Vec<String> =
+        crate::deadlock::check(&scenario.topology).warning().into_iter().collect();
     f.sim.run_until(ORIGIN_NS - 1);
     loop {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);
@@ -119,8 +120,10 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
                             .iter()
                             .map(|s| f.sim.switch(f.switches[&s.name]).config().clone())
                             .collect();
-                        let analysis =
-                            crate::deadlock::check_with(&scenario.topology, &running.iter().collect::<Vec<_>>());
+                        let analysis = crate::deadlock::check_with(
+                            &scenario.topology,
+                            &running.iter().collect::<Vec<_>>(),
+                        );
                         if let Some(w) = analysis.warning() {
                             let a = &scenario.actions[i];
                             warnings.push(format!("after {} ({} ms): {w}", a.step, a.at_ms));

@@ -420,7 +420,8 @@ impl ExpectFile {
                     bail!("{what}: to_ms ({}) must be after from_ms ({})", w.to_ms, w.from_ms);
                 }
                 let list = non_empty(w.flow, what, "flow")?;
-                let flows = list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
+                let flows =
+                    list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
                 Expect::Throughput { flows, from_ms: w.from_ms, to_ms: w.to_ms, min, max }
             }
             ExpectFile::PfcPausedAtEnd(p) => Expect::PausedAtEnd {

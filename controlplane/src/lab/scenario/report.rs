@@ -202,7 +202,8 @@ impl Observed<'_> {
     fn throughput(&self, flows: &[usize], from_ms: u64, to_ms: u64) -> Option<(f64, Vec<f64>, (f64, f64))> {
         let progress = self.flow_progress?;
         let at = |ms: u64| self.started.monotonic_ns + ms * 1_000_000;
-        let pick = |series: &[(u64, u64)], t: u64| series.iter().find(|(ts, _)| *ts >= t).or(series.last()).copied();
+        let pick =
+            |series: &[(u64, u64)], t: u64| series.iter().find(|(ts, _)| *ts >= t).or(series.last()).copied();
         let mut per = Vec::new();
         let mut window = (0, 0);
         for f in flows {
@@ -452,7 +453,11 @@ pub(crate) fn evaluate(
                         } else {
                             String::new()
                         };
-                        (expectation, within(total, *min, *max), format!("{total:.1}{detail}, samples {a:.1}-{b:.1} ms"))
+                        (
+                            expectation,
+                            within(total, *min, *max),
+                            format!("{total:.1}{detail}, samples {a:.1}-{b:.1} ms"),
+                        )
                     }
                     None => (expectation, false, "only swctl sim run samples the flows over time".into()),
                 }
