@@ -192,7 +192,11 @@ impl<'a> Walk<'a> {
         }
         let frame = Frame { dscp: class.set_dscp.unwrap_or(frame.dscp), ..frame };
         for (out, next, via) in self.forward(sw, port, frame, class.tc) {
-            let Some((peer, peer_port)) = self.nodes[sw].peers[out] else { continue };
+            // A port that is down or has no link (a failed link) sends nothing anywhere.
+            let Some((peer, peer_port)) = self.nodes[sw].peers[out].filter(|_| config.ports[out].admin_up)
+            else {
+                continue;
+            };
             let Some(peer_sw) = self.switch_index(peer) else { continue }; // a host: the end
             let Some(peer_port) = self.port_index(peer_sw, peer_port) else { continue };
             let queue =

@@ -106,6 +106,20 @@ fn a_static_route_that_bounces_down_up_down_closes_a_cycle() {
 }
 
 #[test]
+fn a_link_shut_down_is_a_failed_link_too() {
+    // The same bounce with the link still cabled but t1a's port to t0b admin down.
+    let text = clos_with_bounce()
+        .replace("  - t1a:Ethernet8 -- t0c:Ethernet0\n", "  - t1a:Ethernet8 -- t0c:Ethernet0\n  - t1a:Ethernet4 -- t0b:Ethernet0\n")
+        .replacen(
+            "      DEVICE_METADATA: { localhost: { mac: \"02:00:00:00:01:0a\" } }",
+            "      PORT: { Ethernet0: { speed: 100000 }, Ethernet4: { speed: 100000, admin_status: down }, Ethernet8: { speed: 100000 } }\n      DEVICE_METADATA: { localhost: { mac: \"02:00:00:00:01:0a\" } }",
+            1,
+        );
+    let a = check(&topology(&text));
+    assert_eq!(chains(&a), ["t0c:Ethernet0/p3 -> t1a:Ethernet8/p3 -> t0c:Ethernet0/p3"], "{}", a.describe());
+}
+
+#[test]
 fn the_bounce_alone_is_no_cycle_when_the_tor_sends_it_on_up_the_other_leaf() {
     // t0c pins t0b's subnet to t1b: the bounced traffic goes down-up-down once and nothing waits in a
     // circle (a cycle in a two-tier Clos needs two bounces).

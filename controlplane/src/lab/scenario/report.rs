@@ -198,9 +198,17 @@ impl Observed<'_> {
     }
 
     /// Acknowledged Mb/s of `flows` between the first samples at or after `from_ms` and `to_ms` (the last
-    /// sample if the run ended before): (total, per flow, the window actually measured in ms).
-    fn throughput(&self, flows: &[usize], from_ms: u64, to_ms: u64) -> Option<(f64, Vec<f64>, (f64, f64))> {
-        let progress = self.flow_progress?;
+    /// sample if the run ended before): (total, per flow, the window actually measured in ms), or why it
+    /// cannot be measured.
+    fn throughput(
+        &self,
+        flows: &[usize],
+        from_ms: u64,
+        to_ms: u64,
+    ) -> Result<(f64, Vec<f64>, (f64, f64)), String> {
+        let Some(progress) = self.flow_progress else {
+            return Err("only swctl sim run samples the flows over time".into());
+        };
         let at = |ms: u64| self.started.monotonic_ns + ms * 1_000_000;
         let pick =
             |series: &[(u64, u64)], t: u64| series.iter().find(|(ts, _)| *ts >= t).or(series.last()).copied();
@@ -209,14 +217,16 @@ impl Observed<'_> {
         for f in flows {
             let series = progress.get(f).map(Vec::as_slice).unwrap_or_default();
             let (Some(a), Some(b)) = (pick(series, at(from_ms)), pick(series, at(to_ms))) else {
-                per.push(0.0);
-                continue;
+                return Err(format!("flow {f} has no samples"));
             };
+            if b.0 <= a.0 {
+                // A window the samples do not cover would measure nothing, and pass any `max`.
+                return Err(format!("no samples between {from_ms} and {to_ms} ms (the run ended first)"));
+            }
             window = (a.0, b.0);
-            let ns = b.0.saturating_sub(a.0).max(1);
-            per.push(b.1.saturating_sub(a.1) as f64 * 8.0 * 1e3 / ns as f64);
+            per.push(b.1.saturating_sub(a.1) as f64 * 8.0 * 1e3 / (b.0 - a.0) as f64);
         }
-        Some((per.iter().sum(), per, (self.ms(window.0), self.ms(window.1))))
+        Ok((per.iter().sum(), per, (self.ms(window.0), self.ms(window.1))))
     }
 
     /// Ms from the start of the window to `at_ns` on the switches' and hosts' clock (negative before it),
@@ -445,7 +455,7 @@ pub(crate) fn evaluate(
                     bounds_text(*min, *max)
                 );
                 match seen.throughput(list, *from_ms, *to_ms) {
-                    Some((total, per, (a, b))) => {
+                    Ok((total, per, (a, b))) => {
                         let detail = if list.len() > 1 {
                             let each: Vec<String> =
                                 list.iter().zip(&per).map(|(i, v)| format!("flow {i} {v:.1}")).collect();
@@ -459,7 +469,7 @@ pub(crate) fn evaluate(
                             format!("{total:.1}{detail}, samples {a:.1}-{b:.1} ms"),
                         )
                     }
-                    None => (expectation, false, "only swctl sim run samples the flows over time".into()),
+                    Err(why) => (expectation, false, why),
                 }
             }
             Expect::PausedAtEnd { switch, ports, priority, paused } => {
