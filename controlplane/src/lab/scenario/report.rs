@@ -198,14 +198,8 @@ impl Observed<'_> {
     }
 
     /// Acknowledged Mb/s of `flows` between the first samples at or after `from_ms` and `to_ms` (the last
-    /// sample if the run ended before): (total, per flow, the window actually measured in ms), or why it
-    /// cannot be measured.
-    fn throughput(
-        &self,
-        flows: &[usize],
-        from_ms: u64,
-        to_ms: u64,
-    ) -> Result<(f64, Vec<f64>, (f64, f64)), String> {
+    /// sample if the run ended before), or why it cannot be measured.
+    fn throughput(&self, flows: &[usize], from_ms: u64, to_ms: u64) -> Result<Window, String> {
         let Some(progress) = self.flow_progress else {
             return Err("only swctl sim run samples the flows over time".into());
         };
@@ -226,7 +220,12 @@ impl Observed<'_> {
             window = (a.0, b.0);
             per.push(b.1.saturating_sub(a.1) as f64 * 8.0 * 1e3 / (b.0 - a.0) as f64);
         }
-        Ok((per.iter().sum(), per, (self.ms(window.0), self.ms(window.1))))
+        Ok(Window {
+            total_mbps: per.iter().sum(),
+            per_flow_mbps: per,
+            from_ms: self.ms(window.0),
+            to_ms: self.ms(window.1),
+        })
     }
 
     /// Ms from the start of the window to `at_ns` on the switches' and hosts' clock (negative before it),
@@ -235,6 +234,14 @@ impl Observed<'_> {
         let ns = i128::from(at_ns) - i128::from(self.started.monotonic_ns);
         (ns / 1_000) as f64 / 1e3
     }
+}
+
+/// A throughput measured over a window: the total and each flow's, and the samples that bound it (ms).
+struct Window {
+    total_mbps: f64,
+    per_flow_mbps: Vec<f64>,
+    from_ms: f64,
+    to_ms: f64,
 }
 
 /// Counts without decimals, measurements with one.
@@ -455,7 +462,7 @@ pub(crate) fn evaluate(
                     bounds_text(*min, *max)
                 );
                 match seen.throughput(list, *from_ms, *to_ms) {
-                    Ok((total, per, (a, b))) => {
+                    Ok(Window { total_mbps: total, per_flow_mbps: per, from_ms: a, to_ms: b }) => {
                         let detail = if list.len() > 1 {
                             let each: Vec<String> =
                                 list.iter().zip(&per).map(|(i, v)| format!("flow {i} {v:.1}")).collect();
