@@ -199,6 +199,9 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
                 );
                 return Ok(ExitCode::SUCCESS);
             }
+            if let Some(w) = crate::deadlock::check(&s.topology).warning() {
+                eprintln!("warning: {w}");
+            }
             scenario::run(&s, json, tokio)
         }
         LabCommand::Demo { file, seconds, name } => {
