@@ -2,7 +2,7 @@
 //! (exit 0 with drop-not-flood, 1 with flooding, 2 for a file it cannot read), and `swctl sim run` of
 //! configs/scenarios/flood-deadlock.yaml, whose time series must show a deadlock and not a slow drain:
 //! the four egress queues of the cycle hold the same frames, paused, from before the trigger stops to
-//! the end of the run.
+//! the end of the run; and a throughput window the run does not reach fails instead of reading zero.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -134,4 +134,19 @@ fn the_flooding_deadlock_holds_frames_that_can_never_drain() {
         let paused = series(&csv, "pfc_paused", host, "eth", "3");
         assert_eq!(paused.last().map(|p| p.1), Some(1.0), "{host}: {paused:?}");
     }
+}
+
+#[test]
+fn a_throughput_window_the_run_does_not_reach_fails_rather_than_reads_zero() {
+    // Cut at 4 ms, the 6–10 ms window of "throughput ≤ 0" has no samples: it must not pass vacuously.
+    let dir = TempDir::new("cut");
+    let file = format!("{CONFIGS}/scenarios/flood-deadlock.yaml");
+    let run = swctl(&["sim", "run", &file, "--out", &dir.file("out"), "--no-plots", "--until-ms", "4"]);
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let out = text(&run);
+    assert!(
+        out.contains("[FAIL] flow 2+3 acknowledged throughput (Mb/s) from 6 to 10 ms ≤ 0: no samples between 6 and 10 ms"),
+        "{out}"
+    );
+    assert!(out.contains("[PASS] flow 2+3 acknowledged throughput (Mb/s) from 0 to 1 ms ≥ 19000"), "{out}");
 }
