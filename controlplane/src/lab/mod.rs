@@ -155,6 +155,9 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
     match command {
         LabCommand::Up { file, name } => {
             let topology = Topology::load(&file)?;
+            if let Some(w) = crate::deadlock::check(&topology).warning() {
+                eprintln!("warning: {w}");
+            }
             let options = up::UpOptions { name, ..up::UpOptions::default() };
             let lab = up::up(&topology, &options, tokio)?;
             let state = lab.detach();
@@ -222,6 +225,9 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
                     s.expect.len()
                 );
                 return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(w) = crate::deadlock::check(&s.topology).warning() {
+                eprintln!("warning: {w}");
             }
             scenario::run(&s, json, tokio)
         }

@@ -132,6 +132,13 @@ enum Command {
         #[command(subcommand)]
         cmd: lossless_controlplane::lab::LabCommand,
     },
+    /// Static deadlock check: every cyclic dependency between the lossless buffers of a topology's
+    /// switches (routes, ECMP, flooding, PFC maps), as chains of switch:port/priority. Exit status 0 no
+    /// cycle, 1 a cycle, 2 unreadable topology.
+    DeadlockCheck {
+        /// A topology file (configs/topologies/*.yaml).
+        topology: PathBuf,
+    },
     /// The fabric simulator: a lab's scenario file run on the same models in virtual time, at line rate.
     Sim {
         #[command(subcommand)]
@@ -250,6 +257,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
         Command::Sim { cmd } => lossless_controlplane::sim::run(cmd, cli.json),
+        Command::DeadlockCheck { topology } => Ok(lossless_controlplane::deadlock::run(&topology, cli.json)),
         command => {
             let switch =
                 lossless_controlplane::lab::resolve_switch(cli.lab.as_deref(), &cli.switch, DEFAULT_SWITCH)?;

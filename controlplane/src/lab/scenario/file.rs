@@ -146,6 +146,29 @@ pub enum ExpectFile {
     Retransmitted(Flows),
     DcqcnRateDecreases(Flows),
     DcqcnRateMbps(Flows),
+    ThroughputMbps(Throughput),
+    PfcPausedAtEnd(PausedAtEnd),
+}
+
+/// `throughput_mbps`: acknowledged Mb/s of the flows between `from_ms` and `to_ms`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Throughput {
+    pub flow: OneOrMany<u64>,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// `pfc_paused_at_end`: the ports paused (or not) by PFC on `priority` when the run ends.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PausedAtEnd {
+    pub switch: String,
+    pub port: OneOrMany<String>,
+    pub priority: u64,
+    pub paused: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -328,6 +351,8 @@ impl ExpectFile {
             ExpectFile::Retransmitted(_) => "retransmitted",
             ExpectFile::DcqcnRateDecreases(_) => "dcqcn_rate_decreases",
             ExpectFile::DcqcnRateMbps(_) => "dcqcn_rate_mbps",
+            ExpectFile::ThroughputMbps(_) => "throughput_mbps",
+            ExpectFile::PfcPausedAtEnd(_) => "pfc_paused_at_end",
         }
     }
 
@@ -389,6 +414,25 @@ impl ExpectFile {
             ExpectFile::FloodedFrames(f) => {
                 Expect::Flooded { switch: f.switch, port: f.port, queue: f.queue, min: f.min, max: f.max }
             }
+            ExpectFile::ThroughputMbps(w) => {
+                let (min, max) = check_bounds(w.min, w.max)?;
+                if w.to_ms <= w.from_ms {
+                    bail!("{what}: to_ms ({}) must be after from_ms ({})", w.to_ms, w.from_ms);
+                }
+                let list = non_empty(w.flow, what, "flow")?;
+                let flows =
+                    list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
+                Expect::Throughput { flows, from_ms: w.from_ms, to_ms: w.to_ms, min, max }
+            }
+            ExpectFile::PfcPausedAtEnd(p) => Expect::PausedAtEnd {
+                switch: p.switch,
+                ports: non_empty(p.port, what, "port")?,
+                priority: u8::try_from(p.priority)
+                    .ok()
+                    .filter(|p| *p < 8)
+                    .with_context(|| format!("{what}.priority: 0-7"))?,
+                paused: p.paused,
+            },
             ExpectFile::FdbEntry(e) => entry(e, Table::Fdb)?,
             ExpectFile::Neighbor(e) => entry(e, Table::Neighbor)?,
             ExpectFile::Ratio(r) => {
@@ -576,6 +620,10 @@ impl Scenario {
                 Expect::DropReason { switch, .. } | Expect::Entry { switch, .. } => {
                     checks.push((switch, Vec::new()))
                 }
+                Expect::PausedAtEnd { switch, ports, .. } => {
+                    checks.push((switch, ports.iter().map(String::as_str).collect()))
+                }
+                Expect::Throughput { .. } => {}
                 Expect::Bounds { metric, .. } => checks.extend(metric.switch()),
                 Expect::Ratio { of, to, .. } => checks.extend(of.switch().into_iter().chain(to.switch())),
             }
@@ -633,6 +681,8 @@ expect:
   - queue_depth: { switch: sw1, port: Ethernet4, queue: 3, max: 20 }
   - drop_reason: { switch: sw1, reason: FDB_MISS_LOSSLESS, min: 1 }
   - pfcwd_detected: { switch: sw1, port: Ethernet4, queue: 3, within_ms: 650 }
+  - throughput_mbps: { flow: [1, 0], from_ms: 6, to_ms: 10, max: 0 }
+  - pfc_paused_at_end: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, paused: true }
 "#,
         )
         .unwrap();
@@ -653,7 +703,15 @@ expect:
         assert_eq!((s.storms[0].priorities.as_slice(), s.storms[0].interval_us), ([3, 4].as_slice(), 50));
         assert_eq!((s.storms[0].start_ms, s.storms[0].stop_ms), (100, Some(200)));
         assert_eq!(s.duration_ms, 3000);
-        assert_eq!(s.expect.len(), 8);
+        assert_eq!(s.expect.len(), 10);
+        assert!(matches!(
+            &s.expect[8],
+            Expect::Throughput { flows, from_ms: 6, to_ms: 10, min: None, max: Some(m) } if flows == &[1, 0] && *m == 0.0
+        ));
+        assert!(matches!(
+            &s.expect[9],
+            Expect::PausedAtEnd { ports, priority: 3, paused: true, .. } if ports.len() == 2
+        ));
         assert!(
             matches!(&s.expect[0], Expect::Bounds { metric: Metric::PfcTx { ports, .. }, .. } if ports.len() == 2)
         );
@@ -667,7 +725,14 @@ expect:
     #[test]
     fn the_shipped_scenarios_parse() {
         let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/scenarios"));
-        for name in ["pfc-storm", "arp-mac-missing", "arp-mac-missing-flood", "incast-dcqcn"] {
+        for name in [
+            "pfc-storm",
+            "arp-mac-missing",
+            "arp-mac-missing-flood",
+            "incast-dcqcn",
+            "flood-deadlock",
+            "flood-deadlock-drop",
+        ] {
             let s =
                 Scenario::load(&dir.join(format!("{name}.yaml"))).unwrap_or_else(|e| panic!("{name}: {e:#}"));
             assert!(!s.expect.is_empty(), "{name}");
@@ -707,6 +772,18 @@ expect:
         assert!(e.contains("expect[0].pfc_tx.priority: 0-7"), "{e}");
         let e = error_of("expect: [ { pfc_tx: { switch: sw1, port: Ethernet0, prio: 3, min: 1 } } ]");
         assert!(e.contains("expect[0].pfc_tx: unknown field `prio`"), "{e}");
+        let e = error_of("expect: [ { throughput_mbps: { flow: 0, from_ms: 5, to_ms: 5, max: 0 } } ]");
+        assert!(e.contains("expect[0].throughput_mbps: to_ms (5) must be after from_ms (5)"), "{e}");
+        let e = error_of("expect: [ { throughput_mbps: { flow: 0, from_ms: 1, to_ms: 5 } } ]");
+        assert!(e.contains("expect[0].throughput_mbps: give min, max or both"), "{e}");
+        let e = error_of(
+            "expect: [ { pfc_paused_at_end: { switch: sw1, port: Ethernet9, priority: 3, paused: true } } ]",
+        );
+        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
+        let e = error_of(
+            "expect: [ { pfc_paused_at_end: { switch: sw1, port: [], priority: 3, paused: true } } ]",
+        );
+        assert!(e.contains("expect[0].pfc_paused_at_end.port: an empty list"), "{e}");
         let e = error_of("expect: [ { colour: { flow: 0 } } ]");
         assert!(e.contains("expect[0]: unknown variant `colour`"), "{e}");
     }

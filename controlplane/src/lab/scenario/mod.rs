@@ -23,6 +23,8 @@
 //!   - queue_depth: { switch: sw1, port: Ethernet8, queue: 3, max: 20 }
 //!   - cnps: { flow: [2, 3], min: 1 }                         # flows: numbered from 0 in step order
 //!   - ratio: { of: { pause_ms: { flow: [2, 3] } }, to: { pause_ms: { flow: [0, 1] } }, max: 0.5 }
+//!   - throughput_mbps: { flow: [2, 3], from_ms: 6, to_ms: 10, max: 0 }      # swctl sim run only
+//!   - pfc_paused_at_end: { switch: t0a, port: [Ethernet0, Ethernet4], priority: 3, paused: true }  # sim only
 //! ```
 //!
 //! Metrics (`min`/`max` bounds, or the two sides of a `ratio`):
@@ -34,6 +36,15 @@
 //!   sending two flows on one priority counts it for each), `retransmitted` (sender packets),
 //!   `dcqcn_rate_decreases` and `dcqcn_rate_mbps` (the sender's DCQCN reaction point: rate cuts, and its
 //!   rate when the run ended; 0 with DCQCN off).
+//!
+//! Only in virtual time (`swctl sim run`, which samples the senders and reads the models' PFC state; a lab
+//! run reports them as failed, with the reason):
+//! - `throughput_mbps`: payload bytes the receivers acknowledged between `from_ms` and `to_ms` (ms after
+//!   the hosts were up), as Mb/s over that window, summed over the flows listed; the senders are sampled
+//!   100 times per run (at most every 10 ms) and the window's ends are the samples at or after them (a
+//!   window the run does not cover fails);
+//! - `pfc_paused_at_end`: whether each port listed is paused by its peer's PFC on the priority when the run
+//!   ends (`paused: true`: all of them are; `false`: none is).
 //!
 //! Steps:
 //! - `storm` runs in the host's own rocehost (`--storm`, `--storm-from`, `--storm-until`);
@@ -145,6 +156,22 @@ pub enum Expect {
         host: String,
         table: Table,
         present: bool,
+    },
+    /// Acknowledged payload of the flows between two instants, as Mb/s (virtual time only).
+    Throughput {
+        flows: Vec<usize>,
+        from_ms: u64,
+        to_ms: u64,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    /// The ports are (or are not) paused by their peers' PFC on `priority` when the run ends (virtual time
+    /// only).
+    PausedAtEnd {
+        switch: String,
+        ports: Vec<String>,
+        priority: u8,
+        paused: bool,
     },
 }
 

@@ -210,6 +210,8 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         started,
         events: &events,
         sample_interval_ms: f64::from(SAMPLE_INTERVAL_MS),
+        flow_progress: None,
+        paused_at_end: None,
     };
     let report = evaluate(scenario, &lab.state.name, &lab.dir, &observed, &reports, records);
     std::fs::write(lab.dir.join("scenario.json"), serde_json::to_vec_pretty(&report)?)?;

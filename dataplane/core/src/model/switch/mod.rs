@@ -197,28 +197,13 @@ impl Derived {
             }
             d.vlan_lossless.insert(*vid, lossless);
         }
-        for route in &config.routes {
-            let action = if route.blackhole {
-                RouteAction::Blackhole
-            } else {
-                RouteAction::NextHops(route.nexthops.iter().map(|n| (n.ip, n.rif)).collect())
-            };
-            d.routes.insert(route.prefix, action);
-        }
-        // Connected and local routes after static ones: on the same prefix, connected wins (distance 0).
+        d.routes = RouteTable::for_config(config);
         for (i, rif) in config.interfaces.iter().enumerate() {
-            let i = RifId::new(i);
             match rif.kind {
-                RifKind::Port(p) => d.rif_by_port[p.index()] = Some(i),
+                RifKind::Port(p) => d.rif_by_port[p.index()] = Some(RifId::new(i)),
                 RifKind::Vlan(v) => {
-                    d.rif_by_vlan.insert(v, i);
+                    d.rif_by_vlan.insert(v, RifId::new(i));
                 }
-            }
-            for addr in &rif.addrs {
-                d.routes.insert(addr.trunc(), RouteAction::Connected(i));
-                let host =
-                    ipnet::IpNet::new(addr.addr(), addr.max_prefix_len()).expect("max prefix is valid");
-                d.routes.insert(host, RouteAction::Local);
             }
         }
         d
