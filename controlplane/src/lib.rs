@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod deadlock;
 pub mod demo;
 pub mod diff;

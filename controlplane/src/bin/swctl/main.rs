@@ -152,6 +152,25 @@ enum Command {
         #[arg(long)]
         release: bool,
     },
+    /// Capture what ports receive and send (PFC frames the switch makes included) as pcapng, or with
+    /// --drops the frames the switch drops, each with its reason as a packet comment. `-w -` (the default
+    /// when stdout is not a terminal) streams to stdout: `swctl capture Ethernet0 -w - | tshark -r -`.
+    Capture {
+        /// Ports (SONiC names); none: every port.
+        ports: Vec<String>,
+        /// Write to this file (`-`: stdout).
+        #[arg(short = 'w', long = "write", value_name = "FILE")]
+        write: Option<PathBuf>,
+        /// Stop after this many frames.
+        #[arg(short = 'c', long = "count", value_name = "N")]
+        count: Option<u64>,
+        /// Only frames the switch drops (ingress at these ports, or refused at their egress queues).
+        #[arg(long)]
+        drops: bool,
+        /// Bytes kept of each frame (0: all).
+        #[arg(short = 's', long, default_value_t = 0)]
+        snaplen: u32,
+    },
     /// The MAC table: `show mac`, and `sonic-clear fdb all` / per VLAN / per port.
     Fdb {
         #[command(subcommand)]

@@ -106,7 +106,7 @@ impl Switch {
         }
         let len = frame.len() as u64;
         if self.wd_masks[out.index()].dropping_queues & (1 << queue) != 0 {
-            self.count_egress_drop(out, queue, len);
+            self.count_egress_drop(out, queue, len, "PFC_WD");
             return false;
         }
         let cells = self.mmu.cells_for(frame.len());
@@ -121,7 +121,7 @@ impl Switch {
                 return false;
             }
             Err(Refusal::Egress) => {
-                self.count_egress_drop(out, queue, len);
+                self.count_egress_drop(out, queue, len, "EGRESS_BUFFER");
                 return false;
             }
         };
@@ -140,7 +140,7 @@ impl Switch {
                     let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
                     q.wred_dropped_packets += 1;
                     q.wred_dropped_bytes += len;
-                    self.count_egress_drop(out, queue, len);
+                    self.count_egress_drop(out, queue, len, "WRED");
                     return false;
                 }
                 WredAction::MarkCe
@@ -164,7 +164,7 @@ impl Switch {
         if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now_ns) {
             // The strict queue's policer refused it.
             self.release(&item.alloc);
-            self.count_egress_drop(out, queue, len);
+            self.count_egress_drop(out, queue, len, "POLICER");
             return false;
         }
         if xoff && let Some(port) = meta.ingress {
@@ -192,9 +192,12 @@ impl Switch {
         let c = &mut self.ports[port.index()].counters;
         c.rx_drp += 1;
         *c.drop_reasons.entry(reason).or_default() += 1;
+        self.log_drop(port, reason.as_str(), None);
     }
 
-    fn count_egress_drop(&mut self, port: PortId, queue: u8, len: u64) {
+    /// A copy refused at `port`'s egress `queue`; `cause` names why for a capture of drops.
+    fn count_egress_drop(&mut self, port: PortId, queue: u8, len: u64, cause: &'static str) {
+        self.log_drop(port, cause, Some(queue));
         self.ledger.copies_dropped += 1;
         let c = &mut self.ports[port.index()].counters;
         c.tx_drp += 1;

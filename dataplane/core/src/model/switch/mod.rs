@@ -274,6 +274,20 @@ pub struct Switch {
     xon_scratch: Vec<(PortId, u8)>,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
+    /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
+    drop_log: Option<Vec<DropRecord>>,
+}
+
+/// One frame (or egress copy) the switch dropped, for a capture of drops: where it was counted and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DropRecord {
+    /// The ingress port for an ingress drop; the egress port for a copy refused at an egress queue.
+    pub port: PortId,
+    /// `show dropcounters`' name of an ingress drop ([`DropReason::as_str`]), or the egress cause:
+    /// `EGRESS_BUFFER`, `WRED`, `PFC_WD`, `POLICER`.
+    pub reason: &'static str,
+    /// The egress queue, for an egress drop.
+    pub queue: Option<u8>,
 }
 
 /// What the PFC watchdog's actions mean for one port's packet path (bit masks).
@@ -318,6 +332,27 @@ impl Switch {
             now_ns: 0,
             xon_scratch: Vec::new(),
             wd_masks: Vec::new(),
+            drop_log: None,
+        }
+    }
+
+    /// Starts (or stops) recording every drop with its reason, for a capture of dropped frames: a driver
+    /// that keeps a copy of the frame it hands to [`Switch::handle_frame`] takes the drops it caused with
+    /// [`Switch::take_drops`] right after. Off by default: it costs nothing then.
+    pub fn record_drops(&mut self, on: bool) {
+        self.drop_log = on.then(Vec::new);
+    }
+
+    /// The drops recorded since the last call (see [`Switch::record_drops`]), appended to `out`.
+    pub fn take_drops(&mut self, out: &mut Vec<DropRecord>) {
+        if let Some(log) = &mut self.drop_log {
+            out.append(log);
+        }
+    }
+
+    fn log_drop(&mut self, port: PortId, reason: &'static str, queue: Option<u8>) {
+        if let Some(log) = &mut self.drop_log {
+            log.push(DropRecord { port, reason, queue });
         }
     }
 
