@@ -292,6 +292,7 @@ pub fn event_kind(event: &Event) -> &'static str {
         Event::NeighborAged { .. } => "neighbor_aged",
         Event::PfcXoff { .. } => "xoff",
         Event::PfcXon { .. } => "xon",
+        Event::EcnFirstMark { .. } => "ecn_first_mark",
         Event::PfcStormDetected { .. } => "pfc_storm_detected",
         Event::PfcStormRestored { .. } => "pfc_storm_restored",
         Event::PortOperStatus { up: true, .. } => "port_oper_up",
@@ -304,7 +305,9 @@ pub fn event_to_proto(timed: &TimedEvent) -> pb::SwitchEvent {
     let (port, index) = match &timed.event {
         Event::FdbLearned { port, .. } | Event::PortOperStatus { port, .. } => (port.as_str(), 0),
         Event::PfcXoff { port, pg } | Event::PfcXon { port, pg } => (port.as_str(), u32::from(*pg)),
-        Event::PfcStormDetected { port, queue, .. } | Event::PfcStormRestored { port, queue } => {
+        Event::PfcStormDetected { port, queue, .. }
+        | Event::PfcStormRestored { port, queue }
+        | Event::EcnFirstMark { port, queue } => {
             (port.as_str(), u32::from(*queue))
         }
         Event::ConfigApplied { .. }

@@ -3,6 +3,7 @@
 //! flows resolved against the topology, every error naming the step or expectation (`steps[2]`,
 //! `expect[0].pfc_tx`).
 
+use super::timed::{EcnBeforeXoffFile, FlowRateFile};
 use super::{Action, ActionKind, Expect, FlowMetric, Metric, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
@@ -146,6 +147,8 @@ pub enum ExpectFile {
     Retransmitted(Flows),
     DcqcnRateDecreases(Flows),
     DcqcnRateMbps(Flows),
+    FlowRateMbps(FlowRateFile),
+    EcnBeforeXoff(EcnBeforeXoffFile),
 }
 
 #[derive(Debug, Deserialize)]
@@ -328,6 +331,8 @@ impl ExpectFile {
             ExpectFile::Retransmitted(_) => "retransmitted",
             ExpectFile::DcqcnRateDecreases(_) => "dcqcn_rate_decreases",
             ExpectFile::DcqcnRateMbps(_) => "dcqcn_rate_mbps",
+            ExpectFile::FlowRateMbps(_) => "flow_rate_mbps",
+            ExpectFile::EcnBeforeXoff(_) => "ecn_before_xoff",
         }
     }
 
@@ -348,7 +353,7 @@ impl ExpectFile {
     }
 
     /// The expectation, names checked against the topology; `what` names it in errors.
-    fn resolve(self, t: &Topology, what: &str) -> anyhow::Result<Expect> {
+    fn resolve(self, t: &Topology, duration_ms: u64, what: &str) -> anyhow::Result<Expect> {
         let check_bounds = |min: Option<f64>, max: Option<f64>| {
             if min.is_none() && max.is_none() {
                 bail!("{what}: give min, max or both");
@@ -402,6 +407,8 @@ impl ExpectFile {
                 };
                 Expect::Ratio { of: side(r.of, "of")?, to: side(r.to, "to")?, min, max }
             }
+            ExpectFile::FlowRateMbps(f) => f.resolve(t, duration_ms, what)?,
+            ExpectFile::EcnBeforeXoff(e) => e.resolve(what)?,
             bounded => unreachable!("{} is a bounded metric", bounded.name()),
         })
     }
@@ -565,19 +572,20 @@ impl Scenario {
         let mut expect = Vec::new();
         for (i, e) in file.expect.into_iter().enumerate() {
             let what = format!("{source}: expect[{i}].{}", e.name());
-            expect.push(e.resolve(&topology, &what)?);
+            expect.push(e.resolve(&topology, file.duration_ms, &what)?);
         }
         for (i, e) in expect.iter().enumerate() {
             let mut checks: Vec<(&str, Vec<&str>)> = Vec::new();
             match e {
-                Expect::PfcwdDetected { switch, port, .. } | Expect::Flooded { switch, port, .. } => {
-                    checks.push((switch, vec![port.as_str()]))
-                }
+                Expect::PfcwdDetected { switch, port, .. }
+                | Expect::Flooded { switch, port, .. }
+                | Expect::EcnBeforeXoff { switch, port, .. } => checks.push((switch, vec![port.as_str()])),
                 Expect::DropReason { switch, .. } | Expect::Entry { switch, .. } => {
                     checks.push((switch, Vec::new()))
                 }
                 Expect::Bounds { metric, .. } => checks.extend(metric.switch()),
                 Expect::Ratio { of, to, .. } => checks.extend(of.switch().into_iter().chain(to.switch())),
+                Expect::FlowRate { .. } => {}
             }
             for (sw, ports) in checks {
                 check_switch_port(&topology, sw, None)

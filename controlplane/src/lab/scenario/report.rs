@@ -5,6 +5,7 @@
 //! `CLOCK_MONOTONIC` (see [`lossless_dataplane::clock`]); the report lines them up as milliseconds after
 //! the hosts were up (`*_ms`: [`ScenarioReport::started`], the origin of the actions' `done_ms` too).
 
+use super::timed::{self, Firsts, FlowSnapshots};
 use super::{Expect, FlowMetric, Metric, Scenario, Table};
 use crate::lab::up;
 use lossless_dataplane::clock;
@@ -157,6 +158,10 @@ pub(crate) struct Observed<'a> {
     pub(crate) events: &'a [pb::SwitchEvent],
     /// Every how many ms the samples were taken (for messages).
     pub(crate) sample_interval_ms: f64,
+    /// Every flow's byte counts at the instants `flow_rate_mbps` expectations need (simulator only).
+    pub(crate) flow_snapshots: &'a FlowSnapshots,
+    /// Per switch, its first XOFF and each queue's first CE mark.
+    pub(crate) firsts: &'a BTreeMap<String, Firsts>,
 }
 
 impl Observed<'_> {
@@ -193,7 +198,7 @@ impl Observed<'_> {
 
     /// Ms from the start of the window to `at_ns` on the switches' and hosts' clock (negative before it),
     /// to the microsecond.
-    fn ms(&self, at_ns: u64) -> f64 {
+    pub(super) fn ms(&self, at_ns: u64) -> f64 {
         let ns = i128::from(at_ns) - i128::from(self.started.monotonic_ns);
         (ns / 1_000) as f64 / 1e3
     }
@@ -410,6 +415,10 @@ pub(crate) fn evaluate(
                     format!("{a_text} / {b_text} = {ratio:.3}"),
                 )
             }
+            Expect::FlowRate { flows: list, of, value_mbps, within_percent, from_ms, to_ms } => {
+                timed::flow_rate(seen, list, *of, (*value_mbps, *within_percent), (*from_ms, *to_ms))
+            }
+            Expect::EcnBeforeXoff { switch, port, queue } => timed::ecn_before_xoff(seen, switch, port, *queue),
             Expect::Entry { switch, host, table, present } => {
                 let h = t.host(host);
                 let (fdb, neighbors) =
