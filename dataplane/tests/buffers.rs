@@ -447,8 +447,9 @@ fn dscp_ecn_marking_follows_the_wred_curve() {
     assert_eq!(c.queues[3].wred_dropped_packets, 0, "ECT packets are marked, not dropped");
     // When ECN began is one event per queue (its first mark), not one per mark.
     let dst_name = rig.sw.config().ports[dst.index()].name.clone();
-    let onsets: Vec<Event> =
-        std::iter::from_fn(|| rig.sw.poll_event()).filter(|e| matches!(e, Event::EcnFirstMark { .. })).collect();
+    let onsets: Vec<Event> = std::iter::from_fn(|| rig.sw.poll_event())
+        .filter(|e| matches!(e, Event::EcnFirstMark { .. }))
+        .collect();
     assert!(marked > 1.0, "several marks, one onset");
     assert_eq!(onsets, [Event::EcnFirstMark { port: dst_name, queue: 3 }]);
     rig.sw.set_port_hold(dst, false);

@@ -4,8 +4,8 @@
 use super::fabric::{self, Fabric, ORIGIN_NS};
 use super::series::{Key, Series};
 use crate::lab::scenario::report::{ActionRecord, Observed, ScenarioReport, evaluate};
-use crate::lab::scenario::timed::{Firsts, FlowBytes, FlowSnapshots};
 use crate::lab::scenario::run::merge;
+use crate::lab::scenario::timed::{Firsts, FlowBytes, FlowSnapshots};
 use crate::lab::scenario::{ActionKind, SAMPLE_INTERVAL_MS, Scenario};
 use crate::lab::topology::resolve_switch_config;
 use anyhow::bail;
@@ -53,7 +53,11 @@ pub struct Outcome {
 
 /// A timed thing to do: a storm switched on or off, or a scenario action.
 enum Todo {
-    Storm { host: String, priorities: u8, interval_ns: u64 },
+    Storm {
+        host: String,
+        priorities: u8,
+        interval_ns: u64,
+    },
     Action(usize),
     /// Every flow's byte counts, at this many ms after the origin.
     FlowSnapshot(u64),

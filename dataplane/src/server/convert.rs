@@ -307,9 +307,7 @@ pub fn event_to_proto(timed: &TimedEvent) -> pb::SwitchEvent {
         Event::PfcXoff { port, pg } | Event::PfcXon { port, pg } => (port.as_str(), u32::from(*pg)),
         Event::PfcStormDetected { port, queue, .. }
         | Event::PfcStormRestored { port, queue }
-        | Event::EcnFirstMark { port, queue } => {
-            (port.as_str(), u32::from(*queue))
-        }
+        | Event::EcnFirstMark { port, queue } => (port.as_str(), u32::from(*queue)),
         Event::ConfigApplied { .. }
         | Event::FdbAged { .. }
         | Event::NeighborLearned { .. }

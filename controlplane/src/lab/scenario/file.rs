@@ -719,7 +719,8 @@ expect:
         assert!(e.contains("expect[0]: unknown variant `colour`"), "{e}");
     }
 
-    const ONE_FLOW: &str = "duration-ms: 10\nsteps: [ { at: 0, traffic: { from: h1, to: h2, priority: 3, dscp: 3 } } ]\n";
+    const ONE_FLOW: &str =
+        "duration-ms: 10\nsteps: [ { at: 0, traffic: { from: h1, to: h2, priority: 3, dscp: 3 } } ]\n";
 
     #[test]
     fn rate_windows_and_ecn_onsets_parse_and_say_what_is_wrong() {
@@ -733,7 +734,8 @@ expect:
         ));
         assert!(matches!(&s.expect[1], Expect::EcnBeforeXoff { queue: 3, .. }));
         assert_eq!(s.flow_snapshot_instants_ms().into_iter().collect::<Vec<_>>(), [2, 10]);
-        let rate = |fields: &str| error_of(&format!("{ONE_FLOW}expect: [ {{ flow_rate_mbps: {{ {fields} }} }} ]"));
+        let rate =
+            |fields: &str| error_of(&format!("{ONE_FLOW}expect: [ {{ flow_rate_mbps: {{ {fields} }} }} ]"));
         let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 5");
         assert!(e.contains("expect[0].flow_rate_mbps: from_ms 5 must be before to_ms 5"), "{e}");
         let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 11");
@@ -746,9 +748,13 @@ expect:
         assert!(e.contains("flow_rate_mbps: flow 3: there are 1 flows"), "{e}");
         let e = rate("flow: 0, of: received, value: 1, within_percent: 5, from_ms: 1, to_ms: 2");
         assert!(e.contains("unknown variant `received`, expected `sent` or `acked`"), "{e}");
-        let e = error_of(&format!("{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 8 }} }} ]"));
+        let e = error_of(&format!(
+            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 8 }} }} ]"
+        ));
         assert!(e.contains("expect[0].ecn_before_xoff.queue: 8 is outside 0-7"), "{e}");
-        let e = error_of(&format!("{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet9, queue: 3 }} }} ]"));
+        let e = error_of(&format!(
+            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet9, queue: 3 }} }} ]"
+        ));
         assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
     }
 }

@@ -418,7 +418,9 @@ pub(crate) fn evaluate(
             Expect::FlowRate { flows: list, of, value_mbps, within_percent, from_ms, to_ms } => {
                 timed::flow_rate(seen, list, *of, (*value_mbps, *within_percent), (*from_ms, *to_ms))
             }
-            Expect::EcnBeforeXoff { switch, port, queue } => timed::ecn_before_xoff(seen, switch, port, *queue),
+            Expect::EcnBeforeXoff { switch, port, queue } => {
+                timed::ecn_before_xoff(seen, switch, port, *queue)
+            }
             Expect::Entry { switch, host, table, present } => {
                 let h = t.host(host);
                 let (fdb, neighbors) =

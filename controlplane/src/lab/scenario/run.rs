@@ -24,7 +24,13 @@ type Samples = Arc<Mutex<BTreeMap<String, Vec<pb::GetCountersResponse>>>>;
 type Events = Arc<Mutex<Vec<pb::SwitchEvent>>>;
 type FirstsBySwitch = Arc<Mutex<BTreeMap<String, Firsts>>>;
 
-async fn subscribe(switch: String, endpoint: String, samples: Samples, events: Events, firsts: FirstsBySwitch) {
+async fn subscribe(
+    switch: String,
+    endpoint: String,
+    samples: Samples,
+    events: Events,
+    firsts: FirstsBySwitch,
+) {
     let Ok(mut client) = server::connect(&endpoint).await else { return };
     let request = pb::SubscribeRequest { counters_interval_ms: SAMPLE_INTERVAL_MS, events: true };
     let Ok(stream) = client.subscribe(request).await else { return };

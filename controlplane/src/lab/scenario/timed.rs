@@ -82,7 +82,10 @@ impl FlowRateFile {
             .map(|n| {
                 let i = usize::try_from(n).unwrap_or(usize::MAX);
                 if i >= t.traffic.len() {
-                    bail!("{what}: flow {n}: there are {} flows (numbered from 0 in step order)", t.traffic.len());
+                    bail!(
+                        "{what}: flow {n}: there are {} flows (numbered from 0 in step order)",
+                        t.traffic.len()
+                    );
                 }
                 Ok(i)
             })
@@ -209,7 +212,12 @@ pub(super) fn flow_rate(
 }
 
 /// `(expectation, holds, evidence)` of an `ecn_before_xoff`.
-pub(super) fn ecn_before_xoff(seen: &Observed, switch: &str, port: &str, queue: u8) -> (String, bool, String) {
+pub(super) fn ecn_before_xoff(
+    seen: &Observed,
+    switch: &str,
+    port: &str,
+    queue: u8,
+) -> (String, bool, String) {
     let expectation = format!("{switch} {port} queue {queue} marks CE before {switch} sends its first XOFF");
     let firsts = seen.firsts.get(switch);
     let mark = firsts.and_then(|f| f.ecn.get(&(port.to_owned(), u32::from(queue)))).copied();

@@ -33,8 +33,8 @@ mod tests;
 
 use anyhow::{Context, bail};
 use file::{RawTopology, check_interface_name};
-use lossless_dataplane::nic::Retransmit;
 use lossless_dataplane::model::config::{ConfigDb, SwitchConfig, check_config_text};
+use lossless_dataplane::nic::Retransmit;
 use lossless_dataplane::wire::EthernetAddress;
 use std::collections::BTreeMap;
 use std::fmt;

@@ -140,7 +140,9 @@ impl std::fmt::Display for Event {
             Event::NeighborAged { ip } => write!(f, "neighbour aged {ip}"),
             Event::PfcXoff { port, pg } => write!(f, "XOFF on port {port} PG {pg}"),
             Event::PfcXon { port, pg } => write!(f, "XON on port {port} PG {pg}"),
-            Event::EcnFirstMark { port, queue } => write!(f, "first ECN CE mark on port {port} queue {queue}"),
+            Event::EcnFirstMark { port, queue } => {
+                write!(f, "first ECN CE mark on port {port} queue {queue}")
+            }
             Event::PfcStormDetected { port, queue, action } => write!(
                 f,
                 "PFC Watchdog detected PFC storm on port {port}, queue index {queue}, action {}",
