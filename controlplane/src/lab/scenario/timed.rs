@@ -240,3 +240,95 @@ pub(super) fn ecn_before_xoff(
     };
     (expectation, holds, evidence)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lossless_dataplane::rocehost::report::RunStart;
+
+    const ORIGIN_NS: u64 = 1_000_000;
+
+    fn event(kind: &str, port: &str, index: u32, at_ns: u64) -> pb::SwitchEvent {
+        pb::SwitchEvent {
+            timestamp_ns: at_ns,
+            kind: kind.into(),
+            port: port.into(),
+            index,
+            ..Default::default()
+        }
+    }
+
+    /// Evaluates with these firsts and snapshots (nothing else observed).
+    fn with<T>(
+        firsts: &BTreeMap<String, Firsts>,
+        snapshots: &FlowSnapshots,
+        f: impl FnOnce(&Observed) -> T,
+    ) -> T {
+        let (finals, tables, samples) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        let seen = Observed {
+            finals: &finals,
+            tables: &tables,
+            samples: &samples,
+            window: (ORIGIN_NS, ORIGIN_NS + 10_000_000),
+            started: RunStart { monotonic_ns: ORIGIN_NS, unix_ns: ORIGIN_NS },
+            events: &[],
+            sample_interval_ms: 10.0,
+            flow_snapshots: snapshots,
+            firsts,
+        };
+        f(&seen)
+    }
+
+    #[test]
+    fn ecn_before_xoff_compares_the_first_mark_of_the_queue_with_the_first_xoff_of_the_switch() {
+        let mut sw = Firsts::default();
+        // Events in time order: a mark on another queue, an XOFF, then the queue's mark, a later XOFF.
+        sw.note(&event("ecn_first_mark", "Ethernet8", 4, ORIGIN_NS + 10_000));
+        sw.note(&event("xoff", "Ethernet4", 3, ORIGIN_NS + 20_000));
+        sw.note(&event("ecn_first_mark", "Ethernet8", 3, ORIGIN_NS + 30_000));
+        sw.note(&event("xoff", "Ethernet0", 3, ORIGIN_NS + 40_000));
+        assert_eq!(sw.xoff, Some((ORIGIN_NS + 20_000, "Ethernet4".into(), 3)), "the first XOFF is kept");
+        let firsts = BTreeMap::from([("sw1".to_owned(), sw)]);
+        let none = FlowSnapshots::new();
+        let (_, holds, evidence) = with(&firsts, &none, |s| ecn_before_xoff(s, "sw1", "Ethernet8", 3));
+        assert!(!holds, "{evidence}");
+        assert!(
+            evidence.contains("first CE mark at 0.030 ms, first XOFF at 0.020 ms (Ethernet4 PG 3)"),
+            "{evidence}"
+        );
+        let (_, holds, evidence) = with(&firsts, &none, |s| ecn_before_xoff(s, "sw1", "Ethernet8", 4));
+        assert!(holds, "{evidence}");
+        let (_, holds, evidence) = with(&firsts, &none, |s| ecn_before_xoff(s, "sw1", "Ethernet8", 5));
+        assert!(!holds && evidence.starts_with("no CE mark"), "{evidence}");
+        // A mark and no XOFF at all holds.
+        let mut quiet = Firsts::default();
+        quiet.note(&event("ecn_first_mark", "Ethernet8", 3, ORIGIN_NS));
+        let firsts = BTreeMap::from([("sw1".to_owned(), quiet)]);
+        let (_, holds, evidence) = with(&firsts, &none, |s| ecn_before_xoff(s, "sw1", "Ethernet8", 3));
+        assert!(holds && evidence.ends_with("no XOFF"), "{evidence}");
+    }
+
+    #[test]
+    fn flow_rate_is_the_bytes_of_the_window_over_its_length_and_fails_without_snapshots() {
+        let bytes = |sent_bytes, acked_bytes| FlowBytes { sent_bytes, acked_bytes };
+        // 4 ms: flow 0 sent 5,000,000 bytes (10,000 Mb/s), acknowledged 4,750,000 (9,500 Mb/s).
+        let snapshots = FlowSnapshots::from([
+            (1, vec![bytes(1_000_000, 900_000), bytes(0, 0)]),
+            (5, vec![bytes(6_000_000, 5_650_000), bytes(0, 0)]),
+        ]);
+        let firsts = BTreeMap::new();
+        let rate = |flows: &[usize], of, value, percent| {
+            with(&firsts, &snapshots, |s| flow_rate(s, flows, of, (value, percent), (1, 5)))
+        };
+        assert!(rate(&[0], RateOf::Sent, 10_000.0, 0.1).1);
+        assert!(!rate(&[0], RateOf::Sent, 10_200.0, 1.0).1, "10,000 is 2 % below 10,200");
+        let (_, holds, evidence) = rate(&[0], RateOf::Acked, 9_500.0, 1.0);
+        assert!(holds && evidence.starts_with("flow 0 9500 (+0.0 %) Mb/s"), "{evidence}");
+        // Every flow listed must hold; value 0 means nothing at all.
+        assert!(!rate(&[0, 1], RateOf::Sent, 10_000.0, 5.0).1);
+        assert!(rate(&[1], RateOf::Acked, 0.0, 5.0).1);
+        let (_, holds, evidence) =
+            with(&firsts, &FlowSnapshots::new(), |s| flow_rate(s, &[0], RateOf::Sent, (1.0, 5.0), (1, 5)));
+        assert!(!holds && evidence.contains("a lab's hosts report at the end only"), "{evidence}");
+    }
+}
