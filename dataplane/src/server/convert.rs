@@ -370,6 +370,10 @@ mod tests {
         let xoff = event_to_proto(&TimedEvent { at_ns: 1, event: xoff });
         assert_eq!((xoff.kind.as_str(), xoff.port.as_str(), xoff.index), ("xoff", "Ethernet4", 4));
         assert_eq!(xoff.message, "XOFF on port Ethernet4 PG 4");
+        let mark = Event::EcnFirstMark { port: "Ethernet8".into(), queue: 3 };
+        let mark = event_to_proto(&TimedEvent { at_ns: 3, event: mark });
+        assert_eq!((mark.kind.as_str(), mark.port.as_str(), mark.index), ("ecn_first_mark", "Ethernet8", 3));
+        assert_eq!(mark.message, "first ECN CE mark on port Ethernet8 queue 3");
         let learned = Event::FdbLearned {
             vid: 1000,
             mac: crate::wire::EthernetAddress([2, 0, 0, 0, 0, 1]),
