@@ -5,6 +5,7 @@ use super::fabric::{self, Fabric, ORIGIN_NS};
 use super::series::{Key, Series};
 use crate::lab::scenario::report::{ActionRecord, Observed, ScenarioReport, evaluate};
 use crate::lab::scenario::run::merge;
+use crate::lab::scenario::timed::{Firsts, FlowBytes, FlowSnapshots};
 use crate::lab::scenario::{ActionKind, SAMPLE_INTERVAL_MS, Scenario};
 use crate::lab::topology::resolve_switch_config;
 use anyhow::bail;
@@ -55,8 +56,14 @@ pub struct Outcome {
 
 /// A timed thing to do: a storm switched on or off, or a scenario action.
 enum Todo {
-    Storm { host: String, priorities: u8, interval_ns: u64 },
+    Storm {
+        host: String,
+        priorities: u8,
+        interval_ns: u64,
+    },
     Action(usize),
+    /// Every flow's byte counts, at this many ms after the origin.
+    FlowSnapshot(u64),
 }
 
 pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
@@ -81,6 +88,9 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
     for (i, a) in scenario.actions.iter().enumerate() {
         todo.push((ORIGIN_NS + a.at_ms * 1_000_000, Todo::Action(i)));
     }
+    for ms in scenario.flow_snapshot_instants_ms() {
+        todo.push((ORIGIN_NS + ms * 1_000_000, Todo::FlowSnapshot(ms)));
+    }
     todo.sort_by_key(|(at, _)| *at); // stable: file order at equal times
     let mut todo = todo.into_iter().peekable();
 
@@ -91,6 +101,8 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
     let mut samples: BTreeMap<String, Vec<pb::GetCountersResponse>> = BTreeMap::new();
     let mut flow_progress: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
     let mut events = Vec::new();
+    let mut firsts: BTreeMap<String, Firsts> = BTreeMap::new();
+    let mut flow_snapshots = FlowSnapshots::new();
     let mut records = Vec::new();
     let mut series = Series::new(options.resolution_ns);
     let mut recorder = Recorder::default();
@@ -108,7 +120,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);
         let t = next_todo.min(next_sample).min(next_point).min(next_flow_sample).min(end);
         f.sim.run_until(t);
-        collect_events(&mut f, &mut events);
+        collect_events(&mut f, &mut events, &mut firsts);
         while let Some((_, what)) = todo.next_if(|(at, _)| *at <= t) {
             match what {
                 Todo::Storm { host, priorities, interval_ns } => {
@@ -133,6 +145,19 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
                             warnings.push(format!("after {} ({} ms): {w}", a.step, a.at_ms));
                         }
                     }
+                }
+                Todo::FlowSnapshot(ms) => {
+                    let bytes = (0..scenario.topology.traffic.len())
+                        .map(|i| {
+                            let host = f.hosts[&scenario.topology.traffic[i].from];
+                            let stats = f.sim.nic(host).flow_stats(i as u32 + 1);
+                            stats.map_or(FlowBytes::default(), |s| FlowBytes {
+                                sent_bytes: s.sent_bytes,
+                                acked_bytes: s.acked_bytes,
+                            })
+                        })
+                        .collect();
+                    flow_snapshots.insert(ms, bytes);
                 }
             }
         }
@@ -195,6 +220,8 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
         sample_interval_ms: sample_ns as f64 / 1e6,
         flow_progress: Some(&flow_progress),
         paused_at_end: Some(&paused_at_end),
+        flow_snapshots: &flow_snapshots,
+        firsts: &firsts,
     };
     let lab = format!("simulation, seed {}", options.seed);
     let mut report = evaluate(scenario, &lab, &options.out, &observed, &reports, records);
@@ -231,13 +258,17 @@ fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<(usize, usize
     Ok((vec![ep, other], format!("{file}.pcap")))
 }
 
-/// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms).
-fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>) {
+/// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms), and
+/// each switch's first XOFF and first CE marks.
+fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>, firsts: &mut BTreeMap<String, Firsts>) {
     for (at_ns, node, event) in std::mem::take(&mut f.sim.events) {
         if !matches!(f.sim.device(node), Device::Switch(_)) {
             continue;
         }
         let mut e = event_to_proto(&TimedEvent { at_ns, event });
+        if let Some(name) = f.switches.iter().find(|(_, id)| **id == node).map(|(n, _)| n) {
+            firsts.entry(name.clone()).or_default().note(&e);
+        }
         if e.kind.starts_with("pfc_storm") {
             e.message.clear();
             e.wall_time_unix_ns = at_ns; // virtual time has no wall clock

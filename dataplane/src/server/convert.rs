@@ -314,6 +314,7 @@ pub fn event_kind(event: &Event) -> &'static str {
         Event::NeighborAged { .. } => "neighbor_aged",
         Event::PfcXoff { .. } => "xoff",
         Event::PfcXon { .. } => "xon",
+        Event::EcnFirstMark { .. } => "ecn_first_mark",
         Event::PfcStormDetected { .. } => "pfc_storm_detected",
         Event::PfcStormRestored { .. } => "pfc_storm_restored",
         Event::PortOperStatus { up: true, .. } => "port_oper_up",
@@ -326,9 +327,9 @@ pub fn event_to_proto(timed: &TimedEvent) -> pb::SwitchEvent {
     let (port, index) = match &timed.event {
         Event::FdbLearned { port, .. } | Event::PortOperStatus { port, .. } => (port.as_str(), 0),
         Event::PfcXoff { port, pg } | Event::PfcXon { port, pg } => (port.as_str(), u32::from(*pg)),
-        Event::PfcStormDetected { port, queue, .. } | Event::PfcStormRestored { port, queue } => {
-            (port.as_str(), u32::from(*queue))
-        }
+        Event::PfcStormDetected { port, queue, .. }
+        | Event::PfcStormRestored { port, queue }
+        | Event::EcnFirstMark { port, queue } => (port.as_str(), u32::from(*queue)),
         Event::ConfigApplied { .. }
         | Event::FdbAged { .. }
         | Event::NeighborLearned { .. }
@@ -391,6 +392,10 @@ mod tests {
         let xoff = event_to_proto(&TimedEvent { at_ns: 1, event: xoff });
         assert_eq!((xoff.kind.as_str(), xoff.port.as_str(), xoff.index), ("xoff", "Ethernet4", 4));
         assert_eq!(xoff.message, "XOFF on port Ethernet4 PG 4");
+        let mark = Event::EcnFirstMark { port: "Ethernet8".into(), queue: 3 };
+        let mark = event_to_proto(&TimedEvent { at_ns: 3, event: mark });
+        assert_eq!((mark.kind.as_str(), mark.port.as_str(), mark.index), ("ecn_first_mark", "Ethernet8", 3));
+        assert_eq!(mark.message, "first ECN CE mark on port Ethernet8 queue 3");
         let learned = Event::FdbLearned {
             vid: 1000,
             mac: crate::wire::EthernetAddress([2, 0, 0, 0, 0, 1]),

@@ -3,6 +3,7 @@
 //! flows resolved against the topology, every error naming the step or expectation (`steps[2]`,
 //! `expect[0].pfc_tx`).
 
+use super::timed::{EcnBeforeXoffFile, FlowRateFile};
 use super::{Action, ActionKind, Expect, FlowMetric, Metric, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
@@ -148,6 +149,8 @@ pub enum ExpectFile {
     DcqcnRateMbps(Flows),
     ThroughputMbps(Throughput),
     PfcPausedAtEnd(PausedAtEnd),
+    FlowRateMbps(FlowRateFile),
+    EcnBeforeXoff(EcnBeforeXoffFile),
 }
 
 /// `throughput_mbps`: acknowledged Mb/s of the flows between `from_ms` and `to_ms`.
@@ -353,6 +356,8 @@ impl ExpectFile {
             ExpectFile::DcqcnRateMbps(_) => "dcqcn_rate_mbps",
             ExpectFile::ThroughputMbps(_) => "throughput_mbps",
             ExpectFile::PfcPausedAtEnd(_) => "pfc_paused_at_end",
+            ExpectFile::FlowRateMbps(_) => "flow_rate_mbps",
+            ExpectFile::EcnBeforeXoff(_) => "ecn_before_xoff",
         }
     }
 
@@ -373,7 +378,7 @@ impl ExpectFile {
     }
 
     /// The expectation, names checked against the topology; `what` names it in errors.
-    fn resolve(self, t: &Topology, what: &str) -> anyhow::Result<Expect> {
+    fn resolve(self, t: &Topology, duration_ms: u64, what: &str) -> anyhow::Result<Expect> {
         let check_bounds = |min: Option<f64>, max: Option<f64>| {
             if min.is_none() && max.is_none() {
                 bail!("{what}: give min, max or both");
@@ -446,6 +451,8 @@ impl ExpectFile {
                 };
                 Expect::Ratio { of: side(r.of, "of")?, to: side(r.to, "to")?, min, max }
             }
+            ExpectFile::FlowRateMbps(f) => f.resolve(t, duration_ms, what)?,
+            ExpectFile::EcnBeforeXoff(e) => e.resolve(what)?,
             bounded => unreachable!("{} is a bounded metric", bounded.name()),
         })
     }
@@ -609,14 +616,14 @@ impl Scenario {
         let mut expect = Vec::new();
         for (i, e) in file.expect.into_iter().enumerate() {
             let what = format!("{source}: expect[{i}].{}", e.name());
-            expect.push(e.resolve(&topology, &what)?);
+            expect.push(e.resolve(&topology, file.duration_ms, &what)?);
         }
         for (i, e) in expect.iter().enumerate() {
             let mut checks: Vec<(&str, Vec<&str>)> = Vec::new();
             match e {
-                Expect::PfcwdDetected { switch, port, .. } | Expect::Flooded { switch, port, .. } => {
-                    checks.push((switch, vec![port.as_str()]))
-                }
+                Expect::PfcwdDetected { switch, port, .. }
+                | Expect::Flooded { switch, port, .. }
+                | Expect::EcnBeforeXoff { switch, port, .. } => checks.push((switch, vec![port.as_str()])),
                 Expect::DropReason { switch, .. } | Expect::Entry { switch, .. } => {
                     checks.push((switch, Vec::new()))
                 }
@@ -626,6 +633,7 @@ impl Scenario {
                 Expect::Throughput { .. } => {}
                 Expect::Bounds { metric, .. } => checks.extend(metric.switch()),
                 Expect::Ratio { of, to, .. } => checks.extend(of.switch().into_iter().chain(to.switch())),
+                Expect::FlowRate { .. } => {}
             }
             for (sw, ports) in checks {
                 check_switch_port(&topology, sw, None)
@@ -786,5 +794,44 @@ expect:
         assert!(e.contains("expect[0].pfc_paused_at_end.port: an empty list"), "{e}");
         let e = error_of("expect: [ { colour: { flow: 0 } } ]");
         assert!(e.contains("expect[0]: unknown variant `colour`"), "{e}");
+    }
+
+    const ONE_FLOW: &str =
+        "duration-ms: 10\nsteps: [ { at: 0, traffic: { from: h1, to: h2, priority: 3, dscp: 3 } } ]\n";
+
+    #[test]
+    fn rate_windows_and_ecn_onsets_parse_and_say_what_is_wrong() {
+        let s = parse(&format!(
+            "{ONE_FLOW}expect:\n  - flow_rate_mbps: {{ flow: 0, of: acked, value: 900, within_percent: 5, from_ms: 2, to_ms: 10 }}\n  - ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 3 }}\n"
+        ))
+        .unwrap();
+        assert!(matches!(
+            &s.expect[0],
+            Expect::FlowRate { flows, of: super::super::timed::RateOf::Acked, from_ms: 2, to_ms: 10, .. } if flows == &[0]
+        ));
+        assert!(matches!(&s.expect[1], Expect::EcnBeforeXoff { queue: 3, .. }));
+        assert_eq!(s.flow_snapshot_instants_ms().into_iter().collect::<Vec<_>>(), [2, 10]);
+        let rate =
+            |fields: &str| error_of(&format!("{ONE_FLOW}expect: [ {{ flow_rate_mbps: {{ {fields} }} }} ]"));
+        let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 5");
+        assert!(e.contains("expect[0].flow_rate_mbps: from_ms 5 must be before to_ms 5"), "{e}");
+        let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 11");
+        assert!(e.contains("flow_rate_mbps.to_ms: 11 is after the scenario's end (duration-ms 10)"), "{e}");
+        let e = rate("flow: 0, of: sent, value: 900, within_percent: 0, from_ms: 1, to_ms: 2");
+        assert!(e.contains("flow_rate_mbps.within_percent: 0 is outside (0, 100]"), "{e}");
+        let e = rate("flow: 0, of: sent, value: -1, within_percent: 5, from_ms: 1, to_ms: 2");
+        assert!(e.contains("flow_rate_mbps.value: -1 is not a rate"), "{e}");
+        let e = rate("flow: 3, of: sent, value: 1, within_percent: 5, from_ms: 1, to_ms: 2");
+        assert!(e.contains("flow_rate_mbps: flow 3: there are 1 flows"), "{e}");
+        let e = rate("flow: 0, of: received, value: 1, within_percent: 5, from_ms: 1, to_ms: 2");
+        assert!(e.contains("unknown variant `received`, expected `sent` or `acked`"), "{e}");
+        let e = error_of(&format!(
+            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 8 }} }} ]"
+        ));
+        assert!(e.contains("expect[0].ecn_before_xoff.queue: 8 is outside 0-7"), "{e}");
+        let e = error_of(&format!(
+            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet9, queue: 3 }} }} ]"
+        ));
+        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //! `CLOCK_MONOTONIC` (see [`lossless_dataplane::clock`]); the report lines them up as milliseconds after
 //! the hosts were up (`*_ms`: [`ScenarioReport::started`], the origin of the actions' `done_ms` too).
 
+use super::timed::{self, Firsts, FlowSnapshots};
 use super::{Expect, FlowMetric, Metric, Scenario, Table};
 use crate::lab::up;
 use lossless_dataplane::clock;
@@ -163,6 +164,10 @@ pub(crate) struct Observed<'a> {
     /// Per switch and port: the priorities its peer's PFC paused when the run ended (a bit mask). Only a
     /// simulation has them.
     pub(crate) paused_at_end: Option<&'a BTreeMap<String, BTreeMap<String, u8>>>,
+    /// Every flow's byte counts at the instants `flow_rate_mbps` expectations need (simulator only).
+    pub(crate) flow_snapshots: &'a FlowSnapshots,
+    /// Per switch, its first XOFF and each queue's first CE mark.
+    pub(crate) firsts: &'a BTreeMap<String, Firsts>,
 }
 
 impl Observed<'_> {
@@ -230,7 +235,7 @@ impl Observed<'_> {
 
     /// Ms from the start of the window to `at_ns` on the switches' and hosts' clock (negative before it),
     /// to the microsecond.
-    fn ms(&self, at_ns: u64) -> f64 {
+    pub(super) fn ms(&self, at_ns: u64) -> f64 {
         let ns = i128::from(at_ns) - i128::from(self.started.monotonic_ns);
         (ns / 1_000) as f64 / 1e3
     }
@@ -504,6 +509,12 @@ pub(crate) fn evaluate(
                     }
                     None => (expectation, false, "only swctl sim run reads the PFC state at the end".into()),
                 }
+            }
+            Expect::FlowRate { flows: list, of, value_mbps, within_percent, from_ms, to_ms } => {
+                timed::flow_rate(seen, list, *of, (*value_mbps, *within_percent), (*from_ms, *to_ms))
+            }
+            Expect::EcnBeforeXoff { switch, port, queue } => {
+                timed::ecn_before_xoff(seen, switch, port, *queue)
             }
             Expect::Entry { switch, host, table, present } => {
                 let h = t.host(host);

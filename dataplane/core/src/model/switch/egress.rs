@@ -146,9 +146,7 @@ impl Switch {
                 WredAction::MarkCe
                     if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(&mut frame) =>
                 {
-                    let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
-                    q.ecn_marked_packets += 1;
-                    q.ecn_marked_bytes += len;
+                    self.count_ecn_mark(out, queue, len);
                 }
                 _ => {}
             }
@@ -232,6 +230,16 @@ impl Switch {
     /// The port's `pfc_enable`, less the priorities the watchdog switched off.
     pub(super) fn effective_pfc_enable(&self, port: PortId) -> u8 {
         self.config.qos[port.index()].pfc_enable & !self.wd_masks[port.index()].pfc_disabled
+    }
+
+    /// A CE mark on a queue; the queue's first one is an event.
+    fn count_ecn_mark(&mut self, port: PortId, queue: u8, len: u64) {
+        let q = &mut self.ports[port.index()].counters.queues[usize::from(queue)];
+        q.ecn_marked_packets += 1;
+        q.ecn_marked_bytes += len;
+        if q.ecn_marked_packets == 1 {
+            self.push_event(Event::EcnFirstMark { port: self.port_name(port), queue });
+        }
     }
 
     fn assert_pfc(&mut self, port: PortId, pg: u8) {
@@ -322,9 +330,7 @@ impl Switch {
                 && wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) == WredAction::MarkCe
                 && mark_ce(&mut item.frame)
             {
-                let q = &mut self.ports[port.index()].counters.queues[usize::from(queue)];
-                q.ecn_marked_packets += 1;
-                q.ecn_marked_bytes += len;
+                self.count_ecn_mark(port, queue, len);
             }
         }
         let c = &mut self.ports[port.index()].counters;

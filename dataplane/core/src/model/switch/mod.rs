@@ -105,6 +105,12 @@ pub enum Event {
         port: String,
         pg: u8,
     },
+    /// A queue marked CE for the first time since its ECN counter was zero (the switch started or its
+    /// counters were cleared): when ECN began to act there. One event per queue, not one per mark.
+    EcnFirstMark {
+        port: String,
+        queue: u8,
+    },
     PfcStormDetected {
         port: String,
         queue: u8,
@@ -134,6 +140,9 @@ impl std::fmt::Display for Event {
             Event::NeighborAged { ip } => write!(f, "neighbour aged {ip}"),
             Event::PfcXoff { port, pg } => write!(f, "XOFF on port {port} PG {pg}"),
             Event::PfcXon { port, pg } => write!(f, "XON on port {port} PG {pg}"),
+            Event::EcnFirstMark { port, queue } => {
+                write!(f, "first ECN CE mark on port {port} queue {queue}")
+            }
             Event::PfcStormDetected { port, queue, action } => write!(
                 f,
                 "PFC Watchdog detected PFC storm on port {port}, queue index {queue}, action {}",
