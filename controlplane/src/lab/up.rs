@@ -336,6 +336,9 @@ fn start_hosts(
         for (name, value) in &h.dcqcn_params {
             args.extend(["--dcqcn-param".into(), format!("{name}={value}")]);
         }
+        for param in h.rx_pipeline.params() {
+            args.extend(["--rx-param".into(), param]);
+        }
         let mut flow_args = Vec::new();
         for (index, f) in &flows {
             let Some(dst) = topology.host(&f.to) else { continue };

@@ -3,7 +3,7 @@
 //! flows resolved against the topology, every error naming the step or expectation (`steps[2]`,
 //! `expect[0].pfc_tx`).
 
-use super::{Action, ActionKind, Expect, FlowMetric, Metric, Scenario, Storm, Table};
+use super::{Action, ActionKind, Expect, FlowMetric, Metric, RxStuck, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
 use lossless_dataplane::model::config::{ConfigDb, check_config_text};
@@ -44,6 +44,7 @@ pub struct Step {
     /// Flows (topology `traffic` entries) that start at `at`.
     pub traffic: Option<OneOrMany<Mapping>>,
     pub storm: Option<StormStep>,
+    pub rx_stuck: Option<RxStuckStep>,
     pub flush_fdb: Option<FlushFdbStep>,
     pub stop_host: Option<HostRef>,
     pub apply: Option<ApplyStep>,
@@ -55,6 +56,15 @@ pub struct StormStep {
     pub host: String,
     pub priorities: Vec<u8>,
     pub interval_us: Option<u64>,
+    /// ms after the hosts are up.
+    pub stop: Option<u64>,
+}
+
+/// The host NIC's receive pipeline stops at `at` (and restarts at `stop`, if given).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RxStuckStep {
+    pub host: String,
     /// ms after the hosts are up.
     pub stop: Option<u64>,
 }
@@ -138,8 +148,10 @@ pub enum ExpectFile {
     Neighbor(Entry),
     Ratio(Ratio),
     PfcTx(PfcTx),
+    PortPausedMs(PfcTx),
     QueueDepth(QueueDepth),
     GoodputMbps(Flows),
+    DeliveredMbps(Flows),
     PsnGaps(Flows),
     Cnps(Flows),
     PauseMs(Flows),
@@ -206,8 +218,10 @@ pub struct Ratio {
 #[serde(rename_all = "snake_case")]
 pub enum MetricFile {
     PfcTx(PfcTx),
+    PortPausedMs(PfcTx),
     QueueDepth(QueueDepth),
     GoodputMbps(Flows),
+    DeliveredMbps(Flows),
     PsnGaps(Flows),
     Cnps(Flows),
     PauseMs(Flows),
@@ -250,7 +264,9 @@ impl MetricFile {
         match self {
             MetricFile::PfcTx(_) => "pfc_tx",
             MetricFile::QueueDepth(_) => "queue_depth",
+            MetricFile::PortPausedMs(_) => "port_paused_ms",
             MetricFile::GoodputMbps(_) => "goodput_mbps",
+            MetricFile::DeliveredMbps(_) => "delivered_mbps",
             MetricFile::PsnGaps(_) => "psn_gaps",
             MetricFile::Cnps(_) => "cnps",
             MetricFile::PauseMs(_) => "pause_ms",
@@ -262,9 +278,10 @@ impl MetricFile {
 
     fn bounds(&self) -> (Option<f64>, Option<f64>) {
         match self {
-            MetricFile::PfcTx(m) => (m.min, m.max),
+            MetricFile::PfcTx(m) | MetricFile::PortPausedMs(m) => (m.min, m.max),
             MetricFile::QueueDepth(m) => (m.min, m.max),
             MetricFile::GoodputMbps(f)
+            | MetricFile::DeliveredMbps(f)
             | MetricFile::PsnGaps(f)
             | MetricFile::Cnps(f)
             | MetricFile::PauseMs(f)
@@ -281,15 +298,22 @@ impl MetricFile {
             let flows = list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
             Ok(Metric::Flow { what: what_, flows })
         };
+        let port_metric = |m: PfcTx| -> anyhow::Result<(String, Vec<String>, u8)> {
+            let priority = u8::try_from(m.priority)
+                .ok()
+                .filter(|p| *p < 8)
+                .with_context(|| format!("{what}.priority: 0-7"))?;
+            Ok((m.switch, non_empty(m.port, what, "port")?, priority))
+        };
         Ok(match self {
-            MetricFile::PfcTx(m) => Metric::PfcTx {
-                switch: m.switch,
-                ports: non_empty(m.port, what, "port")?,
-                priority: u8::try_from(m.priority)
-                    .ok()
-                    .filter(|p| *p < 8)
-                    .with_context(|| format!("{what}.priority: 0-7"))?,
-            },
+            MetricFile::PfcTx(m) => {
+                let (switch, ports, priority) = port_metric(m)?;
+                Metric::PfcTx { switch, ports, priority }
+            }
+            MetricFile::PortPausedMs(m) => {
+                let (switch, ports, priority) = port_metric(m)?;
+                Metric::PortPausedMs { switch, ports, priority }
+            }
             MetricFile::QueueDepth(m) => Metric::QueueDepth {
                 switch: m.switch,
                 port: m.port,
@@ -299,6 +323,7 @@ impl MetricFile {
                     .with_context(|| format!("{what}.queue: 0-7"))?,
             },
             MetricFile::GoodputMbps(f) => flows(FlowMetric::GoodputMbps, f)?,
+            MetricFile::DeliveredMbps(f) => flows(FlowMetric::DeliveredMbps, f)?,
             MetricFile::PsnGaps(f) => flows(FlowMetric::PsnGaps, f)?,
             MetricFile::Cnps(f) => flows(FlowMetric::Cnps, f)?,
             MetricFile::PauseMs(f) => flows(FlowMetric::PauseMs, f)?,
@@ -320,8 +345,10 @@ impl ExpectFile {
             ExpectFile::Neighbor(_) => "neighbor",
             ExpectFile::Ratio(_) => "ratio",
             ExpectFile::PfcTx(_) => "pfc_tx",
+            ExpectFile::PortPausedMs(_) => "port_paused_ms",
             ExpectFile::QueueDepth(_) => "queue_depth",
             ExpectFile::GoodputMbps(_) => "goodput_mbps",
+            ExpectFile::DeliveredMbps(_) => "delivered_mbps",
             ExpectFile::PsnGaps(_) => "psn_gaps",
             ExpectFile::Cnps(_) => "cnps",
             ExpectFile::PauseMs(_) => "pause_ms",
@@ -335,8 +362,10 @@ impl ExpectFile {
     fn into_metric(self) -> Result<MetricFile, Box<ExpectFile>> {
         Ok(match self {
             ExpectFile::PfcTx(m) => MetricFile::PfcTx(m),
+            ExpectFile::PortPausedMs(m) => MetricFile::PortPausedMs(m),
             ExpectFile::QueueDepth(m) => MetricFile::QueueDepth(m),
             ExpectFile::GoodputMbps(f) => MetricFile::GoodputMbps(f),
+            ExpectFile::DeliveredMbps(f) => MetricFile::DeliveredMbps(f),
             ExpectFile::PsnGaps(f) => MetricFile::PsnGaps(f),
             ExpectFile::Cnps(f) => MetricFile::Cnps(f),
             ExpectFile::PauseMs(f) => MetricFile::PauseMs(f),
@@ -470,21 +499,23 @@ impl Scenario {
         let name = file.name.unwrap_or_else(|| default_name.to_owned());
         let mut flows = Vec::new();
         let mut storms = Vec::new();
+        let mut rx_stuck_windows = Vec::new();
         let mut actions = Vec::new();
         for (i, step) in file.steps.into_iter().enumerate() {
             let what = format!("{source}: steps[{i}]");
             let at = step.at;
             let action = |kind| Action { at_ms: at, step: format!("steps[{i}]"), kind };
-            let Step { at: _, traffic, storm, flush_fdb, stop_host, apply } = step;
+            let Step { at: _, traffic, storm, rx_stuck, flush_fdb, stop_host, apply } = step;
             let given = [
                 traffic.is_some(),
                 storm.is_some(),
+                rx_stuck.is_some(),
                 flush_fdb.is_some(),
                 stop_host.is_some(),
                 apply.is_some(),
             ];
             if given.iter().filter(|&&g| g).count() != 1 {
-                bail!("{what}: expected one of traffic, storm, stop-host, flush-fdb or apply");
+                bail!("{what}: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb or apply");
             }
             if let Some(t) = traffic {
                 for mut f in t.into_vec() {
@@ -505,6 +536,11 @@ impl Scenario {
                     start_ms: at,
                     stop_ms: s.stop,
                 });
+            } else if let Some(s) = rx_stuck {
+                if s.stop.is_some_and(|s| s <= at) {
+                    bail!("{what}: stop must be after at");
+                }
+                rx_stuck_windows.push(RxStuck { host: s.host, start_ms: at, stop_ms: s.stop, step: i });
             } else if let Some(f) = flush_fdb {
                 actions.push(action(ActionKind::FlushFdb { switch: f.switch, port: f.port }));
             } else if let Some(s) = stop_host {
@@ -540,6 +576,23 @@ impl Scenario {
         for s in &storms {
             if topology.host(&s.host).is_none() {
                 bail!("{source}: storm: unknown host {}", s.host);
+            }
+        }
+        for s in &rx_stuck_windows {
+            match topology.host(&s.host) {
+                None => bail!(
+                    "{source}: steps[{}]: unknown host {} ({})",
+                    s.step,
+                    s.host,
+                    names(topology.hosts.iter().map(|h| &h.name))
+                ),
+                Some(h) if !h.rx_pipeline.enabled() => bail!(
+                    "{source}: steps[{}]: rx-stuck: host {} has no receive buffer \
+                     (rx-pipeline: {{ buffer_bytes: ..., xoff_bytes: ..., xon_bytes: ... }})",
+                    s.step,
+                    s.host
+                ),
+                Some(_) => {}
             }
         }
         for a in &actions {
@@ -585,7 +638,15 @@ impl Scenario {
                     .map_err(|e| anyhow::anyhow!("{source}: expect[{i}]: {e}"))?;
             }
         }
-        Ok(Scenario { name, topology, duration_ms: file.duration_ms, storms, actions, expect })
+        Ok(Scenario {
+            name,
+            topology,
+            duration_ms: file.duration_ms,
+            storms,
+            rx_stuck: rx_stuck_windows,
+            actions,
+            expect,
+        })
     }
 }
 

@@ -88,6 +88,33 @@ impl RxPipelineConfig {
         self.buffer_bytes > 0
     }
 
+    /// The parameter names [`RxPipelineConfig::set`] takes: the field names.
+    pub fn names() -> Vec<String> {
+        match serde_json::to_value(RxPipelineConfig::default()) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Sets one field by name from a decimal number (rocehost's `--rx-param NAME=VALUE`). The result is
+    /// validated as a whole by [`RxPipelineConfig::validate`] once every field is set.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        *self = super::dcqcn::set_field(self, name, value).ok_or_else(|| {
+            format!("unknown receive pipeline parameter {name:?} (known: {})", Self::names().join(", "))
+        })??;
+        Ok(())
+    }
+
+    /// The fields that differ from the default, as `NAME=VALUE` (what rocehost's `--rx-param` takes).
+    pub fn params(&self) -> Vec<String> {
+        let (Ok(serde_json::Value::Object(mine)), Ok(serde_json::Value::Object(default))) =
+            (serde_json::to_value(self), serde_json::to_value(RxPipelineConfig::default()))
+        else {
+            return Vec::new();
+        };
+        mine.iter().filter(|(k, v)| default.get(*k) != Some(v)).map(|(k, v)| format!("{k}={v}")).collect()
+    }
+
     /// A field out of range, by name.
     pub fn validate(&self) -> Result<(), String> {
         if !self.enabled() {
@@ -105,11 +132,8 @@ impl RxPipelineConfig {
         if self.page_bytes == 0 {
             return Err("page_bytes: must be > 0".into());
         }
-        if self.region_bytes < self.page_bytes {
-            return Err(format!(
-                "region_bytes: {} is smaller than a page ({} bytes)",
-                self.region_bytes, self.page_bytes
-            ));
+        if self.region_bytes == 0 {
+            return Err("region_bytes: must be > 0".into());
         }
         Ok(())
     }
