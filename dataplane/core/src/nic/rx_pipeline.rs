@@ -12,7 +12,7 @@
 //! The page term is the slow receiver of Microsoft's "RDMA over Commodity Ethernet at Scale" (SIGCOMM 2016):
 //! the NIC translates the receive buffer's virtual addresses through its Memory Translation Table, of which
 //! it caches only a few entries; a miss fetches the entry from host memory over PCIe. Each receiving QP
-//! writes into its own registered region of `region_bytes`, packet `seq` of the QP at `seq × payload`
+//! writes into its own registered region of `region_bytes`, packet `seq` of the QP at `seq × (mtu − 44)`
 //! (wrapping), so a stream touches `payload / page_bytes` new pages per packet; the cache holds the
 //! `page_cache_entries` pages used last (LRU). With small pages and more pages in use than the cache holds,
 //! nearly every page touched misses; with large pages almost none does.
@@ -158,11 +158,11 @@ pub struct RxPipelineStats {
     pub occupancy_bytes: u64,
 }
 
-/// Where a RoCE data packet lands: its QP's region, its packet number and its payload length.
+/// Where a RoCE data packet lands: its QP's region, the offset in it (before wrapping) and its length.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Placement {
     pub qp: (Ipv4Addr, u32, u32),
-    pub seq: u64,
+    pub offset_bytes: u64,
     pub payload_bytes: u64,
 }
 
@@ -220,7 +220,7 @@ impl RxPipeline {
         if let Some(p) = placement.filter(|p| p.payload_bytes > 0) {
             let next = self.regions.len() as u32;
             let region = *self.regions.entry(p.qp).or_insert(next);
-            let start = p.seq.wrapping_mul(p.payload_bytes) % c.region_bytes;
+            let start = p.offset_bytes % c.region_bytes;
             let last = (start + p.payload_bytes - 1) % c.region_bytes;
             let (first_page, last_page) = (start / c.page_bytes, last / c.page_bytes);
             let pages_in_region = c.region_bytes.div_ceil(c.page_bytes);
@@ -380,9 +380,11 @@ impl super::Nic {
         let start = offset + udp::HEADER_LEN + bth::HEADER_LEN;
         let end = (offset + udp::HEADER_LEN + udp_header.payload_len).saturating_sub(bth::ICRC_LEN);
         let data = super::DataHeader::parse(frame.get(start..end.max(start))?)?;
+        // Packet `seq` of the QP at seq × a full packet's payload: every packet of a message but the last is
+        // full (the receiver's MTU stands for the sender's).
         Some(Placement {
             qp: (header.src_addr, bth.dest_qp, data.src_qp),
-            seq: data.seq,
+            offset_bytes: data.seq.wrapping_mul(self.cfg.payload_per_packet()),
             payload_bytes: end.saturating_sub(start) as u64,
         })
     }
