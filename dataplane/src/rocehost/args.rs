@@ -526,7 +526,10 @@ mod tests {
                 .into();
         apply_rx_options(&mut cfg, &params).unwrap();
         let rx = cfg.rx_pipeline;
-        assert_eq!((rx.buffer_bytes, rx.xoff_bytes, rx.xon_bytes, rx.page_bytes), (262144, 131072, 65536, 2 << 20));
+        assert_eq!(
+            (rx.buffer_bytes, rx.xoff_bytes, rx.xon_bytes, rx.page_bytes),
+            (262144, 131072, 65536, 2 << 20)
+        );
         let mut sorted = params.clone();
         sorted.sort();
         assert_eq!(rx.params(), sorted, "what lab up passes back is what was set");

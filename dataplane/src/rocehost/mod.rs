@@ -192,8 +192,15 @@ fn run(args: Args) -> anyhow::Result<()> {
             .as_ref()
             .map(|path| (path.clone(), Ready::new(&interface, mac, args.ip).to_line())),
     };
-    let mut host =
-        Host { nic, port, backlog: Vec::new(), rx: Vec::with_capacity(RX_BATCH), tx_errors: 0, storm, rx_stuck };
+    let mut host = Host {
+        nic,
+        port,
+        backlog: Vec::new(),
+        rx: Vec::with_capacity(RX_BATCH),
+        tx_errors: 0,
+        storm,
+        rx_stuck,
+    };
     let stop = host.run(&options, &signals, epoch);
     let end = monotonic_ns();
     // The report is as of the exit (pauses in progress, rates of unfinished flows), not the last wake-up.

@@ -176,11 +176,26 @@ pub enum Table {
 
 #[derive(Debug, Clone)]
 pub enum Metric {
-    PfcTx { switch: String, ports: Vec<String>, priority: u8 },
+    PfcTx {
+        switch: String,
+        ports: Vec<String>,
+        priority: u8,
+    },
     /// Time the port's egress was paused by PFC from its peer (summed over the ports).
-    PortPausedMs { switch: String, ports: Vec<String>, priority: u8 },
-    QueueDepth { switch: String, port: String, queue: u32 },
-    Flow { what: FlowMetric, flows: Vec<usize> },
+    PortPausedMs {
+        switch: String,
+        ports: Vec<String>,
+        priority: u8,
+    },
+    QueueDepth {
+        switch: String,
+        port: String,
+        queue: u32,
+    },
+    Flow {
+        what: FlowMetric,
+        flows: Vec<usize>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -292,7 +292,8 @@ pub(crate) fn evaluate(
         let per: Vec<f64> = ports.iter().map(|p| seen.port(switch, p).map_or(0.0, value)).collect();
         let total: f64 = per.iter().sum();
         let detail = if ports.len() > 1 {
-            let each: Vec<String> = ports.iter().zip(&per).map(|(p, v)| format!("{p} {}", number(*v))).collect();
+            let each: Vec<String> =
+                ports.iter().zip(&per).map(|(p, v)| format!("{p} {}", number(*v))).collect();
             format!(" ({})", each.join(", "))
         } else {
             String::new()
@@ -304,9 +305,11 @@ pub(crate) fn evaluate(
             Metric::PfcTx { switch, ports, priority } => per_port(switch, ports, &|c: &pb::PortCounters| {
                 c.pfc.get(usize::from(*priority)).map_or(0.0, |c| c.tx as f64)
             }),
-            Metric::PortPausedMs { switch, ports, priority } => per_port(switch, ports, &|c: &pb::PortCounters| {
-                c.pfc.get(usize::from(*priority)).map_or(0.0, |c| c.rx_pause_us as f64 / 1e3)
-            }),
+            Metric::PortPausedMs { switch, ports, priority } => {
+                per_port(switch, ports, &|c: &pb::PortCounters| {
+                    c.pfc.get(usize::from(*priority)).map_or(0.0, |c| c.rx_pause_us as f64 / 1e3)
+                })
+            }
             Metric::QueueDepth { switch, port, queue } => {
                 let (mean, max, n) = seen.queue_depth(switch, port, *queue);
                 (mean, format!("mean {mean:.2} frames, max {max}, {n} samples"))

@@ -15,8 +15,14 @@ const PAYLOAD: u64 = 1024;
 /// `n` data frames of one flow (one QP) from a sender NIC at `src_ip` to B, packets 0, 1, ... of the flow.
 fn data_frames(n: usize, flow_id: u32, src_ip: Ipv4Addr) -> Vec<Vec<u8>> {
     let mut a = Nic::new(NicConfig { mtu: MTU, ip: src_ip, ..NicConfig::default() }).unwrap();
-    a.add_flow(FlowConfig { id: flow_id, dst_ip: B_IP, dst_mac: B_MAC, dst_qp: 0x11, ..FlowConfig::default() })
-        .unwrap();
+    a.add_flow(FlowConfig {
+        id: flow_id,
+        dst_ip: B_IP,
+        dst_mac: B_MAC,
+        dst_qp: 0x11,
+        ..FlowConfig::default()
+    })
+    .unwrap();
     let mut frames = Vec::new();
     let mut t = 0;
     while frames.len() < n {
