@@ -664,7 +664,7 @@ topology:
         VLAN_MEMBER: { "Vlan10|Ethernet0": { tagging_mode: untagged }, "Vlan10|Ethernet4": { tagging_mode: untagged } }
   hosts:
     h1: { ip: 10.0.0.1/24, attach: "sw1:Ethernet0" }
-    h2: { ip: 10.0.0.2/24, attach: "sw1:Ethernet4" }
+    h2: { ip: 10.0.0.2/24, attach: "sw1:Ethernet4", rx-pipeline: { buffer_bytes: 10000, xoff_bytes: 5000 } }
 "#;
 
     fn parse(rest: &str) -> anyhow::Result<Scenario> {
@@ -685,6 +685,7 @@ steps:
   - { at: 500, stop-host: { host: h2 } }
   - { at: 500, apply: { switch: sw1, config: { SWITCH: { switch: { lossless_fdb_miss_action: flood } } } } }
   - { at: 100, storm: { host: h1, priorities: [3, 4], interval-us: 50, stop: 200 } }
+  - { at: 150, rx-stuck: { host: h2, stop: 250 } }
 expect:
   - pfc_tx: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, min: 1 }
   - cnps: { flow: [0, 1], max: 0 }
@@ -694,6 +695,8 @@ expect:
   - queue_depth: { switch: sw1, port: Ethernet4, queue: 3, max: 20 }
   - drop_reason: { switch: sw1, reason: FDB_MISS_LOSSLESS, min: 1 }
   - pfcwd_detected: { switch: sw1, port: Ethernet4, queue: 3, within_ms: 650 }
+  - port_paused_ms: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, max: 10 }
+  - delivered_mbps: { flow: 1, min: 5 }
 "#,
         )
         .unwrap();
@@ -714,7 +717,21 @@ expect:
         assert_eq!((s.storms[0].priorities.as_slice(), s.storms[0].interval_us), ([3, 4].as_slice(), 50));
         assert_eq!((s.storms[0].start_ms, s.storms[0].stop_ms), (100, Some(200)));
         assert_eq!(s.duration_ms, 3000);
-        assert_eq!(s.expect.len(), 8);
+        assert_eq!(s.expect.len(), 10);
+        assert_eq!(s.rx_stuck.len(), 1);
+        assert_eq!(
+            (s.rx_stuck[0].host.as_str(), s.rx_stuck[0].start_ms, s.rx_stuck[0].stop_ms),
+            ("h2", 150, Some(250))
+        );
+        assert!(matches!(
+            &s.expect[8],
+            Expect::Bounds { metric: Metric::PortPausedMs { ports, priority: 3, .. }, max: Some(m), .. }
+                if ports.len() == 2 && *m == 10.0
+        ));
+        assert!(matches!(
+            &s.expect[9],
+            Expect::Bounds { metric: Metric::Flow { what: FlowMetric::DeliveredMbps, flows }, .. } if flows == &[1]
+        ));
         assert!(
             matches!(&s.expect[0], Expect::Bounds { metric: Metric::PfcTx { ports, .. }, .. } if ports.len() == 2)
         );
@@ -728,7 +745,17 @@ expect:
     #[test]
     fn the_shipped_scenarios_parse() {
         let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/scenarios"));
-        for name in ["pfc-storm", "arp-mac-missing", "arp-mac-missing-flood", "incast-dcqcn"] {
+        for name in [
+            "pfc-storm",
+            "arp-mac-missing",
+            "arp-mac-missing-flood",
+            "incast-dcqcn",
+            "nic-storm",
+            "nic-storm-switch-wd",
+            "nic-storm-nic-wd",
+            "nic-slow-receiver",
+            "nic-slow-receiver-2m",
+        ] {
             let s =
                 Scenario::load(&dir.join(format!("{name}.yaml"))).unwrap_or_else(|e| panic!("{name}: {e:#}"));
             assert!(!s.expect.is_empty(), "{name}");
@@ -753,9 +780,23 @@ expect:
         let e = error_of("steps: [ { at: 1, apply: { switch: sw1, config: missing.yaml } } ]");
         assert!(e.contains("steps[0].apply.config: cannot read ./missing.yaml"), "{e}");
         let e = error_of("steps: [ { at: 1 } ]");
-        assert!(e.contains("steps[0]: expected one of traffic, storm, stop-host, flush-fdb or apply"), "{e}");
+        assert!(
+            e.contains("steps[0]: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb or apply"),
+            "{e}"
+        );
         let e = error_of("steps: [ { at: 1, stop-host: { host: h1 }, colour: red } ]");
         assert!(e.contains("steps[0]: unknown field `colour`"), "{e}");
+        let e = error_of("steps: [ { at: 1, rx-stuck: { host: h1, stop: 5 } } ]");
+        assert!(e.contains("steps[0]: rx-stuck: host h1 has no receive buffer (rx-pipeline: "), "{e}");
+        let e = error_of("steps: [ { at: 5, rx-stuck: { host: h2, stop: 5 } } ]");
+        assert!(e.contains("steps[0]: stop must be after at"), "{e}");
+        let e = error_of("steps: [ { at: 1, rx-stuck: { host: h1, stop: 5 } } ]");
+        assert!(e.contains("steps[0]: rx-stuck: host h1 has no receive buffer (rx-pipeline: "), "{e}");
+        let e = error_of("steps: [ { at: 1, rx-stuck: { host: h7 } } ]");
+        assert!(e.contains("steps[0]: unknown host h7 (h1, h2)"), "{e}");
+        let e =
+            error_of("expect: [ { port_paused_ms: { switch: sw1, port: Ethernet9, priority: 3, max: 1 } } ]");
+        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
         let e = error_of("steps: [ { at: 1, storm: { host: h1, priorities: [9] } } ]");
         assert!(e.contains("steps[0].priorities: numbers 0-7"), "{e}");
         let e = error_of("expect: [ { pfc_tx: { switch: sw1, port: Ethernet9, priority: 3, min: 1 } } ]");
