@@ -536,13 +536,14 @@ impl ScenarioReport {
             };
             let _ = writeln!(
                 out,
-                "  flow {} {} -> {} prio {}, {dcqcn}: offered {offered}, goodput {:.1} Mb/s, {} packets, {} PSN gaps, \
-             {} CNPs, sender paused {:.1} ms{sent}",
+                "  flow {} {} -> {} prio {}, {dcqcn}: offered {offered}, goodput {:.1} Mb/s (delivered {:.1} over the \
+             scenario), {} packets, {} PSN gaps, {} CNPs, sender paused {:.1} ms{sent}",
                 f.flow,
                 f.from,
                 f.to,
                 f.priority,
                 f.goodput_mbps,
+                f.delivered_mbps,
                 f.received_packets,
                 f.psn_gaps,
                 f.cnps_received,
