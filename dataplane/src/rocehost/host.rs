@@ -278,3 +278,34 @@ impl Host {
 pub(super) fn is_gone(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENODEV | libc::ENXIO | libc::EBADF))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nic::{NicConfig, RxPipelineConfig};
+
+    #[test]
+    fn a_window_switches_on_and_off_once_and_says_when_next() {
+        let mut w = Window::new(100, Some(300));
+        assert_eq!(w.update(50), (None, Some(100)));
+        assert_eq!(w.update(100), (Some(true), Some(300)));
+        assert_eq!(w.update(200), (None, Some(300)));
+        assert_eq!(w.update(300), (Some(false), None));
+        assert_eq!(w.update(400), (None, None));
+        let mut open = Window::new(0, None);
+        assert_eq!(open.update(0), (Some(true), None));
+    }
+
+    #[test]
+    fn the_stuck_window_stops_and_restarts_the_receive_pipeline() {
+        let rx = RxPipelineConfig { buffer_bytes: 10_000, xoff_bytes: 5_000, ..RxPipelineConfig::default() };
+        let mut nic = Nic::new(NicConfig { rx_pipeline: rx, ..NicConfig::default() }).unwrap();
+        let mut w = StuckWindow(Window::new(1_000, Some(2_000)));
+        assert_eq!(w.update(&mut nic, 500), Some(1_000));
+        assert!(!nic.rx_stuck());
+        assert_eq!(w.update(&mut nic, 1_000), Some(2_000));
+        assert!(nic.rx_stuck());
+        assert_eq!(w.update(&mut nic, 2_500), None);
+        assert!(!nic.rx_stuck());
+    }
+}
