@@ -47,7 +47,7 @@ fn every_shipped_scenario_holds_in_virtual_time() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         // `*-switch.yaml` are the switch configurations the scenarios name; incast-100g-lossy.yaml is the
         // benchmark's workload (15 M events: bench/sim.sh), too long for a debug build, and so are the 10 s
-        // NIC storms (`nic_storms_spread_or_are_contained_in_their_first_half_second` below).
+        // NIC storms (`nic_storms_spread_or_are_contained_in_the_first_520_ms` below).
         .filter(|n| {
             n.ends_with(".yaml")
                 && !n.ends_with("-switch.yaml")
@@ -206,7 +206,7 @@ fn expectations(report: &serde_json::Value) -> Vec<(String, bool, f64)> {
 /// the watchdog declares the storm and the pauses upstream end within 400 ms. Only the expectations on
 /// what a flow delivers over the whole 10 s are left out.
 #[test]
-fn nic_storms_spread_or_are_contained_in_their_first_half_second() {
+fn nic_storms_spread_or_are_contained_in_the_first_520_ms() {
     for (name, until_ms) in
         [("nic-storm", "300"), ("nic-storm-nic-wd", "300"), ("nic-storm-switch-wd", "520")]
     {
