@@ -66,6 +66,7 @@ pub fn build(topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<Fa
             mtu: h.mtu,
             pfc_enable: h.pfc.iter().fold(0u8, |m, p| m | 1 << p),
             rx_pipeline: h.rx_pipeline,
+            retransmit: h.retransmit,
             ..NicConfig::default()
         };
         cfg.set_dcqcn_param("time_scale", &h.dcqcn_time_scale.to_string())

@@ -3,6 +3,7 @@
 //! flows resolved against the topology, every error naming the step or expectation (`steps[2]`,
 //! `expect[0].pfc_tx`).
 
+use super::timed::{EcnBeforeXoffFile, FlowRateFile};
 use super::{Action, ActionKind, Expect, FlowMetric, Metric, RxStuck, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
@@ -158,6 +159,31 @@ pub enum ExpectFile {
     Retransmitted(Flows),
     DcqcnRateDecreases(Flows),
     DcqcnRateMbps(Flows),
+    ThroughputMbps(Throughput),
+    PfcPausedAtEnd(PausedAtEnd),
+    FlowRateMbps(FlowRateFile),
+    EcnBeforeXoff(EcnBeforeXoffFile),
+}
+
+/// `throughput_mbps`: acknowledged Mb/s of the flows between `from_ms` and `to_ms`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Throughput {
+    pub flow: OneOrMany<u64>,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// `pfc_paused_at_end`: the ports paused (or not) by PFC on `priority` when the run ends.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PausedAtEnd {
+    pub switch: String,
+    pub port: OneOrMany<String>,
+    pub priority: u64,
+    pub paused: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -355,6 +381,10 @@ impl ExpectFile {
             ExpectFile::Retransmitted(_) => "retransmitted",
             ExpectFile::DcqcnRateDecreases(_) => "dcqcn_rate_decreases",
             ExpectFile::DcqcnRateMbps(_) => "dcqcn_rate_mbps",
+            ExpectFile::ThroughputMbps(_) => "throughput_mbps",
+            ExpectFile::PfcPausedAtEnd(_) => "pfc_paused_at_end",
+            ExpectFile::FlowRateMbps(_) => "flow_rate_mbps",
+            ExpectFile::EcnBeforeXoff(_) => "ecn_before_xoff",
         }
     }
 
@@ -377,7 +407,7 @@ impl ExpectFile {
     }
 
     /// The expectation, names checked against the topology; `what` names it in errors.
-    fn resolve(self, t: &Topology, what: &str) -> anyhow::Result<Expect> {
+    fn resolve(self, t: &Topology, duration_ms: u64, what: &str) -> anyhow::Result<Expect> {
         let check_bounds = |min: Option<f64>, max: Option<f64>| {
             if min.is_none() && max.is_none() {
                 bail!("{what}: give min, max or both");
@@ -418,6 +448,25 @@ impl ExpectFile {
             ExpectFile::FloodedFrames(f) => {
                 Expect::Flooded { switch: f.switch, port: f.port, queue: f.queue, min: f.min, max: f.max }
             }
+            ExpectFile::ThroughputMbps(w) => {
+                let (min, max) = check_bounds(w.min, w.max)?;
+                if w.to_ms <= w.from_ms {
+                    bail!("{what}: to_ms ({}) must be after from_ms ({})", w.to_ms, w.from_ms);
+                }
+                let list = non_empty(w.flow, what, "flow")?;
+                let flows =
+                    list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
+                Expect::Throughput { flows, from_ms: w.from_ms, to_ms: w.to_ms, min, max }
+            }
+            ExpectFile::PfcPausedAtEnd(p) => Expect::PausedAtEnd {
+                switch: p.switch,
+                ports: non_empty(p.port, what, "port")?,
+                priority: u8::try_from(p.priority)
+                    .ok()
+                    .filter(|p| *p < 8)
+                    .with_context(|| format!("{what}.priority: 0-7"))?,
+                paused: p.paused,
+            },
             ExpectFile::FdbEntry(e) => entry(e, Table::Fdb)?,
             ExpectFile::Neighbor(e) => entry(e, Table::Neighbor)?,
             ExpectFile::Ratio(r) => {
@@ -431,6 +480,8 @@ impl ExpectFile {
                 };
                 Expect::Ratio { of: side(r.of, "of")?, to: side(r.to, "to")?, min, max }
             }
+            ExpectFile::FlowRateMbps(f) => f.resolve(t, duration_ms, what)?,
+            ExpectFile::EcnBeforeXoff(e) => e.resolve(what)?,
             bounded => unreachable!("{} is a bounded metric", bounded.name()),
         })
     }
@@ -618,19 +669,24 @@ impl Scenario {
         let mut expect = Vec::new();
         for (i, e) in file.expect.into_iter().enumerate() {
             let what = format!("{source}: expect[{i}].{}", e.name());
-            expect.push(e.resolve(&topology, &what)?);
+            expect.push(e.resolve(&topology, file.duration_ms, &what)?);
         }
         for (i, e) in expect.iter().enumerate() {
             let mut checks: Vec<(&str, Vec<&str>)> = Vec::new();
             match e {
-                Expect::PfcwdDetected { switch, port, .. } | Expect::Flooded { switch, port, .. } => {
-                    checks.push((switch, vec![port.as_str()]))
-                }
+                Expect::PfcwdDetected { switch, port, .. }
+                | Expect::Flooded { switch, port, .. }
+                | Expect::EcnBeforeXoff { switch, port, .. } => checks.push((switch, vec![port.as_str()])),
                 Expect::DropReason { switch, .. } | Expect::Entry { switch, .. } => {
                     checks.push((switch, Vec::new()))
                 }
+                Expect::PausedAtEnd { switch, ports, .. } => {
+                    checks.push((switch, ports.iter().map(String::as_str).collect()))
+                }
+                Expect::Throughput { .. } => {}
                 Expect::Bounds { metric, .. } => checks.extend(metric.switch()),
                 Expect::Ratio { of, to, .. } => checks.extend(of.switch().into_iter().chain(to.switch())),
+                Expect::FlowRate { .. } => {}
             }
             for (sw, ports) in checks {
                 check_switch_port(&topology, sw, None)

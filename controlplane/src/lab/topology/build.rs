@@ -366,6 +366,10 @@ pub(super) fn build(
             dcqcn_time_scale,
             dcqcn_params,
             rx_pipeline,
+            retransmit: match spec.retransmit {
+                Some(RetransmitMode::GoBack0) => Retransmit::GoBack0,
+                Some(RetransmitMode::GoBackN) | None => Retransmit::GoBackN,
+            },
         });
     }
 
