@@ -53,6 +53,7 @@
 //!   window the run does not cover fails);
 //! - `pfc_paused_at_end`: whether each port listed is paused by its peer's PFC on the priority when the run
 //!   ends (`paused: true`: all of them are; `false`: none is).
+//!
 //! Over time ([`timed`]): `flow_rate_mbps` checks each listed flow's rate between `from_ms` and `to_ms`
 //! (`of: sent`, payload bytes put on the wire, or `of: acked`, payload bytes acknowledged) against `value`
 //! ± `within_percent` %; only `swctl sim run` has the byte counts at those instants (in a lab it fails,
