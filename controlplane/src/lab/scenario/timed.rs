@@ -277,6 +277,8 @@ mod tests {
             paused_at_end: None,
             flow_snapshots: snapshots,
             firsts,
+            flow_progress: None,
+            paused_at_end: None,
         };
         f(&seen)
     }
