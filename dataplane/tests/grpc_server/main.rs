@@ -304,7 +304,7 @@ async fn counters_list_every_port_in_order() {
 async fn watermarks_list_every_port_and_can_be_cleared() {
     let mut lab = Lab::start().await;
     for persistent in [false, true] {
-        let request = pb::GetWatermarksRequest { persistent, clear: true };
+        let request = pb::GetWatermarksRequest { persistent, clear: true, clear_tables: vec![] };
         let wm = lab.client.get_watermarks(request).await.unwrap().into_inner();
         let names: Vec<&str> = wm.ports.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, PORTS);

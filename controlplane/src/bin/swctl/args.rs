@@ -1,4 +1,4 @@
-//! The arguments of swctl's subcommands (`show`, `clear`, `pfcwd`, `fdb`).
+//! The arguments of swctl's subcommands (`show`, `clear`, `pfcwd`, `fdb`, `watch`).
 
 use clap::{Subcommand, ValueEnum};
 
@@ -37,18 +37,84 @@ pub(crate) enum Show {
         #[command(subcommand)]
         what: WatermarkOnly,
     },
+    /// `show dropcounters counts`: per port, the standard drop columns and every drop reason counted.
+    Dropcounters {
+        #[command(subcommand)]
+        what: DropcountersWhat,
+    },
+    /// `show arp`: the IPv4 neighbour table.
+    Arp,
+    /// `show mac`: the FDB (also `swctl fdb show`).
+    Mac,
+    /// `show vlan brief`
+    Vlan {
+        #[command(subcommand)]
+        what: VlanWhat,
+    },
+    /// `show ip route`: connected subnets and static routes of the running configuration.
+    Ip {
+        #[command(subcommand)]
+        what: RouteWhat,
+    },
+    /// `show ipv6 route`
+    Ipv6 {
+        #[command(subcommand)]
+        what: RouteWhat,
+    },
+    /// `show runningconfiguration all`: the running configuration as config_db.json.
+    Runningconfiguration {
+        #[command(subcommand)]
+        what: RunningWhat,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum DropcountersWhat {
+    /// Drop counts per port (dropstat -c show).
+    Counts,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum VlanWhat {
+    Brief,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RouteWhat {
+    Route,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RunningWhat {
+    All,
 }
 
 #[derive(Subcommand)]
 pub(crate) enum InterfacesWhat {
-    /// Port counters with rates over a sampling period (portstat).
+    /// Port counters with rates over a sampling period (portstat); `errors`, `rates`, `detailed PORT`.
     Counters {
         /// Seconds between the two samples the rates come from (portstat -p); 0: one sample, no rates.
         #[arg(short = 'p', long, default_value_t = 1)]
         period: u64,
+        #[command(subcommand)]
+        view: Option<CountersView>,
     },
     /// Lanes, speed, MTU, FEC, alias, VLAN mode, oper and admin state per port (intfutil status).
     Status,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum CountersView {
+    /// Error and drop columns (portstat -e).
+    Errors,
+    /// Byte, packet and utilisation rates (portstat -R).
+    Rates {
+        /// Seconds between the two samples the rates come from.
+        #[arg(short = 'p', long, default_value_t = 1)]
+        period: u64,
+    },
+    /// Every counter of one port (portstat -l -i PORT).
+    Detailed { port: String },
 }
 
 #[derive(Subcommand)]
@@ -60,6 +126,12 @@ pub(crate) enum QueueWhat {
         port: Option<String>,
     },
     Watermark {
+        #[command(subcommand)]
+        which: QueueWatermark,
+    },
+    /// The persistent watermark (not cleared by `clear queue watermark`).
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
         #[command(subcommand)]
         which: QueueWatermark,
     },
@@ -76,11 +148,20 @@ pub(crate) enum PfcWhat {
         #[arg(long)]
         history: bool,
     },
+    /// Lossless priorities per port (PORT_QOS_MAP pfc_enable).
+    Priority { port: Option<String> },
+    /// Asymmetric PFC per port (PORT pfc_asym).
+    Asymmetric { port: Option<String> },
 }
 
 #[derive(Subcommand)]
 pub(crate) enum PgWhat {
     Watermark {
+        #[arg(value_enum)]
+        kind: PgKind,
+    },
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
         #[arg(value_enum)]
         kind: PgKind,
     },
@@ -104,6 +185,8 @@ pub(crate) enum DropWhat {
 #[derive(Subcommand)]
 pub(crate) enum WatermarkOnly {
     Watermark,
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark,
 }
 
 #[derive(Subcommand)]
@@ -123,24 +206,71 @@ pub(crate) enum Clear {
         #[command(subcommand)]
         what: ClearPg,
     },
-    /// Clear the buffer and headroom pool watermarks.
+    /// `sonic-clear buffer_pool watermark|persistent-watermark`.
     #[command(name = "buffer_pool")]
-    BufferPool,
+    BufferPool {
+        #[command(subcommand)]
+        what: Option<ClearWatermark>,
+    },
     /// Clear the PFC watchdog statistics.
     Pfcwd,
+    /// `sonic-clear queuecounters` (as `clear queue counters`).
+    Queuecounters,
+    /// `sonic-clear pfccounters` (as `clear pfc`).
+    Pfccounters,
+    /// `sonic-clear dropcounters`.
+    Dropcounters,
+    /// `sonic-clear headroom-pool watermark`.
+    #[command(name = "headroom-pool")]
+    HeadroomPool {
+        #[command(subcommand)]
+        what: Option<ClearWatermark>,
+    },
+}
+
+/// `watermark` or `persistent-watermark` after a `sonic-clear` name.
+#[derive(Subcommand, Clone, Copy)]
+pub(crate) enum ClearWatermark {
+    Watermark,
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark,
 }
 
 #[derive(Subcommand)]
 pub(crate) enum ClearQueue {
     Counters,
     Wredcounters,
-    Watermark,
+    /// `sonic-clear queue watermark [unicast]`.
+    Watermark {
+        #[command(subcommand)]
+        which: Option<QueueWatermark>,
+    },
+    /// `sonic-clear queue persistent-watermark unicast`.
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
+        #[command(subcommand)]
+        which: Option<QueueWatermark>,
+    },
 }
 
 #[derive(Subcommand)]
 pub(crate) enum ClearPg {
-    Drop,
-    Watermark,
+    /// `sonic-clear priority-group drop counters`.
+    Drop {
+        #[command(subcommand)]
+        what: Option<DropWhat>,
+    },
+    /// `sonic-clear priority-group watermark [shared|headroom]`.
+    Watermark {
+        #[arg(value_enum)]
+        kind: Option<PgKind>,
+    },
+    /// `sonic-clear priority-group persistent-watermark shared|headroom`.
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
+        #[arg(value_enum)]
+        kind: Option<PgKind>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -150,18 +280,39 @@ pub(crate) enum Pfcwd {
         #[command(subcommand)]
         what: PfcwdShow,
     },
-    /// `pfcwd start --action drop|forward|alert [--restoration-time MS] PORTS DETECTION_MS`
+    /// `pfcwd start [-a drop|forward|alert] [-r MS] [--pfc-stat-history] [PORTS...] DETECTION_MS`
     Start {
-        #[arg(long, default_value = "drop")]
-        action: String,
+        #[arg(long, short = 'a', value_parser = ["drop", "forward", "alert"])]
+        action: Option<String>,
+        /// Default: twice the detection time, as SONiC's.
         #[arg(long, short = 'r')]
         restoration_time: Option<u32>,
-        /// `all` or a comma-joined list of ports.
-        ports: String,
-        detection_time: u32,
+        #[arg(long)]
+        pfc_stat_history: bool,
+        /// The ports (`all`, names, or a comma-joined list; none: every port), then the detection time
+        /// in ms (100..=5000).
+        #[arg(num_args = 1.., required = true)]
+        ports_then_detection_ms: Vec<String>,
     },
-    /// Stop the watchdog on every port.
-    Stop,
+    /// `pfcwd stop [PORTS...]`: stop the watchdog on these ports (none: every port).
+    Stop { ports: Vec<String> },
+    /// `pfcwd start_default`: the default watchdog on every lossless port, if DEVICE_METADATA
+    /// default_pfcwd_status is enable.
+    #[command(name = "start_default")]
+    StartDefault,
+    /// `pfcwd counter_poll enable|disable` (FLEX_COUNTER_TABLE|PFCWD).
+    #[command(name = "counter_poll")]
+    CounterPoll {
+        #[arg(value_parser = ["enable", "disable"])]
+        state: String,
+    },
+    /// `pfcwd pfc_stat_history enable|disable [PORTS...]`
+    #[command(name = "pfc_stat_history")]
+    PfcStatHistory {
+        #[arg(value_parser = ["enable", "disable"])]
+        state: String,
+        ports: Vec<String>,
+    },
     /// Set the poll interval (ms, 100..1000).
     Interval { ms: u32 },
     /// Enable or disable the big red switch.
@@ -191,4 +342,24 @@ pub(crate) enum PfcwdShow {
         #[arg(long)]
         check_storm: bool,
     },
+}
+
+/// `swctl watch` filters and flood folding.
+#[derive(clap::Args)]
+pub(crate) struct WatchArgs {
+    /// Only these event kinds (repeat, or comma-join; `pfc_storm*` matches by prefix): xoff, xon,
+    /// pfc_storm_detected, pfc_storm_restored, config_applied, fdb_learned, fdb_aged, neighbor_learned,
+    /// neighbor_aged, port_oper_up, port_oper_down.
+    #[arg(long = "kind", value_delimiter = ',')]
+    pub kinds: Vec<String>,
+    /// Only events on these ports (SONiC names; repeat or comma-join).
+    #[arg(long = "port", value_delimiter = ',')]
+    pub ports: Vec<String>,
+    /// Only events on these queues or PGs (repeat or comma-join).
+    #[arg(long = "queue", value_delimiter = ',')]
+    pub queues: Vec<u32>,
+    /// XOFF/XON of one port and PG: print the first of each window of this many milliseconds and then a
+    /// summary of how many more came; 0 prints every one.
+    #[arg(long, default_value_t = 1000)]
+    pub summary_ms: u64,
 }
