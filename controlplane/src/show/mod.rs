@@ -27,6 +27,7 @@
 //! `RX_OVR` counts receive-buffer overruns (frames the kernel dropped before the switch took them) and
 //! `TX_OVR` is 0 (an oversize frame is an `RX_ERR`).
 
+mod buffers;
 mod counters;
 mod drops;
 mod l2l3;
@@ -39,6 +40,9 @@ mod table;
 pub use table::thousands;
 mod watermarks;
 
+pub use buffers::{
+    buffer_configuration, buffer_configuration_json, buffer_information, buffer_information_json,
+};
 pub use counters::{
     interfaces_counters, interfaces_counters_json, pfc_counters, pfc_counters_history,
     pfc_counters_history_json, pfc_counters_json, pg_drop_counters, pg_drop_counters_json, queue_counters,

@@ -153,6 +153,33 @@ impl Table {
         lines.join("\n")
     }
 
+    /// tabulate's `simple` format without headers (`tabulate(rows)`, as mmuconfig prints a pool): a rule
+    /// above and below the rows, columns as wide as their widest cell, default alignment. The headers are
+    /// only used for their count.
+    pub fn render_headerless(&self) -> String {
+        let n = self.headers.len();
+        let right: Vec<bool> = (0..n)
+            .map(|i| {
+                let mut cells = self.rows().map(|r| r[i].text.as_str()).peekable();
+                cells.peek().is_some() && cells.all(|t| t.parse::<f64>().is_ok())
+            })
+            .collect();
+        let widths: Vec<usize> =
+            (0..n).map(|i| self.rows().map(|r| r[i].text.chars().count()).max().unwrap_or(0)).collect();
+        let rule = widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ");
+        let mut lines = vec![rule.clone()];
+        for row in self.rows() {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(widths.iter().zip(&right))
+                .map(|(c, (w, r))| if *r { format!("{:>w$}", c.text) } else { format!("{:<w$}", c.text) })
+                .collect();
+            lines.push(cells.join("  ").trim_end().to_owned());
+        }
+        lines.push(rule);
+        lines.join("\n")
+    }
+
     /// tabulate's `grid` format with its default alignment (`show vlan brief`): `+---+` rules around
     /// every row, `+===+` under the header, a cell of several lines (`\n` in its text) spans as many lines,
     /// and columns of numbers are right-aligned, others left-aligned.

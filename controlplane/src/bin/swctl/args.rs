@@ -61,6 +61,14 @@ pub(crate) enum Show {
         #[command(subcommand)]
         what: RouteWhat,
     },
+    /// `show buffer configuration` (the configured pools and profiles) / `show buffer information` (what
+    /// the switch runs with).
+    Buffer {
+        #[command(subcommand)]
+        what: BufferWhat,
+    },
+    /// `show mmu`: as `show buffer configuration`.
+    Mmu,
     /// `show runningconfiguration all`: the running configuration as config_db.json.
     Runningconfiguration {
         #[command(subcommand)]
@@ -72,6 +80,12 @@ pub(crate) enum Show {
 pub(crate) enum DropcountersWhat {
     /// Drop counts per port (dropstat -c show).
     Counts,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum BufferWhat {
+    Configuration,
+    Information,
 }
 
 #[derive(Subcommand)]

@@ -151,6 +151,12 @@ enum Command {
         #[arg(long)]
         release: bool,
     },
+    /// `mmuconfig -l`: the buffer pools and profiles of the running configuration.
+    Mmuconfig {
+        /// List the configuration (the only mmuconfig action swctl has; change buffers with `apply`).
+        #[arg(short = 'l', long = "list", required = true)]
+        list: bool,
+    },
     /// The MAC table: `show mac`, and `sonic-clear fdb all` / per VLAN / per port.
     Fdb {
         #[command(subcommand)]

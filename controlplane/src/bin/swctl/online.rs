@@ -50,6 +50,9 @@ pub(crate) async fn online(endpoint: &str, json: bool, command: Command) -> anyh
             Ok(ExitCode::SUCCESS)
         }
         Command::Fdb { cmd } => fdb_cmd(&mut client, json, cmd).await,
+        Command::Mmuconfig { list: _ } => {
+            crate::shows::show_cmd(&mut client, endpoint, json, Show::Mmu).await
+        }
         Command::Demo
         | Command::Validate { .. }
         | Command::Import { .. }

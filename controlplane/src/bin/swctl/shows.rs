@@ -169,6 +169,15 @@ pub(crate) async fn show_cmd(
             let config = compile(&db).map_err(|e| anyhow::anyhow!("the running configuration: {e}"))?.config;
             emit(json, show::ip_route(&config, v6), || show::ip_route_json(&config, v6));
         }
+        Show::Buffer { what: BufferWhat::Configuration } | Show::Mmu => {
+            let db = running(client).await?;
+            emit(json, show::buffer_configuration(&db), || show::buffer_configuration_json(&db));
+        }
+        Show::Buffer { what: BufferWhat::Information } => {
+            let db = running(client).await?;
+            let config = compile(&db).map_err(|e| anyhow::anyhow!("the running configuration: {e}"))?.config;
+            emit(json, show::buffer_information(&config), || show::buffer_information_json(&config));
+        }
         Show::Runningconfiguration { what: RunningWhat::All } => {
             let db = running(client).await?;
             println!("{}", serde_json::to_string_pretty(&db)?);

@@ -291,3 +291,55 @@ fn every_watermark_command_has_its_own_json() {
     assert_eq!(queue_watermark_unicast_json(&w)[1]["UC0"], 1_234_567, "Ethernet4, natsorted second");
     assert_eq!(headroom_pool_watermark_json(&w), serde_json::json!([{"ingress_lossless_pool": 432_640}]));
 }
+
+// ---- mmuconfig -l / buffershow -l ---------------------------------------------------------------------
+
+#[test]
+fn sonic_mmuconfig() {
+    // tests/buffer_input/buffer_test_vectors.py `show_buffer_configuration`: its lossless traffic
+    // pattern, first pool and first profile.
+    let mut db = ConfigDb::default();
+    db.set("DEFAULT_LOSSLESS_BUFFER_PARAMETER", "AZURE", "default_dynamic_th", "0")
+        .set("DEFAULT_LOSSLESS_BUFFER_PARAMETER", "AZURE", "over_subscribe_ratio", "2")
+        .set("BUFFER_POOL", "egress_lossless_pool", "mode", "dynamic")
+        .set("BUFFER_POOL", "egress_lossless_pool", "size", "13945824")
+        .set("BUFFER_POOL", "egress_lossless_pool", "type", "egress")
+        .set("BUFFER_PROFILE", "ingress_lossy_profile", "dynamic_th", "3")
+        .set("BUFFER_PROFILE", "ingress_lossy_profile", "pool", "ingress_lossy_pool")
+        .set("BUFFER_PROFILE", "ingress_lossy_profile", "size", "0");
+    let expected = "\
+Lossless traffic pattern:
+--------------------  -
+default_dynamic_th    0
+over_subscribe_ratio  2
+--------------------  -
+
+Pool: egress_lossless_pool
+----  --------
+mode  dynamic
+size  13945824
+type  egress
+----  --------
+
+Profile: ingress_lossy_profile
+----------  ------------------
+dynamic_th  3
+pool        ingress_lossy_pool
+size        0
+----------  ------------------
+
+";
+    assert_eq!(buffer_configuration(&db), expected);
+}
+
+#[test]
+fn buffer_information_of_a_buffered_switch() {
+    // The three-port switch of the switchd congestion tests: two pools, lossless and lossy profiles.
+    let text = include_str!("../../../../dataplane/tests/configs/switchd_congestion.yaml");
+    let config = compile(&ConfigDb::from_yaml_str(text).unwrap()).unwrap().config;
+    let text = buffer_information(&config);
+    // The lossless PG profile carries its headroom (xon, xoff) before its size, as buffershow prints it.
+    assert!(text.contains("Profile: "), "{text}");
+    insta::assert_snapshot!(text);
+    insta::assert_snapshot!("buffer_information_json", pretty(&buffer_information_json(&config)));
+}
