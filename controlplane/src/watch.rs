@@ -33,7 +33,7 @@ impl Filter {
                 Some(prefix) => e.kind.starts_with(prefix),
                 None => e.kind == *k,
             });
-        let port_ok = self.ports.is_empty() || self.ports.iter().any(|p| *p == e.port);
+        let port_ok = self.ports.is_empty() || self.ports.contains(&e.port);
         let index_ok = self.indices.is_empty() || (!e.port.is_empty() && self.indices.contains(&e.index));
         kind_ok && port_ok && index_ok
     }

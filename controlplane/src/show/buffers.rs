@@ -15,6 +15,8 @@ use lossless_dataplane::model::config::{ConfigDb, PoolDirection, SwitchConfig, T
 use serde_json::{Map, Value};
 
 type Fields = Vec<(String, String)>;
+/// Named entries (pools or profiles), each with its fields.
+type Entries = Vec<(String, Fields)>;
 
 fn section(out: &mut String, title: &str, fields: &Fields) {
     let mut table = Table::new(["field", "value"]);
@@ -79,7 +81,7 @@ pub fn buffer_configuration_json(db: &ConfigDb) -> Value {
     json(&table_entries(db, "BUFFER_POOL"), &table_entries(db, "BUFFER_PROFILE"))
 }
 
-fn effective(config: &SwitchConfig) -> (Vec<(String, Fields)>, Vec<(String, Fields)>) {
+fn effective(config: &SwitchConfig) -> (Entries, Entries) {
     let pools = config
         .pools
         .iter()

@@ -234,7 +234,7 @@ fn routes(config: &SwitchConfig, v6: bool) -> Vec<(std::net::IpAddr, u8, Route)>
         };
         out.push((r.prefix.addr(), r.prefix.prefix_len(), route));
     }
-    out.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    out.sort_by_key(|a| (a.0, a.1));
     out
 }
 
