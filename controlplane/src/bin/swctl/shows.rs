@@ -186,15 +186,15 @@ pub(crate) async fn show_cmd(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Which watermark a clear names: the copy (user or persistent) and the table (`None`: all of them).
+/// Clears the watermark `tables` of one copy (user or persistent) in the switch.
 async fn clear_watermark(
     client: &mut SwitchClient<Channel>,
     persistent: bool,
-    table: Option<pb::WatermarkTable>,
+    tables: &[pb::WatermarkTable],
 ) -> anyhow::Result<ExitCode> {
-    let tables = table.map(|t| vec![t as i32]).unwrap_or_default();
+    let clear_tables = tables.iter().map(|t| *t as i32).collect();
     client
-        .get_watermarks(pb::GetWatermarksRequest { persistent, clear: true, clear_tables: tables })
+        .get_watermarks(pb::GetWatermarksRequest { persistent, clear: true, clear_tables })
         .await
         .map_err(status)?;
     println!("Cleared watermarks");
@@ -207,10 +207,13 @@ pub(crate) async fn clear_cmd(
     what: Clear,
 ) -> anyhow::Result<ExitCode> {
     use pb::WatermarkTable as T;
-    let pg_table = |kind: Option<PgKind>| match kind {
-        None => None,
-        Some(PgKind::Shared) => Some(T::PgShared),
-        Some(PgKind::Headroom) => Some(T::PgHeadroom),
+    // Without a kind, `sonic-clear priority-group watermark` means both PG tables.
+    let pg_tables = |kind: Option<PgKind>| -> &'static [T] {
+        match kind {
+            None => &[T::PgShared, T::PgHeadroom],
+            Some(PgKind::Shared) => &[T::PgShared],
+            Some(PgKind::Headroom) => &[T::PgHeadroom],
+        }
     };
     let kinds: &[&str] = match what {
         Clear::Counters => &["counters"],
@@ -221,30 +224,31 @@ pub(crate) async fn clear_cmd(
         Clear::Pfcwd => &["pfcwd"],
         Clear::Dropcounters => &["drops"],
         Clear::Queue { what: ClearQueue::Watermark { .. } } => {
-            return clear_watermark(client, false, Some(T::QueueUnicast)).await;
+            return clear_watermark(client, false, &[T::QueueUnicast]).await;
         }
         Clear::Queue { what: ClearQueue::PersistentWatermark { .. } } => {
-            return clear_watermark(client, true, Some(T::QueueUnicast)).await;
+            return clear_watermark(client, true, &[T::QueueUnicast]).await;
         }
         Clear::PriorityGroup { what: ClearPg::Watermark { kind } } => {
-            return clear_watermark(client, false, pg_table(kind)).await;
+            return clear_watermark(client, false, pg_tables(kind)).await;
         }
         Clear::PriorityGroup { what: ClearPg::PersistentWatermark { kind } } => {
-            return clear_watermark(client, true, pg_table(kind)).await;
+            return clear_watermark(client, true, pg_tables(kind)).await;
         }
         Clear::BufferPool { what } => {
             let persistent = matches!(what, Some(ClearWatermark::PersistentWatermark));
-            return clear_watermark(client, persistent, Some(T::BufferPool)).await;
+            return clear_watermark(client, persistent, &[T::BufferPool]).await;
         }
         Clear::HeadroomPool { what } => {
             let persistent = matches!(what, Some(ClearWatermark::PersistentWatermark));
-            return clear_watermark(client, persistent, Some(T::HeadroomPool)).await;
+            return clear_watermark(client, persistent, &[T::HeadroomPool]).await;
         }
     };
     let c = counters(client).await?;
     for kind in kinds {
         snapshot::save(endpoint, kind, &c)?;
     }
-    println!("Cleared counters");
+    // dropstat's own wording for its clear.
+    println!("{}", if kinds == ["drops"] { "Cleared drop counters" } else { "Cleared counters" });
     Ok(ExitCode::SUCCESS)
 }
