@@ -324,6 +324,23 @@ fn sonic_command_forms_against_a_live_switch() {
 
     // pfcwd in SONiC's argument forms: ports as separate words, the restoration time defaulting to twice
     // the detection time, stop on some ports, pfc_stat_history per port.
+    // swctl watch, filtered to configuration events, in JSON: its first line is the apply of the pfcwd
+    // start below (or of a later command, if the subscription was not open yet), dated in RFC 3339.
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_swctl"))
+        .args(["--switch", lab.switchd.endpoint(), "--json", "watch", "--kind", "config_applied"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (line_tx, line_rx) = std::sync::mpsc::channel();
+    let watch_out = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(watch_out).lines().map_while(Result::ok) {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let out = lab.swctl(&["pfcwd", "start", "-a", "drop", "Ethernet0", "Ethernet4", "400"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout(&out).contains("default to 2 times detection time: 800 ms"), "{}", stdout(&out));
@@ -338,6 +355,13 @@ fn sonic_command_forms_against_a_live_switch() {
     assert_eq!(running["PFC_WD"]["Ethernet0"]["pfc_stat_history"], "enable", "{}", running["PFC_WD"]);
     let out = lab.swctl(&["pfcwd", "counter_poll", "enable"]);
     assert!(out.status.success(), "{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    let event = line_rx.recv_timeout(Duration::from_secs(10)).expect("a config_applied event");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let event: serde_json::Value = serde_json::from_str(&event).unwrap();
+    assert_eq!(event["kind"], "config_applied", "{event}");
+    let wall = event["wall_time"].as_str().unwrap();
+    assert!(wall.len() == 27 && wall.ends_with('Z') && wall.as_bytes()[10] == b'T', "RFC 3339 UTC: {wall}");
     let bad = lab.swctl(&["pfcwd", "start", "Ethernet0", "50"]);
     assert_eq!(bad.status.code(), Some(2), "a detection time below 100 ms is refused");
     let unknown = lab.swctl(&["pfcwd", "stop", "Ethernet99"]);
