@@ -4,34 +4,34 @@ use clap::{Subcommand, ValueEnum};
 
 #[derive(Subcommand)]
 pub(crate) enum Show {
-    /// `show interfaces counters`
+    /// `show interfaces counters [errors|rates|detailed PORT]`, `show interfaces status`
     Interfaces {
         #[command(subcommand)]
         what: InterfacesWhat,
     },
-    /// `show queue counters|wredcounters [PORT]`, `show queue watermark unicast`
+    /// `show queue counters|wredcounters [PORT]`, `show queue watermark|persistent-watermark unicast`
     Queue {
         #[command(subcommand)]
         what: QueueWhat,
     },
-    /// `show pfc counters [--history]`
+    /// `show pfc counters [--history]`, `show pfc priority|asymmetric [PORT]`
     Pfc {
         #[command(subcommand)]
         what: PfcWhat,
     },
-    /// `show priority-group watermark shared|headroom`, `show priority-group drop counters`
+    /// `show priority-group watermark|persistent-watermark shared|headroom`, `... drop counters`
     #[command(name = "priority-group")]
     PriorityGroup {
         #[command(subcommand)]
         what: PgWhat,
     },
-    /// `show buffer_pool watermark`
+    /// `show buffer_pool watermark|persistent-watermark`
     #[command(name = "buffer_pool")]
     BufferPool {
         #[command(subcommand)]
         what: WatermarkOnly,
     },
-    /// `show headroom-pool watermark`
+    /// `show headroom-pool watermark|persistent-watermark`
     #[command(name = "headroom-pool")]
     HeadroomPool {
         #[command(subcommand)]
