@@ -291,6 +291,10 @@ fn sonic_command_forms_against_a_live_switch() {
     assert!(mac.contains("Total number of entries 3\n"), "{mac}");
     assert_eq!(cell(&mac, &["1", "1000"], "Type"), "Static", "{mac}");
     assert_eq!(stdout(&lab.swctl(&["fdb", "show"])), mac, "both names, one table");
+    let one = stdout(&lab.swctl(&["show", "mac", "-p", "Ethernet8", "-c"]));
+    assert_eq!(one, "Total number of entries 1\n");
+    let bad = lab.swctl(&["show", "mac", "-a", "02:00:00"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Invalid mac address 02:00:00"));
     let vlan = stdout(&lab.swctl(&["show", "vlan", "brief"]));
     assert!(vlan.contains("|      1000 |") && vlan.contains("| Ethernet0 "), "{vlan}");
     assert!(stdout(&lab.swctl(&["show", "arp"])).ends_with("Total number of entries 0 \n"));

@@ -69,6 +69,28 @@ fn mac_table(fdb: &[FdbEntry]) -> Table {
     table
 }
 
+/// fdbshow's filters (`show mac -v VLAN -p PORT -a MAC -t static|dynamic`); `None` matches anything.
+#[derive(Debug, Clone, Default)]
+pub struct MacQuery {
+    pub vlan: Option<u32>,
+    pub port: Option<String>,
+    /// Compared without regard to case.
+    pub address: Option<String>,
+    /// `Some(true)`: static entries only; `Some(false)`: dynamic only.
+    pub is_static: Option<bool>,
+}
+
+/// The entries `query` selects.
+pub fn filter_fdb(fdb: &[FdbEntry], query: &MacQuery) -> Vec<FdbEntry> {
+    fdb.iter()
+        .filter(|e| query.vlan.is_none_or(|v| e.vlan == v))
+        .filter(|e| query.port.as_deref().is_none_or(|p| e.port == p))
+        .filter(|e| query.address.as_deref().is_none_or(|a| e.mac.eq_ignore_ascii_case(a)))
+        .filter(|e| query.is_static.is_none_or(|s| e.is_static == s))
+        .cloned()
+        .collect()
+}
+
 /// `show mac` (`swctl fdb show`): every FDB entry, by VLAN then MAC.
 pub fn mac(fdb: &[FdbEntry]) -> String {
     let table = mac_table(fdb);

@@ -44,8 +44,21 @@ pub(crate) enum Show {
     },
     /// `show arp`: the IPv4 neighbour table.
     Arp,
-    /// `show mac`: the FDB (also `swctl fdb show`).
-    Mac,
+    /// `show mac [-v VLAN] [-p PORT] [-a MAC] [-t static|dynamic] [-c]`: the FDB (also `swctl fdb show`).
+    Mac {
+        #[arg(short = 'v', long, value_parser = clap::value_parser!(u32).range(1..4096))]
+        vlan: Option<u32>,
+        #[arg(short = 'p', long)]
+        port: Option<String>,
+        /// A MAC address, aa:bb:cc:dd:ee:ff.
+        #[arg(short = 'a', long)]
+        address: Option<String>,
+        #[arg(short = 't', long = "type", value_parser = ["static", "dynamic", "Static", "Dynamic"])]
+        kind: Option<String>,
+        /// The number of entries only.
+        #[arg(short = 'c', long)]
+        count: bool,
+    },
     /// `show vlan brief`
     Vlan {
         #[command(subcommand)]

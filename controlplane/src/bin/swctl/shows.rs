@@ -154,9 +154,25 @@ pub(crate) async fn show_cmd(
             let fdb = client.dump_fdb(pb::DumpFdbRequest {}).await.map_err(status)?.into_inner().entries;
             emit(json, show::arp(&neighbors, &fdb), || show::arp_json(&neighbors, &fdb));
         }
-        Show::Mac => {
+        Show::Mac { vlan, port, address, kind, count } => {
+            if let Some(a) = address.as_deref().filter(|a| !is_mac(a)) {
+                bail!("Invalid mac address {a}");
+            }
             let fdb = client.dump_fdb(pb::DumpFdbRequest {}).await.map_err(status)?.into_inner().entries;
-            emit(json, show::mac(&fdb), || show::mac_json(&fdb));
+            if let Some(p) = port.as_deref() {
+                let c = counters(client).await?;
+                if !c.ports.iter().any(|x| x.name == p) {
+                    bail!("Invalid port {p}");
+                }
+            }
+            let is_static = kind.map(|k| k.eq_ignore_ascii_case("static"));
+            let fdb = show::filter_fdb(&fdb, &show::MacQuery { vlan, port, address, is_static });
+            if count {
+                let n = fdb.len();
+                emit(json, format!("Total number of entries {n}\n"), || serde_json::json!({ "count": n }));
+            } else {
+                emit(json, show::mac(&fdb), || show::mac_json(&fdb));
+            }
         }
         Show::Vlan { what: VlanWhat::Brief } => {
             let db = running(client).await?;
@@ -251,4 +267,10 @@ pub(crate) async fn clear_cmd(
     // dropstat's own wording for its clear.
     println!("{}", if kinds == ["drops"] { "Cleared drop counters" } else { "Cleared counters" });
     Ok(ExitCode::SUCCESS)
+}
+
+/// fdbshow's check of `-a`: six pairs of hex digits joined by colons.
+fn is_mac(text: &str) -> bool {
+    let parts: Vec<&str> = text.split(':').collect();
+    parts.len() == 6 && parts.iter().all(|p| p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit()))
 }

@@ -139,6 +139,16 @@ Total number of entries 2
 ",
     );
     assert_eq!(mac(&fdb()), expected);
+    // fdbshow's filters: `-t static` keeps the one static entry, `-a` ignores case.
+    let only_static = filter_fdb(&fdb(), &MacQuery { is_static: Some(true), ..Default::default() });
+    assert_eq!(only_static.len(), 1);
+    assert_eq!(only_static[0].port, "Ethernet4");
+    let by_mac =
+        MacQuery { address: Some("11:22:33:44:55:66".to_uppercase()), vlan: Some(2), ..Default::default() };
+    assert_eq!(filter_fdb(&fdb(), &by_mac).len(), 1);
+    assert!(
+        filter_fdb(&fdb(), &MacQuery { port: Some("Ethernet8".into()), ..Default::default() }).is_empty()
+    );
     insta::assert_snapshot!("mac_json", pretty(&mac_json(&fdb())));
 }
 
