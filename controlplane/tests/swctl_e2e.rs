@@ -354,6 +354,9 @@ fn sonic_command_forms_against_a_live_switch() {
     assert!(lab.swctl(&["pfcwd", "stop", "Ethernet4"]).status.success());
     let cfg = stdout(&lab.swctl(&["pfcwd", "show", "config"]));
     assert!(cfg.contains("Ethernet0") && !cfg.contains("Ethernet4"), "{cfg}");
+    let stats = json(&lab.swctl(&["--json", "pfcwd", "show", "stats", "Ethernet0:3"]));
+    let queues: Vec<&str> = stats.as_array().unwrap().iter().map(|r| r["QUEUE"].as_str().unwrap()).collect();
+    assert_eq!(queues, ["Ethernet0:3"], "the queue asked for, monitored since the start above");
     assert!(lab.swctl(&["pfcwd", "pfc_stat_history", "enable", "Ethernet0"]).status.success());
     let running = json(&lab.swctl(&["show", "runningconfiguration", "all"]));
     assert_eq!(running["PFC_WD"]["Ethernet0"]["pfc_stat_history"], "enable", "{}", running["PFC_WD"]);

@@ -368,6 +368,8 @@ pub(crate) enum PfcwdShow {
         /// Exit 1 if any queue is stormed.
         #[arg(long)]
         check_storm: bool,
+        /// Only these queues (`Ethernet0:3`).
+        queues: Vec<String>,
     },
 }
 

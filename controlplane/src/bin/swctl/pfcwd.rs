@@ -90,8 +90,18 @@ pub(crate) async fn pfcwd_cmd(
             emit(json, show::pfcwd_config(&db), || show::pfcwd_config_json(&db));
             Ok(ExitCode::SUCCESS)
         }
-        Pfcwd::Show { what: PfcwdShow::Stats { all, check_storm } } => {
-            let c = counters_since(client, endpoint, "pfcwd").await?;
+        Pfcwd::Show { what: PfcwdShow::Stats { all, check_storm, queues } } => {
+            let mut c = counters_since(client, endpoint, "pfcwd").await?;
+            if !queues.is_empty() {
+                // pfcwd show stats QUEUES...: the other queues are left out, of the table and of the storm check.
+                for p in &mut c.ports {
+                    for (i, w) in p.pfc_wd.iter_mut().enumerate() {
+                        if !queues.contains(&format!("{}:{i}", p.name)) {
+                            w.status.clear();
+                        }
+                    }
+                }
+            }
             emit(json, show::pfcwd_stats(&c, all), || show::pfcwd_stats_json(&c));
             Ok(if check_storm && show::pfcwd_any_stormed(&c) { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }
