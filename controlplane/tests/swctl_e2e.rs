@@ -285,6 +285,8 @@ fn sonic_command_forms_against_a_live_switch() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("Interface Ethernet99 doesn't exist"));
     // swctl's own form still works.
     assert!(lab.swctl(&["show", "interfaces", "counters", "-p", "0"]).status.success());
+    let one = json(&lab.swctl(&["--json", "show", "interfaces", "counters", "-p", "0", "-i", "Ethernet4"]));
+    assert_eq!(one.as_object().unwrap().keys().collect::<Vec<_>>(), ["Ethernet4"], "{one}");
 
     // The forwarding tables.
     let mac = stdout(&lab.swctl(&["show", "mac"]));

@@ -123,6 +123,9 @@ pub(crate) enum InterfacesWhat {
         /// Seconds between the two samples the rates come from (portstat -p); 0: one sample, no rates.
         #[arg(short = 'p', long, default_value_t = 1)]
         period: u64,
+        /// Only this interface (`show interfaces counters -i Ethernet0`).
+        #[arg(short = 'i', long)]
+        interface: Option<String>,
         #[command(subcommand)]
         view: Option<CountersView>,
     },

@@ -45,8 +45,15 @@ pub(crate) async fn show_cmd(
     what: Show,
 ) -> anyhow::Result<ExitCode> {
     match what {
-        Show::Interfaces { what: InterfacesWhat::Counters { period, view: None } } => {
-            let (first, c) = two_samples(client, endpoint, period).await?;
+        Show::Interfaces { what: InterfacesWhat::Counters { period, interface, view: None } } => {
+            let (mut first, mut c) = two_samples(client, endpoint, period).await?;
+            if let Some(name) = interface.as_deref() {
+                check_port(&c, Some(name))?;
+                c.ports.retain(|p| p.name == name);
+                if let Some(f) = first.as_mut() {
+                    f.ports.retain(|p| p.name == name);
+                }
+            }
             emit(json, show::interfaces_counters(&c, first.as_ref()), || {
                 show::interfaces_counters_json(&c, first.as_ref())
             });
