@@ -16,6 +16,7 @@ pub mod qos_params;
 pub mod show;
 pub mod sim;
 pub mod snapshot;
+pub mod watch;
 
 /// Configuration files shipped in `configs/`, compiled into the binaries so that they work from anywhere.
 pub mod embedded {

@@ -39,6 +39,13 @@ pub fn load(endpoint: &str, kind: &str) -> Option<GetCountersResponse> {
     GetCountersResponse::decode(bytes.as_slice()).ok()
 }
 
+/// When the baseline was stored (the last clear), as RFC 3339 UTC; `None` if there is none.
+pub fn modified(endpoint: &str, kind: &str) -> Option<String> {
+    let time = std::fs::metadata(path(endpoint, kind)).ok()?.modified().ok()?;
+    let unix_ns = time.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    Some(lossless_dataplane::clock::format_unix_ns(u64::try_from(unix_ns).ok()?))
+}
+
 /// Forgets the baseline (`show` prints totals again).
 pub fn remove(endpoint: &str, kind: &str) {
     let _ = std::fs::remove_file(path(endpoint, kind));

@@ -308,3 +308,163 @@ fn capture_writes_pcapng_that_tshark_reads_with_ports_directions_and_drop_reason
         assert_eq!(r[2], "02:00:00:00:00:01");
     }
 }
+
+/// h1 sends `n` DSCP-3 (lossless) frames to a MAC nobody has: in the VLAN they are dropped, not flooded.
+fn lossless_to_unknown_mac(lab: &Lab, n: u16) {
+    let mut tx = host_port(&lab.star.hosts[0]);
+    let frames: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            Ipv4Flow {
+                src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                dst_mac: EthernetAddress([2, 0, 0, 0, 0, 0x99]),
+                src_ip: Ipv4Addr::new(10, 0, 0, 1),
+                dst_ip: Ipv4Addr::new(10, 0, 0, 99),
+                src_port: i,
+                dscp: 3,
+                ecn: Ecn::Ect0,
+                ttl: 64,
+            }
+            .udp(4791, &[0u8; 200])
+        })
+        .collect();
+    let mut sent = 0;
+    while sent < frames.len() {
+        sent += tx.send_batch(&frames[sent..]).unwrap();
+    }
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+#[test]
+fn sonic_command_forms_against_a_live_switch() {
+    let lab = Lab::start();
+
+    // show dropcounters counts: the reason a lossless frame to an unknown MAC was dropped has a column.
+    lossless_to_unknown_mac(&lab, 5);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let reason = loop {
+        let drops = json(&lab.swctl(&["--json", "show", "dropcounters", "counts"]));
+        let found = drops["Ethernet0"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(k, v)| {
+                !["STATE", "RX_ERR", "RX_DROPS", "TX_ERR", "TX_DROPS"].contains(&k.as_str()) && **v == 5
+            })
+            .map(|(k, _)| k.clone());
+        if let Some(reason) = found {
+            break reason;
+        }
+        assert!(Instant::now() < deadline, "no drop reason counted 5 on Ethernet0: {drops}");
+    };
+    let table = stdout(&lab.swctl(&["show", "dropcounters", "counts"]));
+    assert_eq!(cell(&table, &["Ethernet0"], &reason), "5", "{table}");
+    assert!(lab.swctl(&["clear", "dropcounters"]).status.success());
+    let drops = json(&lab.swctl(&["--json", "show", "dropcounters", "counts"]));
+    assert_eq!(drops["Ethernet0"][&reason], 0, "cleared: {drops}");
+
+    // The port views of portstat.
+    let errors = stdout(&lab.swctl(&["show", "interfaces", "counters", "errors"]));
+    assert_eq!(cell(&errors, &["Ethernet0"], "STATE"), "U", "{errors}");
+    let rates = json(&lab.swctl(&["--json", "show", "interfaces", "counters", "rates", "-p", "0"]));
+    assert_eq!(rates["Ethernet0"]["RX_OK"], 5, "{rates}");
+    let detailed = stdout(&lab.swctl(&["show", "interfaces", "counters", "detailed", "Ethernet0"]));
+    assert!(detailed.contains("Total Packets Received Without Errors.......... 5\n"), "{detailed}");
+    let unknown = lab.swctl(&["show", "interfaces", "counters", "detailed", "Ethernet99"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("Interface Ethernet99 doesn't exist"));
+    // swctl's own form still works.
+    assert!(lab.swctl(&["show", "interfaces", "counters", "-p", "0"]).status.success());
+    let one = json(&lab.swctl(&["--json", "show", "interfaces", "counters", "-p", "0", "-i", "Ethernet4"]));
+    assert_eq!(one.as_object().unwrap().keys().collect::<Vec<_>>(), ["Ethernet4"], "{one}");
+
+    // The forwarding tables.
+    let mac = stdout(&lab.swctl(&["show", "mac"]));
+    assert!(mac.contains("Total number of entries 3\n"), "{mac}");
+    assert_eq!(cell(&mac, &["1", "1000"], "Type"), "Static", "{mac}");
+    assert_eq!(stdout(&lab.swctl(&["fdb", "show"])), mac, "both names, one table");
+    let one = stdout(&lab.swctl(&["show", "mac", "-p", "Ethernet8", "-c"]));
+    assert_eq!(one, "Total number of entries 1\n");
+    let bad = lab.swctl(&["show", "mac", "-a", "02:00:00"]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Invalid mac address 02:00:00"));
+    let vlan = stdout(&lab.swctl(&["show", "vlan", "brief"]));
+    assert!(vlan.contains("|      1000 |") && vlan.contains("| Ethernet0 "), "{vlan}");
+    assert!(stdout(&lab.swctl(&["show", "arp"])).ends_with("Total number of entries 0 \n"));
+    let routes = stdout(&lab.swctl(&["show", "ip", "route"]));
+    assert!(routes.starts_with("Codes: K - kernel route"), "{routes}");
+    let running = json(&lab.swctl(&["show", "runningconfiguration", "all"]));
+    assert_eq!(running["VLAN"]["Vlan1000"]["vlanid"], "1000");
+
+    // Watermarks: the persistent copy, one table per command in JSON, typed clears.
+    let persistent = stdout(&lab.swctl(&["show", "queue", "persistent-watermark", "unicast"]));
+    assert!(persistent.starts_with("Egress shared pool occupancy per unicast queue:"), "{persistent}");
+    assert!(json(&lab.swctl(&["--json", "show", "priority-group", "watermark", "shared"])).is_array());
+    assert!(json(&lab.swctl(&["--json", "show", "buffer_pool", "persistent-watermark"])).is_array());
+    for clear in [
+        &["clear", "queue", "watermark", "unicast"][..],
+        &["clear", "priority-group", "watermark", "shared"],
+        &["clear", "priority-group", "persistent-watermark", "headroom"],
+        &["clear", "buffer_pool", "watermark"],
+        &["clear", "queuecounters"],
+        &["clear", "pfccounters"],
+    ] {
+        let out = lab.swctl(clear);
+        assert!(out.status.success(), "{clear:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    // PFC: the configured priorities, the history JSON (not the plain counters).
+    let prio = stdout(&lab.swctl(&["show", "pfc", "priority"]));
+    assert_eq!(cell(&prio, &["Ethernet0"], "Lossless priorities"), "3,4", "{prio}");
+    let history = json(&lab.swctl(&["--json", "show", "pfc", "counters", "--history"]));
+    assert!(history["Ethernet0"]["PFC3"].get("RX Pause Transitions").is_some(), "{history}");
+
+    // pfcwd in SONiC's argument forms: ports as separate words, the restoration time defaulting to twice
+    // the detection time, stop on some ports, pfc_stat_history per port.
+    // swctl watch, filtered to configuration events, in JSON: its first line is the apply of the pfcwd
+    // start below (or of a later command, if the subscription was not open yet), dated in RFC 3339.
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_swctl"))
+        .args(["--switch", lab.switchd.endpoint(), "--json", "watch", "--kind", "config_applied"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (line_tx, line_rx) = std::sync::mpsc::channel();
+    let watch_out = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(watch_out).lines().map_while(Result::ok) {
+            if line_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let out = lab.swctl(&["pfcwd", "start", "-a", "drop", "Ethernet0", "Ethernet4", "400"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("default to 2 times detection time: 800 ms"), "{}", stdout(&out));
+    let cfg = stdout(&lab.swctl(&["pfcwd", "show", "config"]));
+    assert_eq!(cell(&cfg, &["Ethernet0"], "DETECTION TIME"), "400", "{cfg}");
+    assert_eq!(cell(&cfg, &["Ethernet0"], "RESTORATION TIME"), "800", "{cfg}");
+    assert!(lab.swctl(&["pfcwd", "stop", "Ethernet4"]).status.success());
+    let cfg = stdout(&lab.swctl(&["pfcwd", "show", "config"]));
+    assert!(cfg.contains("Ethernet0") && !cfg.contains("Ethernet4"), "{cfg}");
+    let stats = json(&lab.swctl(&["--json", "pfcwd", "show", "stats", "Ethernet0:3"]));
+    let queues: Vec<&str> = stats.as_array().unwrap().iter().map(|r| r["QUEUE"].as_str().unwrap()).collect();
+    assert_eq!(queues, ["Ethernet0:3"], "the queue asked for, monitored since the start above");
+    assert!(lab.swctl(&["pfcwd", "pfc_stat_history", "enable", "Ethernet0"]).status.success());
+    let running = json(&lab.swctl(&["show", "runningconfiguration", "all"]));
+    assert_eq!(running["PFC_WD"]["Ethernet0"]["pfc_stat_history"], "enable", "{}", running["PFC_WD"]);
+    let out = lab.swctl(&["pfcwd", "counter_poll", "enable"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    let event = line_rx.recv_timeout(Duration::from_secs(10)).expect("a config_applied event");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let event: serde_json::Value = serde_json::from_str(&event).unwrap();
+    assert_eq!(event["kind"], "config_applied", "{event}");
+    let wall = event["wall_time"].as_str().unwrap();
+    assert!(wall.len() == 27 && wall.ends_with('Z') && wall.as_bytes()[10] == b'T', "RFC 3339 UTC: {wall}");
+    let bad = lab.swctl(&["pfcwd", "start", "Ethernet0", "50"]);
+    assert_eq!(bad.status.code(), Some(2), "a detection time below 100 ms is refused");
+    let unknown = lab.swctl(&["pfcwd", "stop", "Ethernet99"]);
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("Ethernet99"), "the bad port is named");
+}

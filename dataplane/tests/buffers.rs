@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::mmu::WatermarkKind;
+use lossless_dataplane::model::mmu::{WatermarkKind, WatermarkTables};
 use lossless_dataplane::model::{Event, PortId, Switch};
 use lossless_dataplane::wire::{self, L3, MacControlRepr};
 use std::net::Ipv4Addr;
@@ -373,6 +373,13 @@ fn watermarks_track_shared_and_headroom_cells() {
     rig.sw.set_port_hold(dst, false);
     drain(&mut rig.sw, dst, rig.now);
     assert_eq!(rig.sw.watermarks(WatermarkKind::User).ports["Ethernet0"].pg_headroom_bytes[3], 7 * cell);
+    // `sonic-clear queue watermark unicast` clears the queue marks only: the PG and pool marks stay.
+    let queue_only = WatermarkTables { queue_shared: true, ..WatermarkTables::NONE };
+    rig.sw.clear_watermark_tables(WatermarkKind::User, queue_only);
+    let user = rig.sw.watermarks(WatermarkKind::User);
+    assert_eq!(user.ports["Ethernet8"].queue_shared_bytes[3], 0);
+    assert_eq!(user.ports["Ethernet0"].pg_headroom_bytes[3], 7 * cell);
+    assert_eq!(user.pools["ingress_lossless_pool"].shared_bytes, p.shared_to_xoff() * cell);
     rig.sw.clear_watermarks(WatermarkKind::User);
     let user = rig.sw.watermarks(WatermarkKind::User);
     assert_eq!(

@@ -546,9 +546,9 @@ impl Ptf {
 
     /// Watermarks (user copy unless `persistent`), clearing that copy after reading when `clear`.
     pub fn watermarks(&mut self, persistent: bool, clear: bool) -> pb::GetWatermarksResponse {
-        self.call(
-            |mut c| async move { c.get_watermarks(pb::GetWatermarksRequest { persistent, clear }).await },
-        )
+        self.call(|mut c| async move {
+            c.get_watermarks(pb::GetWatermarksRequest { persistent, clear, clear_tables: vec![] }).await
+        })
     }
 
     /// Holds (or releases) the egress of a port or one of its queues: sai_thrift_port_tx_disable/enable.

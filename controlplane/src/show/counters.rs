@@ -72,7 +72,7 @@ fn interfaces_table(now: &GetCountersResponse, earlier: Option<&GetCountersRespo
 }
 
 /// portstat's STATE: `U` up, `D` admin up but the link down, `X` admin down (disabled).
-fn port_state(p: &PortCounters) -> &'static str {
+pub(super) fn port_state(p: &PortCounters) -> &'static str {
     match (p.admin_up, p.oper_up) {
         (false, _) => "X",
         (true, true) => "U",

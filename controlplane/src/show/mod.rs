@@ -27,20 +27,38 @@
 //! `RX_OVR` counts receive-buffer overruns (frames the kernel dropped before the switch took them) and
 //! `TX_OVR` is 0 (an oversize frame is an `RX_ERR`).
 
+mod buffers;
 mod counters;
+mod drops;
+mod l2l3;
+mod pfc_config;
 mod pfcwd;
+mod portstat;
 mod status;
 mod table;
 
 pub use table::thousands;
 mod watermarks;
 
+pub use buffers::{
+    buffer_configuration, buffer_configuration_json, buffer_information, buffer_information_json,
+};
 pub use counters::{
     interfaces_counters, interfaces_counters_json, pfc_counters, pfc_counters_history,
     pfc_counters_history_json, pfc_counters_json, pg_drop_counters, pg_drop_counters_json, queue_counters,
     queue_counters_json, queue_wredcounters, queue_wredcounters_json, subtract_counters,
 };
+pub use drops::{dropcounters_counts, dropcounters_counts_json};
+pub use l2l3::{
+    MacQuery, Route, RouteNextHop, arp, arp_json, filter_fdb, ip_route, ip_route_json, mac, mac_json,
+    vlan_brief, vlan_brief_json,
+};
+pub use pfc_config::{pfc_asymmetric, pfc_asymmetric_json, pfc_priority, pfc_priority_json};
 pub use pfcwd::{pfcwd_any_stormed, pfcwd_config, pfcwd_config_json, pfcwd_stats, pfcwd_stats_json};
+pub use portstat::{
+    interfaces_counters_detailed, interfaces_counters_detailed_json, interfaces_counters_errors,
+    interfaces_counters_errors_json, interfaces_counters_rates, interfaces_counters_rates_json,
+};
 pub use status::{interfaces_status, interfaces_status_json};
 pub use watermarks::{
     PgWatermarkKind, buffer_pool_watermark, buffer_pool_watermark_json, headroom_pool_watermark,

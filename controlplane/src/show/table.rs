@@ -111,6 +111,23 @@ impl Table {
 
     /// The table as tabulate returns it: lines joined by `\n`, no newline at the end.
     pub fn render(&self) -> String {
+        self.render_aligned(&vec![true; self.headers.len()])
+    }
+
+    /// The table with tabulate's default alignment, as scripts print it that pass no `stralign`
+    /// (`fdbshow`, `nbrshow`): a column of numbers only is right-aligned, any other column, its header
+    /// included, left-aligned.
+    pub fn render_default_align(&self) -> String {
+        let right: Vec<bool> = (0..self.headers.len())
+            .map(|i| {
+                let mut cells = self.rows().map(|r| r[i].text.as_str()).peekable();
+                cells.peek().is_some() && cells.all(|t| t.parse::<f64>().is_ok())
+            })
+            .collect();
+        self.render_aligned(&right)
+    }
+
+    fn render_aligned(&self, right: &[bool]) -> String {
         let widths: Vec<usize> = self
             .headers
             .iter()
@@ -121,7 +138,10 @@ impl Table {
             })
             .collect();
         let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
-            let padded: Vec<String> = cells.zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect();
+            let padded: Vec<String> = cells
+                .zip(widths.iter().zip(right))
+                .map(|(c, (w, r))| if *r { format!("{c:>w$}") } else { format!("{c:<w$}") })
+                .collect();
             padded.join("  ").trim_end().to_owned()
         };
         let mut lines = Vec::with_capacity(self.rows.len() + 2);
@@ -131,6 +151,80 @@ impl Table {
             lines.push(line(&mut row.iter().map(|c| c.text.as_str())));
         }
         lines.join("\n")
+    }
+
+    /// tabulate's `simple` format without headers (`tabulate(rows)`, as mmuconfig prints a pool): a rule
+    /// above and below the rows, columns as wide as their widest cell, default alignment. The headers are
+    /// only used for their count.
+    pub fn render_headerless(&self) -> String {
+        let n = self.headers.len();
+        let right: Vec<bool> = (0..n)
+            .map(|i| {
+                let mut cells = self.rows().map(|r| r[i].text.as_str()).peekable();
+                cells.peek().is_some() && cells.all(|t| t.parse::<f64>().is_ok())
+            })
+            .collect();
+        let widths: Vec<usize> =
+            (0..n).map(|i| self.rows().map(|r| r[i].text.chars().count()).max().unwrap_or(0)).collect();
+        let rule = widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  ");
+        let mut lines = vec![rule.clone()];
+        for row in self.rows() {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(widths.iter().zip(&right))
+                .map(|(c, (w, r))| if *r { format!("{:>w$}", c.text) } else { format!("{:<w$}", c.text) })
+                .collect();
+            lines.push(cells.join("  ").trim_end().to_owned());
+        }
+        lines.push(rule);
+        lines.join("\n")
+    }
+
+    /// tabulate's `grid` format with its default alignment (`show vlan brief`): `+---+` rules around
+    /// every row, `+===+` under the header, a cell of several lines (`\n` in its text) spans as many lines,
+    /// and columns of numbers are right-aligned, others left-aligned.
+    pub fn render_grid(&self) -> String {
+        let lines_of = |s: &str| -> Vec<String> { s.split('\n').map(str::to_owned).collect() };
+        let n = self.headers.len();
+        let right: Vec<bool> = (0..n)
+            .map(|i| {
+                let mut cells = self.rows().map(|r| r[i].text.as_str()).filter(|t| !t.is_empty()).peekable();
+                cells.peek().is_some() && cells.all(|t| t.parse::<f64>().is_ok())
+            })
+            .collect();
+        let widths: Vec<usize> = (0..n)
+            .map(|i| {
+                let cells = self.rows().flat_map(|r| lines_of(&r[i].text)).map(|l| l.chars().count());
+                cells.fold(self.headers[i].chars().count() + 2, usize::max)
+            })
+            .collect();
+        let rule = |c: char| -> String {
+            let parts: Vec<String> = widths.iter().map(|w| c.to_string().repeat(w + 2)).collect();
+            format!("+{}+", parts.join("+"))
+        };
+        let block = |cells: Vec<Vec<String>>| -> Vec<String> {
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+            (0..height)
+                .map(|l| {
+                    let parts: Vec<String> = (0..n)
+                        .map(|i| {
+                            let text = cells[i].get(l).map_or("", String::as_str);
+                            let w = widths[i];
+                            if right[i] { format!(" {text:>w$} ") } else { format!(" {text:<w$} ") }
+                        })
+                        .collect();
+                    format!("|{}|", parts.join("|"))
+                })
+                .collect()
+        };
+        let mut out = vec![rule('-')];
+        out.extend(block(self.headers.iter().map(|h| lines_of(h)).collect()));
+        out.push(rule('='));
+        for row in self.rows() {
+            out.extend(block(row.iter().map(|c| lines_of(&c.text)).collect()));
+            out.push(rule('-'));
+        }
+        out.join("\n")
     }
 
     /// Rows as objects keyed by header (watermarkstat's `--json`): `[{"Port": "Ethernet0", "PG0": 100}]`.

@@ -10,6 +10,8 @@ use lossless_proto::v1::{
     PoolWatermarks, PortCounters, PortWatermarks, QueueCounters,
 };
 
+mod sonic;
+
 const SECOND_NS: u64 = 1_000_000_000;
 
 fn wd(status: &str, pairs: [(u64, u64); 5]) -> PfcWdCounters {

@@ -16,7 +16,7 @@ use super::convert;
 use super::streams::{Limits, Streams, Subscription};
 use crate::io::runtime::{Handle, ModelCtx};
 use crate::model::config::{ConfigDb, ConfigErrors};
-use crate::model::mmu::WatermarkKind;
+use crate::model::mmu::{WatermarkKind, WatermarkTables};
 use crate::model::{PortId, Switch};
 use lossless_proto::v1 as pb;
 use std::sync::Arc;
@@ -263,11 +263,12 @@ impl pb::switch_server::Switch for SwitchService {
         let request = request.into_inner();
         let kind = if request.persistent { WatermarkKind::Persistent } else { WatermarkKind::User };
         if request.clear {
+            let tables = watermark_tables(&request.clear_tables)?;
             // Read and clear in one step on the model thread, so no peak falls between the two.
             let snapshot = self
                 .call(move |ctx| {
                     let snapshot = convert::WatermarksSnapshot::take(ctx.switch, kind);
-                    ctx.switch.clear_watermarks(kind);
+                    ctx.switch.clear_watermark_tables(kind, tables);
                     snapshot
                 })
                 .await?;
@@ -448,4 +449,28 @@ impl pb::switch_server::Switch for SwitchService {
         let flushed = self.call(|ctx| ctx.switch.flush_neighbors()).await?;
         Ok(Response::new(pb::FlushNeighborsResponse { flushed: flushed as u64 }))
     }
+}
+
+/// The tables a watermark clear names (none named: every table); an unknown number is refused.
+fn watermark_tables(named: &[i32]) -> Result<WatermarkTables, Status> {
+    if named.is_empty() {
+        return Ok(WatermarkTables::ALL);
+    }
+    let mut tables = WatermarkTables::NONE;
+    for &n in named {
+        match pb::WatermarkTable::try_from(n) {
+            Ok(pb::WatermarkTable::PgShared) => tables.pg_shared = true,
+            Ok(pb::WatermarkTable::PgHeadroom) => tables.pg_headroom = true,
+            Ok(pb::WatermarkTable::QueueUnicast) => tables.queue_shared = true,
+            Ok(pb::WatermarkTable::BufferPool) => tables.pool_shared = true,
+            Ok(pb::WatermarkTable::HeadroomPool) => tables.pool_headroom = true,
+            Ok(pb::WatermarkTable::Unspecified) | Err(_) => {
+                return Err(bad_request(
+                    format!("clear_tables: {n} is not a watermark table"),
+                    [("clear_tables", n.to_string())],
+                ));
+            }
+        }
+    }
+    Ok(tables)
 }

@@ -304,7 +304,7 @@ async fn counters_list_every_port_in_order() {
 async fn watermarks_list_every_port_and_can_be_cleared() {
     let mut lab = Lab::start().await;
     for persistent in [false, true] {
-        let request = pb::GetWatermarksRequest { persistent, clear: true };
+        let request = pb::GetWatermarksRequest { persistent, clear: true, clear_tables: vec![] };
         let wm = lab.client.get_watermarks(request).await.unwrap().into_inner();
         let names: Vec<&str> = wm.ports.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, PORTS);
@@ -315,6 +315,18 @@ async fn watermarks_list_every_port_and_can_be_cleared() {
             );
         }
     }
+    // A typed clear (`sonic-clear queue watermark unicast`) is taken; a table number the API does not
+    // define is refused, naming the field.
+    let typed = pb::GetWatermarksRequest {
+        persistent: false,
+        clear: true,
+        clear_tables: vec![pb::WatermarkTable::QueueUnicast as i32],
+    };
+    assert!(lab.client.get_watermarks(typed).await.is_ok());
+    let bad = pb::GetWatermarksRequest { persistent: false, clear: true, clear_tables: vec![42] };
+    let refused = lab.client.get_watermarks(bad).await.unwrap_err();
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(refused.message().contains("clear_tables: 42"), "{}", refused.message());
     lab.stop().await;
 }
 

@@ -1,54 +1,150 @@
-//! The arguments of swctl's subcommands (`show`, `clear`, `pfcwd`, `fdb`).
+//! The arguments of swctl's subcommands (`show`, `clear`, `pfcwd`, `fdb`, `watch`).
 
 use clap::{Subcommand, ValueEnum};
 
 #[derive(Subcommand)]
 pub(crate) enum Show {
-    /// `show interfaces counters`
+    /// `show interfaces counters [errors|rates|detailed PORT]`, `show interfaces status`
     Interfaces {
         #[command(subcommand)]
         what: InterfacesWhat,
     },
-    /// `show queue counters|wredcounters [PORT]`, `show queue watermark unicast`
+    /// `show queue counters|wredcounters [PORT]`, `show queue watermark|persistent-watermark unicast`
     Queue {
         #[command(subcommand)]
         what: QueueWhat,
     },
-    /// `show pfc counters [--history]`
+    /// `show pfc counters [--history]`, `show pfc priority|asymmetric [PORT]`
     Pfc {
         #[command(subcommand)]
         what: PfcWhat,
     },
-    /// `show priority-group watermark shared|headroom`, `show priority-group drop counters`
+    /// `show priority-group watermark|persistent-watermark shared|headroom`, `... drop counters`
     #[command(name = "priority-group")]
     PriorityGroup {
         #[command(subcommand)]
         what: PgWhat,
     },
-    /// `show buffer_pool watermark`
+    /// `show buffer_pool watermark|persistent-watermark`
     #[command(name = "buffer_pool")]
     BufferPool {
         #[command(subcommand)]
         what: WatermarkOnly,
     },
-    /// `show headroom-pool watermark`
+    /// `show headroom-pool watermark|persistent-watermark`
     #[command(name = "headroom-pool")]
     HeadroomPool {
         #[command(subcommand)]
         what: WatermarkOnly,
     },
+    /// `show dropcounters counts`: per port, the standard drop columns and every drop reason counted.
+    Dropcounters {
+        #[command(subcommand)]
+        what: DropcountersWhat,
+    },
+    /// `show arp`: the IPv4 neighbour table.
+    Arp,
+    /// `show mac [-v VLAN] [-p PORT] [-a MAC] [-t static|dynamic] [-c]`: the FDB (also `swctl fdb show`).
+    Mac {
+        #[arg(short = 'v', long, value_parser = clap::value_parser!(u32).range(1..4096))]
+        vlan: Option<u32>,
+        #[arg(short = 'p', long)]
+        port: Option<String>,
+        /// A MAC address, aa:bb:cc:dd:ee:ff.
+        #[arg(short = 'a', long)]
+        address: Option<String>,
+        #[arg(short = 't', long = "type", value_parser = ["static", "dynamic", "Static", "Dynamic"])]
+        kind: Option<String>,
+        /// The number of entries only.
+        #[arg(short = 'c', long)]
+        count: bool,
+    },
+    /// `show vlan brief`
+    Vlan {
+        #[command(subcommand)]
+        what: VlanWhat,
+    },
+    /// `show ip route`: connected subnets and static routes of the running configuration.
+    Ip {
+        #[command(subcommand)]
+        what: RouteWhat,
+    },
+    /// `show ipv6 route`
+    Ipv6 {
+        #[command(subcommand)]
+        what: RouteWhat,
+    },
+    /// `show buffer configuration` (the configured pools and profiles) / `show buffer information` (what
+    /// the switch runs with).
+    Buffer {
+        #[command(subcommand)]
+        what: BufferWhat,
+    },
+    /// `show mmu`: as `show buffer configuration`.
+    Mmu,
+    /// `show runningconfiguration all`: the running configuration as config_db.json.
+    Runningconfiguration {
+        #[command(subcommand)]
+        what: RunningWhat,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum DropcountersWhat {
+    /// Drop counts per port (dropstat -c show).
+    Counts,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum BufferWhat {
+    Configuration,
+    Information,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum VlanWhat {
+    Brief,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RouteWhat {
+    Route,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum RunningWhat {
+    All,
 }
 
 #[derive(Subcommand)]
 pub(crate) enum InterfacesWhat {
-    /// Port counters with rates over a sampling period (portstat).
+    /// Port counters with rates over a sampling period (portstat); `errors`, `rates`, `detailed PORT`.
     Counters {
         /// Seconds between the two samples the rates come from (portstat -p); 0: one sample, no rates.
         #[arg(short = 'p', long, default_value_t = 1)]
         period: u64,
+        /// Only this interface (`show interfaces counters -i Ethernet0`).
+        #[arg(short = 'i', long)]
+        interface: Option<String>,
+        #[command(subcommand)]
+        view: Option<CountersView>,
     },
     /// Lanes, speed, MTU, FEC, alias, VLAN mode, oper and admin state per port (intfutil status).
     Status,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum CountersView {
+    /// Error and drop columns (portstat -e).
+    Errors,
+    /// Byte, packet and utilisation rates (portstat -R).
+    Rates {
+        /// Seconds between the two samples the rates come from.
+        #[arg(short = 'p', long, default_value_t = 1)]
+        period: u64,
+    },
+    /// Every counter of one port (portstat -l -i PORT).
+    Detailed { port: String },
 }
 
 #[derive(Subcommand)]
@@ -60,6 +156,12 @@ pub(crate) enum QueueWhat {
         port: Option<String>,
     },
     Watermark {
+        #[command(subcommand)]
+        which: QueueWatermark,
+    },
+    /// The persistent watermark (not cleared by `clear queue watermark`).
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
         #[command(subcommand)]
         which: QueueWatermark,
     },
@@ -76,11 +178,20 @@ pub(crate) enum PfcWhat {
         #[arg(long)]
         history: bool,
     },
+    /// Lossless priorities per port (PORT_QOS_MAP pfc_enable).
+    Priority { port: Option<String> },
+    /// Asymmetric PFC per port (PORT pfc_asym).
+    Asymmetric { port: Option<String> },
 }
 
 #[derive(Subcommand)]
 pub(crate) enum PgWhat {
     Watermark {
+        #[arg(value_enum)]
+        kind: PgKind,
+    },
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
         #[arg(value_enum)]
         kind: PgKind,
     },
@@ -104,6 +215,8 @@ pub(crate) enum DropWhat {
 #[derive(Subcommand)]
 pub(crate) enum WatermarkOnly {
     Watermark,
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark,
 }
 
 #[derive(Subcommand)]
@@ -123,24 +236,71 @@ pub(crate) enum Clear {
         #[command(subcommand)]
         what: ClearPg,
     },
-    /// Clear the buffer and headroom pool watermarks.
+    /// `sonic-clear buffer_pool watermark|persistent-watermark`.
     #[command(name = "buffer_pool")]
-    BufferPool,
+    BufferPool {
+        #[command(subcommand)]
+        what: Option<ClearWatermark>,
+    },
     /// Clear the PFC watchdog statistics.
     Pfcwd,
+    /// `sonic-clear queuecounters` (as `clear queue counters`).
+    Queuecounters,
+    /// `sonic-clear pfccounters` (as `clear pfc`).
+    Pfccounters,
+    /// `sonic-clear dropcounters`.
+    Dropcounters,
+    /// `sonic-clear headroom-pool watermark`.
+    #[command(name = "headroom-pool")]
+    HeadroomPool {
+        #[command(subcommand)]
+        what: Option<ClearWatermark>,
+    },
+}
+
+/// `watermark` or `persistent-watermark` after a `sonic-clear` name.
+#[derive(Subcommand, Clone, Copy)]
+pub(crate) enum ClearWatermark {
+    Watermark,
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark,
 }
 
 #[derive(Subcommand)]
 pub(crate) enum ClearQueue {
     Counters,
     Wredcounters,
-    Watermark,
+    /// `sonic-clear queue watermark [unicast]`.
+    Watermark {
+        #[command(subcommand)]
+        which: Option<QueueWatermark>,
+    },
+    /// `sonic-clear queue persistent-watermark unicast`.
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
+        #[command(subcommand)]
+        which: Option<QueueWatermark>,
+    },
 }
 
 #[derive(Subcommand)]
 pub(crate) enum ClearPg {
-    Drop,
-    Watermark,
+    /// `sonic-clear priority-group drop counters`.
+    Drop {
+        #[command(subcommand)]
+        what: Option<DropWhat>,
+    },
+    /// `sonic-clear priority-group watermark [shared|headroom]`.
+    Watermark {
+        #[arg(value_enum)]
+        kind: Option<PgKind>,
+    },
+    /// `sonic-clear priority-group persistent-watermark shared|headroom`.
+    #[command(name = "persistent-watermark")]
+    PersistentWatermark {
+        #[arg(value_enum)]
+        kind: Option<PgKind>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -150,18 +310,39 @@ pub(crate) enum Pfcwd {
         #[command(subcommand)]
         what: PfcwdShow,
     },
-    /// `pfcwd start --action drop|forward|alert [--restoration-time MS] PORTS DETECTION_MS`
+    /// `pfcwd start [-a drop|forward|alert] [-r MS] [--pfc-stat-history] [PORTS...] DETECTION_MS`
     Start {
-        #[arg(long, default_value = "drop")]
-        action: String,
+        #[arg(long, short = 'a', value_parser = ["drop", "forward", "alert"])]
+        action: Option<String>,
+        /// Default: twice the detection time, as SONiC's.
         #[arg(long, short = 'r')]
         restoration_time: Option<u32>,
-        /// `all` or a comma-joined list of ports.
-        ports: String,
-        detection_time: u32,
+        #[arg(long)]
+        pfc_stat_history: bool,
+        /// The ports (`all`, names, or a comma-joined list; none: every port), then the detection time
+        /// in ms (100..=5000).
+        #[arg(num_args = 1.., required = true)]
+        ports_then_detection_ms: Vec<String>,
     },
-    /// Stop the watchdog on every port.
-    Stop,
+    /// `pfcwd stop [PORTS...]`: stop the watchdog on these ports (none: every port).
+    Stop { ports: Vec<String> },
+    /// `pfcwd start_default`: the default watchdog on every lossless port, if DEVICE_METADATA
+    /// default_pfcwd_status is enable.
+    #[command(name = "start_default")]
+    StartDefault,
+    /// `pfcwd counter_poll enable|disable` (FLEX_COUNTER_TABLE|PFCWD).
+    #[command(name = "counter_poll")]
+    CounterPoll {
+        #[arg(value_parser = ["enable", "disable"])]
+        state: String,
+    },
+    /// `pfcwd pfc_stat_history enable|disable [PORTS...]`
+    #[command(name = "pfc_stat_history")]
+    PfcStatHistory {
+        #[arg(value_parser = ["enable", "disable"])]
+        state: String,
+        ports: Vec<String>,
+    },
     /// Set the poll interval (ms, 100..1000).
     Interval { ms: u32 },
     /// Enable or disable the big red switch.
@@ -190,5 +371,27 @@ pub(crate) enum PfcwdShow {
         /// Exit 1 if any queue is stormed.
         #[arg(long)]
         check_storm: bool,
+        /// Only these queues (`Ethernet0:3`).
+        queues: Vec<String>,
     },
+}
+
+/// `swctl watch` filters and flood folding.
+#[derive(clap::Args)]
+pub(crate) struct WatchArgs {
+    /// Only these event kinds (repeat, or comma-join; `pfc_storm*` matches by prefix): xoff, xon,
+    /// pfc_storm_detected, pfc_storm_restored, config_applied, fdb_learned, fdb_aged, neighbor_learned,
+    /// neighbor_aged, port_oper_up, port_oper_down.
+    #[arg(long = "kind", value_delimiter = ',')]
+    pub kinds: Vec<String>,
+    /// Only events on these ports (SONiC names; repeat or comma-join).
+    #[arg(long = "port", value_delimiter = ',')]
+    pub ports: Vec<String>,
+    /// Only events on these queues or PGs (repeat or comma-join).
+    #[arg(long = "queue", value_delimiter = ',')]
+    pub queues: Vec<u32>,
+    /// XOFF/XON of one port and PG: print the first of each window of this many milliseconds and then a
+    /// summary of how many more came; 0 prints every one.
+    #[arg(long, default_value_t = 1000)]
+    pub summary_ms: u64,
 }

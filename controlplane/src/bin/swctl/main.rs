@@ -11,6 +11,9 @@
 mod args;
 mod offline;
 mod online;
+mod pfcwd;
+mod shows;
+mod watch;
 
 use args::*;
 use clap::{Parser, Subcommand};
@@ -120,12 +123,15 @@ enum Command {
         #[command(subcommand)]
         cmd: Pfcwd,
     },
-    /// Stream switch events (PFC storms, XOFF/XON, configuration) until interrupted: wall-clock time (UTC),
-    /// then the switch's time (CLOCK_MONOTONIC, s; the clock of rocehost's reports too).
+    /// Stream switch events (PFC storms, XOFF/XON, configuration) until interrupted: wall-clock time (RFC 3339
+    /// UTC), the switch's time (CLOCK_MONOTONIC, s; the clock of rocehost's reports too), kind, port,
+    /// message. XOFF/XON floods are folded into one summary line per port, PG and window.
     Watch {
         /// Also print a counters line every this many milliseconds.
         #[arg(long, default_value_t = 0)]
         counters_ms: u32,
+        #[command(flatten)]
+        filter: WatchArgs,
     },
     /// Network-namespace labs from topology files: up, down, status, validate, and the lossless demo.
     Lab {
@@ -170,6 +176,12 @@ enum Command {
         /// Bytes kept of each frame (0: all).
         #[arg(short = 's', long, default_value_t = 0)]
         snaplen: u32,
+    },
+    /// `mmuconfig -l`: the buffer pools and profiles of the running configuration.
+    Mmuconfig {
+        /// List the configuration (the only mmuconfig action swctl has; change buffers with `apply`).
+        #[arg(short = 'l', long = "list", required = true)]
+        list: bool,
     },
     /// The MAC table: `show mac`, and `sonic-clear fdb all` / per VLAN / per port.
     Fdb {

@@ -277,8 +277,6 @@ mod tests {
             paused_at_end: None,
             flow_snapshots: snapshots,
             firsts,
-            flow_progress: None,
-            paused_at_end: None,
         };
         f(&seen)
     }

@@ -299,7 +299,7 @@ impl Soak {
         summary.storms = self.storms.iter().filter_map(|s| s.outcome.clone()).collect();
         // The peak headroom of each lossless PG over the run: a PG that dropped with its peak far below its
         // xoff points at switchd's accounting, one at its xoff at pauses that came too late.
-        let request = pb::GetWatermarksRequest { persistent: true, clear: false };
+        let request = pb::GetWatermarksRequest { persistent: true, clear: false, clear_tables: vec![] };
         let w = self.lab.rt().block_on(client.get_watermarks(request))?.into_inner();
         for p in &w.ports {
             for &pg in &checks::LOSSLESS {

@@ -43,7 +43,9 @@ use super::config::asic::{PgLayout, cells};
 mod configure;
 mod observe;
 
-pub use observe::{PgOccupancy, PgThresholds, PoolWatermarks, PortWatermarks, WatermarkKind};
+pub use observe::{
+    PgOccupancy, PgThresholds, PoolWatermarks, PortWatermarks, WatermarkKind, WatermarkTables,
+};
 
 /// A pool's identity that survives reconfiguration (pools are matched by name).
 pub type PoolId = usize;

@@ -12,6 +12,34 @@ pub enum WatermarkKind {
     Persistent = 1,
 }
 
+/// Which watermark tables a clear resets (watermarkstat's `-t`: `pg_shared`, `pg_headroom`, `q_shared_uni`,
+/// `buffer_pool`, `headroom_pool`): `sonic-clear queue watermark unicast` leaves the PG and pool marks alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatermarkTables {
+    pub pg_shared: bool,
+    pub pg_headroom: bool,
+    pub queue_shared: bool,
+    pub pool_shared: bool,
+    pub pool_headroom: bool,
+}
+
+impl WatermarkTables {
+    pub const ALL: WatermarkTables = WatermarkTables {
+        pg_shared: true,
+        pg_headroom: true,
+        queue_shared: true,
+        pool_shared: true,
+        pool_headroom: true,
+    };
+    pub const NONE: WatermarkTables = WatermarkTables {
+        pg_shared: false,
+        pg_headroom: false,
+        queue_shared: false,
+        pool_shared: false,
+        pool_headroom: false,
+    };
+}
+
 /// Occupancy of one PG, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PgOccupancy {
@@ -133,20 +161,33 @@ impl Mmu {
 
     /// Resets watermarks of one kind to the current occupancy (SAI's read-and-clear).
     pub fn clear_watermarks(&mut self, kind: WatermarkKind) {
+        self.clear_watermark_tables(kind, WatermarkTables::ALL);
+    }
+
+    /// Resets the watermarks of one kind in the given tables only.
+    pub fn clear_watermark_tables(&mut self, kind: WatermarkKind, tables: WatermarkTables) {
         let partitions = self.personality.partitions();
         let k = kind as usize;
         for p in &mut self.ports {
             for g in &mut p.pgs {
-                g.wm_shared[k] = g.shared_used;
-                g.wm_headroom[k] = g.headroom_used;
+                if tables.pg_shared {
+                    g.wm_shared[k] = g.shared_used;
+                }
+                if tables.pg_headroom {
+                    g.wm_headroom[k] = g.headroom_used;
+                }
             }
-            for q in &mut p.queues {
+            for q in p.queues.iter_mut().filter(|_| tables.queue_shared) {
                 q.wm_shared[k] = q.shared_used;
             }
         }
         for p in &mut self.pools {
-            p.wm_shared[k] = p.shared_total();
-            p.wm_headroom[k] = p.headroom_reported(partitions);
+            if tables.pool_shared {
+                p.wm_shared[k] = p.shared_total();
+            }
+            if tables.pool_headroom {
+                p.wm_headroom[k] = p.headroom_reported(partitions);
+            }
         }
     }
 }

@@ -496,6 +496,15 @@ impl Switch {
         self.mmu.clear_watermarks(kind);
     }
 
+    /// Clears the watermarks of one kind in some tables only (`sonic-clear queue watermark unicast`).
+    pub fn clear_watermark_tables(
+        &mut self,
+        kind: WatermarkKind,
+        tables: crate::model::mmu::WatermarkTables,
+    ) {
+        self.mmu.clear_watermark_tables(kind, tables);
+    }
+
     /// The buffer model (occupancy per PG, queue and pool).
     pub fn mmu(&self) -> &crate::model::mmu::Mmu {
         &self.mmu

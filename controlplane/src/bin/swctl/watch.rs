@@ -1,0 +1,117 @@
+//! `swctl watch`: the switch's event stream, filtered, with XOFF/XON floods folded
+//! ([`lossless_controlplane::watch`]).
+
+use crate::args::WatchArgs;
+use crate::online::status;
+use lossless_controlplane::watch::{Filter, Limiter, WatchLine};
+use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
+use std::process::ExitCode;
+use std::time::Duration;
+use tonic::transport::Channel;
+
+fn print_line(json: bool, line: &WatchLine) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(line)?);
+    } else {
+        println!("{}", line.text());
+    }
+    Ok(())
+}
+
+pub(crate) async fn watch(
+    client: &mut SwitchClient<Channel>,
+    json: bool,
+    counters_ms: u32,
+    args: &WatchArgs,
+) -> anyhow::Result<ExitCode> {
+    const KINDS: [&str; 11] = [
+        "xoff",
+        "xon",
+        "pfc_storm_detected",
+        "pfc_storm_restored",
+        "config_applied",
+        "fdb_learned",
+        "fdb_aged",
+        "neighbor_learned",
+        "neighbor_aged",
+        "port_oper_up",
+        "port_oper_down",
+    ];
+    for k in &args.kinds {
+        let known = match k.strip_suffix('*') {
+            Some(prefix) => KINDS.iter().any(|n| n.starts_with(prefix)),
+            None => KINDS.contains(&k.as_str()),
+        };
+        if !known {
+            anyhow::bail!("--kind {k}: no event has that kind (kinds: {})", KINDS.join(", "));
+        }
+    }
+    let filter =
+        Filter { kinds: args.kinds.clone(), ports: args.ports.clone(), indices: args.queues.clone() };
+    let window_ns = args.summary_ms.saturating_mul(1_000_000);
+    let mut limiter = Limiter::new(window_ns);
+    let mut stream = client
+        .subscribe(pb::SubscribeRequest { counters_interval_ms: counters_ms, events: true })
+        .await
+        .map_err(status)?
+        .into_inner();
+    // When the switch goes quiet, open windows still end: summaries come out after a quiet window.
+    let quiet = Duration::from_millis(args.summary_ms.max(100));
+    loop {
+        let item = match tokio::time::timeout(quiet, stream.message()).await {
+            Err(_) => {
+                for line in limiter.flush() {
+                    print_line(json, &line)?;
+                }
+                continue;
+            }
+            Ok(item) => item.map_err(status)?,
+        };
+        let Some(item) = item else { break };
+        match item.item {
+            Some(pb::subscribe_response::Item::Event(e)) if filter.matches(&e) => {
+                for line in limiter.push(&e) {
+                    print_line(json, &line)?;
+                }
+            }
+            Some(pb::subscribe_response::Item::Event(_)) | None => {}
+            Some(pb::subscribe_response::Item::Counters(c)) => {
+                for line in limiter.expire(c.timestamp_ns) {
+                    print_line(json, &line)?;
+                }
+                let (rx, tx, drp): (u64, u64, u64) = c
+                    .ports
+                    .iter()
+                    .fold((0, 0, 0), |(a, b, d), p| (a + p.rx_ok, b + p.tx_ok, d + p.rx_drp + p.tx_drp));
+                if json {
+                    #[derive(serde::Serialize)]
+                    struct CountersLine {
+                        timestamp_ns: u64,
+                        kind: &'static str,
+                        rx_ok: u64,
+                        tx_ok: u64,
+                        drops: u64,
+                    }
+                    let line = CountersLine {
+                        timestamp_ns: c.timestamp_ns,
+                        kind: "counters",
+                        rx_ok: rx,
+                        tx_ok: tx,
+                        drops: drp,
+                    };
+                    println!("{}", serde_json::to_string(&line)?);
+                } else {
+                    println!(
+                        "{:<27} {:>14.6} counters             rx_ok {rx} tx_ok {tx} drops {drp}",
+                        "",
+                        c.timestamp_ns as f64 / 1e9
+                    );
+                }
+            }
+        }
+    }
+    for line in limiter.flush() {
+        print_line(json, &line)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
