@@ -28,7 +28,8 @@
 //! Metrics (`min`/`max` bounds, or the two sides of a `ratio`):
 //! - `pfc_tx`: PFC frames the switch sent on the port(s) for the priority (summed);
 //! - `queue_depth`: frames in the egress queue, averaged over the counter samples (every
-//!   [`SAMPLE_INTERVAL_MS`]) taken while the scenario ran;
+//!   [`SAMPLE_INTERVAL_MS`]) taken during the scenario's duration from when its traffic began (in a lab,
+//!   the first sender's start: its flows and `--duration` count from there);
 //! - per flow, summed over the flows listed: `goodput_mbps` (receiver), `psn_gaps` (receiver), `cnps`
 //!   (CNPs the sender received), `pause_ms` (time the sender's NIC was paused on the flow's priority; a host
 //!   sending two flows on one priority counts it for each), `retransmitted` (sender packets),
