@@ -275,19 +275,20 @@ fn agree(what: &str, lab: f64, sim: f64, (low, high): (f64, f64), all: &str) {
 /// the lab is one-sided: switchd or a rocehost not scheduled for milliseconds leaves the bottleneck idle
 /// (less goodput, so fewer PFC cycles), lets the queue grow past what PFC would allow (a higher mean, a
 /// longer tail), and stalls ACKs past the senders' 4.2 ms retransmission timeout (resent packets, still no
-/// loss). The bounds below were set from 8 debug and 4 release lab runs on this project's 2-core VM with
+/// loss). The bounds below were set from 9 debug and 4 release lab runs on this project's 2-core VM with
 /// other builds running beside them (load average 9-11; `docs/simulator.md` has every figure), with room on
-/// the side the noise pushes to:
-/// - goodput, lab / simulator: 0.40-0.86 per lossless flow in a debug build, 0.29-1.07 in a release one
-///   (whose worst run shared the machine with a release link), 0.31-0.99 per lossy flow, 0.29-0.99 in
-///   all; a debug lab beside a debug simulation at load 17 went down to 0.24 for one flow. Bounds: at
-///   least 0.15 per flow and 0.3 in all; at most 1.02 in all (the lab cannot beat the port), 1.05 per lossy
-///   flow (its offered rate) and 1.15 per lossless flow (one can take some of a starved peer's share);
-/// - PFC frames: 0.54-0.99 (debug), 0.39-0.93 (release): 0.25-1.3. Per lossless packet delivered, which
-///   takes the lost goodput out, 0.89-1.60 (debug) and 0.60-1.16 (release): 0.4-2.0;
-/// - Ethernet8 queue 3: mean 0.93-1.19 (debug), 0.73-1.71 (release): 0.5-4 (a stall of a few tens of ms
-///   fills hundreds of frames, and one such sample in 300 moves the mean); median 0.96-1.22 and 0.76-1.40:
-///   0.5-2.
+/// the side the noise pushes to. Two of those runs had a starved switchd that could not keep the port busy
+/// (a third of its goodput) and set the loose ends: the lab pays for its host, the bounds say how much.
+/// - goodput, lab / simulator: 0.29-0.86 per lossless flow in a debug build, 0.29-1.07 in a release one,
+///   0.24-0.99 per lossy flow, 0.29-0.99 in all. Bounds: at least 0.15 per flow and 0.2 in all; at most
+///   1.02 in all (the lab cannot beat the port), 1.05 per lossy flow (its offered rate) and 1.15 per
+///   lossless flow (one can take some of a starved peer's share);
+/// - PFC frames: 0.37-0.99 (debug), 0.39-0.93 (release): 0.25-1.3. Per lossless packet delivered, which
+///   takes the lost goodput out, 0.89-1.60 (debug) and 0.60-1.16 (release), starved runs included:
+///   0.4-2.0;
+/// - Ethernet8 queue 3: mean 0.93-2.60 (debug), 0.73-1.71 (release): 0.5-4 (a stall of a few tens of ms
+///   fills hundreds of frames, and one such sample in 300 moves the mean); median 0.96-1.22 and 0.76-1.40
+///   but 2.56 for the starved switchd (its PGs sit past the XOFF point): 0.5-3.5.
 #[test]
 fn lab_and_simulator_agree_on_the_1g_incast() {
     let env = Env::new();
@@ -312,6 +313,8 @@ fn lab_and_simulator_agree_on_the_1g_incast() {
     let (lab_out, lab_report) = env.run(&file);
     assert_all_hold(&lab_out, &lab_report);
     let (sim, lab) = (figures(&sim_report), figures(&lab_report));
+    // For whoever measures again (`--no-capture`): the figures the bounds were set from.
+    eprintln!("lab {lab:?}\nsimulator {sim:?}");
     let all = format!("lab {lab:#?}\nsimulator {sim:#?}\nlab report: {lab_report:#}");
 
     // Lossless in both: nothing lost, not one frame.
@@ -330,10 +333,10 @@ fn lab_and_simulator_agree_on_the_1g_incast() {
         agree(&format!("flow {i} goodput"), lab.goodput_mbps[i], sim.goodput_mbps[i], (0.15, high), &all);
     }
     let lab_total: f64 = lab.goodput_mbps.iter().sum();
-    agree("total goodput", lab_total, sim_total, (0.3, 1.02), &all);
+    agree("total goodput", lab_total, sim_total, (0.2, 1.02), &all);
     agree("PFC frames", lab.pfc_frames as f64, sim.pfc_frames as f64, (0.25, 1.3), &all);
     let per_packet = |f: &Figures| f.pfc_frames as f64 / f.lossless_packets.max(1) as f64;
     agree("PFC frames per lossless packet", per_packet(&lab), per_packet(&sim), (0.4, 2.0), &all);
     agree("queue depth mean", lab.queue_mean, sim.queue_mean, (0.5, 4.0), &all);
-    agree("queue depth median", lab.queue_median, sim.queue_median, (0.5, 2.0), &all);
+    agree("queue depth median", lab.queue_median, sim.queue_median, (0.5, 3.5), &all);
 }
