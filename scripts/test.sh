@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, then every test of every crate (unit, property, scenario,
 # snapshot, wire cross-checks against tshark, and the tests that start switchd in network namespaces).
-# Needs: tshark and iproute2 (see README), and root for the namespace tests.
+# What it needs beside Rust is checked (and installed, as root) by scripts/setup.sh; root for the namespace
+# tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+scripts/setup.sh
 
 cargo fmt --all -- --check
 scripts/check-core-deps.sh

@@ -6,6 +6,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod capture;
+pub mod deadlock;
 pub mod demo;
 pub mod diff;
 pub mod headroom;

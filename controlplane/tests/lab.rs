@@ -359,6 +359,26 @@ fn topology_errors_are_named_and_create_nothing() {
 }
 
 #[test]
+fn a_user_without_root_is_told_so_and_nothing_is_created() {
+    let env = Env::new("labtest");
+    let lab = env.name("u");
+    let file = env.write("small.yaml", &format!("name: {lab}\n{SMALL}"));
+    // The binary and the topology must be readable by `nobody`.
+    for path in [&env.tmp, &file] {
+        let _ = Command::new("chmod").arg("a+rx").arg(path).status();
+    }
+    for command in ["up", "down"] {
+        let target = if command == "up" { file.to_str().unwrap() } else { lab.as_str() };
+        let out = env.command(&["lab", command, target]).uid(65534).gid(65534).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(stderr.contains(&format!("swctl lab {command} needs root")), "{stderr}");
+    }
+    assert!(namespaces_of(&lab).is_empty());
+    assert!(!env.run_dir(&lab).exists());
+}
+
+#[test]
 fn two_labs_of_one_topology_coexist() {
     let env = Env::new("labtest");
     let topology = env.write("small.yaml", SMALL);

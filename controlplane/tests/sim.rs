@@ -234,3 +234,49 @@ fn a_long_run_on_a_terminal_shows_a_progress_bar_and_ctrl_c_still_reports() {
     let json: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
     assert_eq!(json["partial"], true);
 }
+
+/// What `swctl --json headroom` prints, the part compared here.
+#[derive(serde::Deserialize, Debug, PartialEq)]
+struct Headroom {
+    xon: u64,
+    xoff: u64,
+    size: u64,
+}
+
+fn calculator(cable: &str) -> Headroom {
+    let out = Command::new(env!("CARGO_BIN_EXE_swctl"))
+        .args(["--json", "headroom", "--speed", "100G", "--cable", cable])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The lossless profile of a scenario's switch after loading (NULL profiles computed) and its cable lengths.
+fn lossless_profile(name: &str) -> (Headroom, Vec<String>) {
+    let s = lossless_controlplane::lab::scenario::Scenario::load(Path::new(&format!("{SCENARIOS}/{name}")))
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let db = &s.topology.switches[0].config;
+    let (pg_key, pg) = db.tables["BUFFER_PG"].iter().find(|(k, _)| k.ends_with("|3-4")).unwrap();
+    let profile_name = pg["profile"].trim_start_matches("[BUFFER_PROFILE|").trim_end_matches(']');
+    let p = &db.tables["BUFFER_PROFILE"][profile_name];
+    let field = |f: &str| p[f].parse::<u64>().unwrap_or_else(|e| panic!("{name}: {pg_key} {f}: {e}"));
+    let cables = db.tables["CABLE_LENGTH"]["AZURE"].values().cloned().collect();
+    (Headroom { xon: field("xon"), xoff: field("xoff"), size: field("size") }, cables)
+}
+
+/// The two headroom scenarios differ only in the cable the lossless profile was computed for: the real 300 m
+/// (a NULL profile, computed when the scenario loads) and 5 m (written in the file, which must be what the
+/// calculator gives). Both run on 300 m cables; every_shipped_scenario_holds_in_virtual_time runs them.
+#[test]
+fn the_headroom_scenarios_carry_the_calculators_profiles_for_their_stated_cables() {
+    let (real, real_cables) = lossless_profile("incast-headroom-300m.yaml");
+    let (short, short_cables) = lossless_profile("incast-headroom-short.yaml");
+    assert_eq!(real, calculator("300m"));
+    assert_eq!(short, calculator("5m"));
+    assert!(short.xoff < real.xoff, "{short:?} {real:?}");
+    for cables in [real_cables, short_cables] {
+        assert_eq!(cables.len(), 33);
+        assert!(cables.iter().all(|c| c == "300m"), "{cables:?}");
+    }
+}

@@ -1,6 +1,7 @@
 //! swctl against a real switchd in network namespaces: apply with a dry-run diff, a refused configuration
 //! that leaves the running generation alone, show commands reading live counters after real traffic, clear,
-//! pfcwd, and the one-sentence error when the switch cannot be reached. Needs root and iproute2.
+//! pfcwd, capture (pcapng read back by tshark, drops with their reasons), and the one-sentence error when the
+//! switch cannot be reached. Needs root, iproute2 and tshark.
 
 use lossless_dataplane::io::PortBackend;
 use lossless_dataplane::wire::EthernetAddress;
@@ -215,4 +216,95 @@ fn file_errors_name_the_file_and_the_yaml_position() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read /nonexistent.yaml"));
     let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
+
+/// `swctl capture` started in the background into `file`; returns once switchd streams to it (the pcapng
+/// section header is written as soon as the capture is registered).
+fn start_capture(lab: &Lab, args: &[&str], file: &Path) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_swctl"))
+        .args(["--switch", lab.switchd.endpoint(), "capture"])
+        .args(args)
+        .arg("-w")
+        .arg(file)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(file).map_or(0, |m| m.len()) == 0 {
+        assert!(Instant::now() < deadline, "swctl capture did not start");
+        std::thread::sleep(Duration::from_millis(20)); // polling a file another process writes
+    }
+    child
+}
+
+fn tshark_fields(file: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(file).args(["-T", "fields", "-E", "separator=|"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark runs");
+    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    stdout(&out).lines().map(|l| l.split('|').map(str::to_owned).collect()).collect()
+}
+
+#[test]
+fn capture_writes_pcapng_that_tshark_reads_with_ports_directions_and_drop_reasons() {
+    let lab = Lab::start();
+    let file = lab.dir.join("traffic.pcapng");
+    let capture = start_capture(&lab, &["Ethernet0", "Ethernet8", "-c", "20"], &file);
+    let before = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    traffic(&lab, 10);
+    let out = capture.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("20 frame(s) captured"));
+    let rows = tshark_fields(
+        &file,
+        &["frame.interface_name", "frame.packet_flags_direction", "ip.dsfield.dscp", "frame.time_epoch"],
+    );
+    assert_eq!(rows.len(), 20, "{rows:?}");
+    // epb_flags bits 0-1: 1 inbound, 2 outbound.
+    let direction = |r: &Vec<String>| u32::from_str_radix(r[1].trim_start_matches("0x"), 16).unwrap() & 3;
+    let count = |port: &str, dir: u32| rows.iter().filter(|r| r[0] == port && direction(r) == dir).count();
+    // h1's 10 frames in at Ethernet0 and out at Ethernet8, DSCP 3 kept.
+    assert_eq!((count("Ethernet0", 1), count("Ethernet8", 2)), (10, 10), "{rows:?}");
+    assert!(rows.iter().all(|r| r[2] == "3"), "{rows:?}");
+    // Wall-clock nanosecond timestamps, of this run.
+    let t: f64 = rows[0][3].parse().unwrap();
+    assert!((t - before.as_secs_f64()).abs() < 30.0, "{t} vs {before:?}");
+
+    // Drops: 5 frames with a bad IPv4 header (IHL 4) are dropped, each captured with its reason.
+    let drops = lab.dir.join("drops.pcapng");
+    let capture = start_capture(&lab, &["Ethernet0", "--drops", "-c", "5"], &drops);
+    let mut tx = host_port(&lab.star.hosts[0]);
+    let bad: Vec<Vec<u8>> = (0..5u16)
+        .map(|i| {
+            let mut f = Ipv4Flow {
+                src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                dst_mac: EthernetAddress([2, 0, 0, 0, 0, 3]),
+                src_ip: Ipv4Addr::new(10, 0, 0, 1),
+                dst_ip: Ipv4Addr::new(10, 0, 0, 3),
+                src_port: i,
+                dscp: 3,
+                ecn: Ecn::Ect0,
+                ttl: 64,
+            }
+            .udp(4791, &[0u8; 100]);
+            f[14] = 0x44;
+            f
+        })
+        .collect();
+    let mut sent = 0;
+    while sent < bad.len() {
+        sent += tx.send_batch(&bad[sent..]).unwrap();
+    }
+    let out = capture.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = tshark_fields(&drops, &["frame.interface_name", "frame.comment", "eth.src"]);
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r[0], "Ethernet0");
+        assert_eq!(r[1], "dropped: IP_HEADER_ERROR", "{rows:?}");
+        assert_eq!(r[2], "02:00:00:00:00:01");
+    }
 }

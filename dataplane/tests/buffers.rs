@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::mmu::WatermarkKind;
-use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::model::{Event, PortId, Switch};
 use lossless_dataplane::wire::{self, L3, MacControlRepr};
 use std::net::Ipv4Addr;
 
@@ -445,6 +445,13 @@ fn dscp_ecn_marking_follows_the_wred_curve() {
         variance.sqrt()
     );
     assert_eq!(c.queues[3].wred_dropped_packets, 0, "ECT packets are marked, not dropped");
+    // When ECN began is one event per queue (its first mark), not one per mark.
+    let dst_name = rig.sw.config().ports[dst.index()].name.clone();
+    let onsets: Vec<Event> = std::iter::from_fn(|| rig.sw.poll_event())
+        .filter(|e| matches!(e, Event::EcnFirstMark { .. }))
+        .collect();
+    assert!(marked > 1.0, "several marks, one onset");
+    assert_eq!(onsets, [Event::EcnFirstMark { port: dst_name, queue: 3 }]);
     rig.sw.set_port_hold(dst, false);
     let out = drain(&mut rig.sw, dst, rig.now);
     let ce = out

@@ -124,10 +124,40 @@ pub fn run(command: LabCommand, json: bool) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Refuses, with the reason, a lab command that needs root when run by another user (network namespaces,
+/// veth pairs and netem all need CAP_NET_ADMIN and CAP_SYS_ADMIN; without them `ip netns add` fails with
+/// a mount error that says nothing of this).
+fn needs_root(what: &str) -> anyhow::Result<()> {
+    // The effective UID, the second field of /proc/self/status's `Uid:` line (no unsafe libc call).
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let euid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        .and_then(|id| id.parse::<u32>().ok());
+    if euid.is_some_and(|id| id != 0) {
+        anyhow::bail!(
+            "swctl lab {what} needs root: it creates network namespaces and veth pairs; run it as root (or \
+             with sudo)"
+        );
+    }
+    Ok(())
+}
+
 fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> anyhow::Result<ExitCode> {
+    match &command {
+        LabCommand::Up { .. } => needs_root("up")?,
+        LabCommand::Down { .. } => needs_root("down")?,
+        LabCommand::Run { check: false, .. } => needs_root("run")?,
+        LabCommand::Demo { .. } => needs_root("demo")?,
+        LabCommand::Status { .. } | LabCommand::Validate { .. } | LabCommand::Run { check: true, .. } => {}
+    }
     match command {
         LabCommand::Up { file, name } => {
             let topology = Topology::load(&file)?;
+            if let Some(w) = crate::deadlock::check(&topology).warning() {
+                eprintln!("warning: {w}");
+            }
             let options = up::UpOptions { name, ..up::UpOptions::default() };
             let lab = up::up(&topology, &options, tokio)?;
             let state = lab.detach();
@@ -195,6 +225,9 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
                     s.expect.len()
                 );
                 return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(w) = crate::deadlock::check(&s.topology).warning() {
+                eprintln!("warning: {w}");
             }
             scenario::run(&s, json, tokio)
         }

@@ -13,6 +13,7 @@ use super::{check_interrupted, interrupted, switchd};
 use anyhow::{Context, bail};
 use lossless_dataplane::io::netns::Netns;
 use lossless_dataplane::launch::Switchd;
+use lossless_dataplane::nic::Retransmit;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
@@ -335,6 +336,9 @@ fn start_hosts(
         }
         for (name, value) in &h.dcqcn_params {
             args.extend(["--dcqcn-param".into(), format!("{name}={value}")]);
+        }
+        if h.retransmit == Retransmit::GoBack0 {
+            args.extend(["--retransmit".into(), "gb0".into()]);
         }
         let mut flow_args = Vec::new();
         for (index, f) in &flows {

@@ -65,6 +65,7 @@ pub fn build(topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<Fa
             line_rate_mbps: h.line_rate_mbps,
             mtu: h.mtu,
             pfc_enable: h.pfc.iter().fold(0u8, |m, p| m | 1 << p),
+            retransmit: h.retransmit,
             ..NicConfig::default()
         };
         cfg.set_dcqcn_param("time_scale", &h.dcqcn_time_scale.to_string())

@@ -99,6 +99,9 @@ pub fn run(command: SimCommand, json: bool) -> anyhow::Result<ExitCode> {
     let elapsed = wall.elapsed();
     bar.finish(STOP.load(Ordering::SeqCst));
     let report = &outcome.report;
+    for w in &outcome.warnings {
+        eprintln!("warning: {w}");
+    }
     std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(report)?)?;
     std::fs::write(out.join("series.csv"), outcome.series.to_csv())?;
     std::fs::write(out.join("series.json"), outcome.series.to_json()?)?;

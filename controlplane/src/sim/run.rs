@@ -5,6 +5,7 @@ use super::fabric::{self, Fabric, ORIGIN_NS};
 use super::series::{Key, Series};
 use crate::lab::scenario::report::{ActionRecord, Observed, ScenarioReport, evaluate};
 use crate::lab::scenario::run::merge;
+use crate::lab::scenario::timed::{Firsts, FlowBytes, FlowSnapshots};
 use crate::lab::scenario::{ActionKind, SAMPLE_INTERVAL_MS, Scenario};
 use crate::lab::topology::resolve_switch_config;
 use anyhow::bail;
@@ -46,12 +47,21 @@ pub struct Outcome {
     pub events: u64,
     /// Virtual ns simulated.
     pub virtual_ns: u64,
+    /// Cyclic buffer dependencies of the topology, and of the configurations its `apply` steps made
+    /// (`swctl deadlock-check`'s warning line, with the step).
+    pub warnings: Vec<String>,
 }
 
 /// A timed thing to do: a storm switched on or off, or a scenario action.
 enum Todo {
-    Storm { host: String, priorities: u8, interval_ns: u64 },
+    Storm {
+        host: String,
+        priorities: u8,
+        interval_ns: u64,
+    },
     Action(usize),
+    /// Every flow's byte counts, at this many ms after the origin.
+    FlowSnapshot(u64),
 }
 
 /// Runs the scenario. `progress` is called now and then with (virtual ns done, virtual ns of the run), both
@@ -82,6 +92,9 @@ pub fn run(
     for (i, a) in scenario.actions.iter().enumerate() {
         todo.push((ORIGIN_NS + a.at_ms * 1_000_000, Todo::Action(i)));
     }
+    for ms in scenario.flow_snapshot_instants_ms() {
+        todo.push((ORIGIN_NS + ms * 1_000_000, Todo::FlowSnapshot(ms)));
+    }
     todo.sort_by_key(|(at, _)| *at); // stable: file order at equal times
     let mut todo = todo.into_iter().peekable();
 
@@ -90,31 +103,79 @@ pub fn run(
     // Report samples every 10 ms as in a lab, or 100 per run for short ones (at least the series').
     let sample_ns = (SAMPLE_INTERVAL_MS as u64 * 1_000_000).min(duration_ns / 100).max(options.resolution_ns);
     let mut samples: BTreeMap<String, Vec<pb::GetCountersResponse>> = BTreeMap::new();
+    let mut flow_progress: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
     let mut events = Vec::new();
+    let mut firsts: BTreeMap<String, Firsts> = BTreeMap::new();
+    let mut flow_snapshots = FlowSnapshots::new();
     let mut records = Vec::new();
     let mut series = Series::new(options.resolution_ns);
     let mut recorder = Recorder::default();
     let mut next_sample = ORIGIN_NS;
+    // The flows' progress for `throughput_mbps` windows: 100 per run (at most every 10 ms, at least every
+    // µs), whatever the series' resolution.
+    let flow_sample_ns = (SAMPLE_INTERVAL_MS as u64 * 1_000_000).min(duration_ns / 100).max(1_000);
+    let mut next_flow_sample = ORIGIN_NS;
     let mut next_point = ORIGIN_NS;
     let mut partial = false;
+    let mut warnings: Vec<String> =
+        crate::deadlock::check(&scenario.topology).warning().into_iter().collect();
     f.sim.run_until(ORIGIN_NS - 1);
     loop {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);
-        let t = next_todo.min(next_sample).min(next_point).min(end);
+        let t = next_todo.min(next_sample).min(next_point).min(next_flow_sample).min(end);
         f.sim.run_until(t);
-        collect_events(&mut f, &mut events);
+        collect_events(&mut f, &mut events, &mut firsts);
         while let Some((_, what)) = todo.next_if(|(at, _)| *at <= t) {
             match what {
                 Todo::Storm { host, priorities, interval_ns } => {
                     let id = f.hosts[&host];
                     f.sim.nic(id).set_storm(priorities, interval_ns);
                 }
-                Todo::Action(i) => records.push(act(&mut f, &mut configs, scenario, i, t)?),
+                Todo::Action(i) => {
+                    records.push(act(&mut f, &mut configs, scenario, i, t)?);
+                    if matches!(scenario.actions[i].kind, ActionKind::Apply { .. }) {
+                        let running: Vec<_> = scenario
+                            .topology
+                            .switches
+                            .iter()
+                            .map(|s| f.sim.switch(f.switches[&s.name]).config().clone())
+                            .collect();
+                        let analysis = crate::deadlock::check_with(
+                            &scenario.topology,
+                            &running.iter().collect::<Vec<_>>(),
+                        );
+                        if let Some(w) = analysis.warning() {
+                            let a = &scenario.actions[i];
+                            warnings.push(format!("after {} ({} ms): {w}", a.step, a.at_ms));
+                        }
+                    }
+                }
+                Todo::FlowSnapshot(ms) => {
+                    let bytes = (0..scenario.topology.traffic.len())
+                        .map(|i| {
+                            let host = f.hosts[&scenario.topology.traffic[i].from];
+                            let stats = f.sim.nic(host).flow_stats(i as u32 + 1);
+                            stats.map_or(FlowBytes::default(), |s| FlowBytes {
+                                sent_bytes: s.sent_bytes,
+                                acked_bytes: s.acked_bytes,
+                            })
+                        })
+                        .collect();
+                    flow_snapshots.insert(ms, bytes);
+                }
             }
         }
         if t == next_point {
             recorder.record(&mut f, scenario, &mut series, t - ORIGIN_NS.min(t));
             next_point += options.resolution_ns;
+        }
+        if t == next_flow_sample {
+            for (i, flow) in scenario.topology.traffic.iter().enumerate() {
+                let id = f.hosts[&flow.from];
+                let acked = f.sim.nic(id).flow_stats(i as u32 + 1).map_or(0, |s| s.acked_bytes);
+                flow_progress.entry(i).or_default().push((t, acked));
+            }
+            next_flow_sample += flow_sample_ns;
         }
         if t == next_sample {
             for (name, &id) in &f.switches {
@@ -134,10 +195,16 @@ pub fn run(
     let now = f.sim.now();
     let mut finals = BTreeMap::new();
     let mut tables = BTreeMap::new();
+    let mut paused_at_end: BTreeMap<String, BTreeMap<String, u8>> = BTreeMap::new();
     for (name, &id) in &f.switches {
         let switch = f.sim.switch(id);
         finals.insert(name.clone(), CountersSnapshot::take(switch, now).to_proto());
         tables.insert(name.clone(), (fdb_to_proto(switch), neighbors_to_proto(switch)));
+        let paused = paused_at_end.entry(name.clone()).or_default();
+        for (p, port) in switch.config().ports.iter().enumerate() {
+            let mask = switch.pfc_state(PortId::new(p)).map_or(0, |(_, paused)| paused);
+            paused.insert(port.name.clone(), mask);
+        }
     }
     let started = RunStart { monotonic_ns: ORIGIN_NS, unix_ns: ORIGIN_NS };
     let mut reports = BTreeMap::new();
@@ -153,6 +220,10 @@ pub fn run(
         started,
         events: &events,
         sample_interval_ms: sample_ns as f64 / 1e6,
+        flow_progress: Some(&flow_progress),
+        paused_at_end: Some(&paused_at_end),
+        flow_snapshots: &flow_snapshots,
+        firsts: &firsts,
     };
     let lab = format!("simulation, seed {}", options.seed);
     let mut report = evaluate(scenario, &lab, &options.out, &observed, &reports, records);
@@ -165,7 +236,15 @@ pub fn run(
             (name, bytes.to_vec(), frames)
         })
         .collect();
-    Ok(Outcome { report, series, captures, events: f.sim.wakeups, virtual_ns: now.saturating_sub(ORIGIN_NS) })
+    warnings.dedup();
+    Ok(Outcome {
+        report,
+        series,
+        captures,
+        events: f.sim.wakeups,
+        virtual_ns: now.saturating_sub(ORIGIN_NS),
+        warnings,
+    })
 }
 
 /// `node:port` → both ends of its link, and the capture's file name.
@@ -181,13 +260,17 @@ fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<(usize, usize
     Ok((vec![ep, other], format!("{file}.pcap")))
 }
 
-/// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms).
-fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>) {
+/// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms), and
+/// each switch's first XOFF and first CE marks.
+fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>, firsts: &mut BTreeMap<String, Firsts>) {
     for (at_ns, node, event) in std::mem::take(&mut f.sim.events) {
         if !matches!(f.sim.device(node), Device::Switch(_)) {
             continue;
         }
         let mut e = event_to_proto(&TimedEvent { at_ns, event });
+        if let Some(name) = f.switches.iter().find(|(_, id)| **id == node).map(|(n, _)| n) {
+            firsts.entry(name.clone()).or_default().note(&e);
+        }
         if e.kind.starts_with("pfc_storm") {
             e.message.clear();
             e.wall_time_unix_ns = at_ns; // virtual time has no wall clock

@@ -68,6 +68,10 @@ struct Args {
     /// its CPU runs first; under a sustained load it is back in the normal class.
     #[arg(long, value_name = "US", default_value_t = 0)]
     busy_poll_us: u64,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9101; port 0 picks a free one, which
+    /// the log names). Read-only; in a lab it is reachable inside the switch's network namespace.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
     /// Largest gRPC request accepted, in bytes.
     #[arg(long, default_value_t = 16 * 1024 * 1024)]
     max_request_bytes: usize,
@@ -79,6 +83,8 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: a log file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -158,6 +164,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     });
     options.create_parent = args.grpc.is_none();
     options.max_request_bytes = args.max_request_bytes;
+    options.metrics = args.metrics;
     options.socket_mode = args.grpc_mode;
     options.socket_group = args.grpc_group.clone();
     options.limits = Limits {

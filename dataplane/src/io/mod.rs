@@ -8,6 +8,7 @@
 //! - `tap:NAME`: a TAP device switchd creates (and removes when it stops).
 
 pub mod afpacket;
+pub mod capture;
 pub mod netns;
 pub mod pnet_port;
 pub mod runtime;

@@ -28,6 +28,7 @@
 //! model thread between two frames and kept short: a configuration is validated and compiled by the
 //! caller ([`Switch::prepare`]) and only swapped in there ([`Switch::install`]).
 
+use crate::io::capture::{Captures, Capturing};
 use crate::io::{LinkState, PortBackend, PortSpec};
 use crate::model::DropReason;
 use crate::model::config::ConfigDb;
@@ -124,6 +125,7 @@ pub struct Handle {
     snapshot_wanted: Arc<AtomicBool>,
     running: Arc<RwLock<Running>>,
     stalls: Arc<Stalls>,
+    captures: Captures,
 }
 
 impl Handle {
@@ -169,6 +171,11 @@ impl Handle {
     /// The latest snapshot published (at most [`SNAPSHOT_EVERY_NS`] old while the runtime runs).
     pub fn latest_snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.borrow().clone()
+    }
+
+    /// Open packet captures: add one to start it (see [`crate::io::capture`]).
+    pub fn captures(&self) -> &Captures {
+        &self.captures
     }
 
     /// The model thread's longest stalls.
@@ -260,6 +267,7 @@ pub struct Runtime {
     in_idle_class: bool,
     /// Polling rounds in a row that found work.
     busy_streak: u32,
+    capturing: Capturing,
 }
 
 impl Runtime {
@@ -287,6 +295,7 @@ impl Runtime {
             snapshot_wanted: snapshot_wanted.clone(),
             running: Arc::new(RwLock::new(running)),
             stalls: Arc::default(),
+            captures: Captures::default(),
         };
         let ports = backends
             .into_iter()
@@ -310,6 +319,7 @@ impl Runtime {
             idle_class_ok: false,
             in_idle_class: false,
             busy_streak: 0,
+            capturing: Capturing::new(handle.captures.clone()),
         };
         Ok((runtime, handle))
     }
@@ -352,6 +362,7 @@ impl Runtime {
         while !self.stop.load(Ordering::SeqCst) {
             let now = self.now_ns();
             let active_before = self.last_activity_ns;
+            self.capturing.refresh(&mut self.switch);
             for p in 0..self.ports.len() {
                 let Some(backend) = self.ports[p].backend.as_mut() else { continue };
                 rx.clear();
@@ -362,6 +373,16 @@ impl Runtime {
                 };
                 if !rx.is_empty() {
                     self.last_activity_ns = now;
+                }
+                if self.capturing.active() {
+                    for frame in rx.drain(..) {
+                        let port = PortId::new(p);
+                        self.capturing.forget_drops(&mut self.switch);
+                        self.capturing.received(port, &frame, now);
+                        let copy = frame.clone();
+                        self.switch.handle_frame(port, frame, now);
+                        self.capturing.after_receive(&mut self.switch, &copy, now);
+                    }
                 }
                 for frame in rx.drain(..) {
                     self.switch.handle_frame(PortId::new(p), frame, now);
@@ -545,6 +566,7 @@ impl Runtime {
                         None => break,
                     },
                 };
+                self.capturing.sent(port, &tx.frame, now);
                 // A port without an interface: frames leave into the void (counted by the model).
                 if io.backend.is_some() {
                     io.backlog.push(tx.frame);

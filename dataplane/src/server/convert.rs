@@ -76,15 +76,15 @@ pub struct CountersSnapshot {
 }
 
 #[derive(Clone)]
-struct PortSnapshot {
-    name: String,
-    admin_up: bool,
-    oper_up: bool,
-    speed_mbps: u32,
-    counters: PortCounters,
-    queue_depth: [u64; 8],
+pub(super) struct PortSnapshot {
+    pub(super) name: String,
+    pub(super) admin_up: bool,
+    pub(super) oper_up: bool,
+    pub(super) speed_mbps: u32,
+    pub(super) counters: PortCounters,
+    pub(super) queue_depth: [u64; 8],
     /// Per queue: `None` unmonitored, `Some(stormed)`.
-    pfc_wd_status: [Option<bool>; 8],
+    pub(super) pfc_wd_status: [Option<bool>; 8],
 }
 
 impl CountersSnapshot {
@@ -108,6 +108,18 @@ impl CountersSnapshot {
             ledger: switch.ledger(),
             ports,
         }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn ledger(&self) -> FrameLedger {
+        self.ledger
+    }
+
+    pub(super) fn ports(&self) -> &[PortSnapshot] {
+        &self.ports
     }
 
     pub fn to_proto(&self) -> pb::GetCountersResponse {
@@ -255,6 +267,16 @@ impl WatermarksSnapshot {
         WatermarksSnapshot { ports, pools: dump.pools.into_iter().collect() }
     }
 
+    /// Each port's watermarks, in port order.
+    pub fn ports(&self) -> impl Iterator<Item = (&str, &PortWatermarks)> {
+        self.ports.iter().map(|(name, w)| (name.as_str(), w))
+    }
+
+    /// Each pool's watermarks, by name.
+    pub fn pools(&self) -> impl Iterator<Item = (&str, &PoolWatermarks)> {
+        self.pools.iter().map(|(name, w)| (name.as_str(), w))
+    }
+
     pub fn to_proto(&self) -> pb::GetWatermarksResponse {
         pb::GetWatermarksResponse {
             ports: self
@@ -292,6 +314,7 @@ pub fn event_kind(event: &Event) -> &'static str {
         Event::NeighborAged { .. } => "neighbor_aged",
         Event::PfcXoff { .. } => "xoff",
         Event::PfcXon { .. } => "xon",
+        Event::EcnFirstMark { .. } => "ecn_first_mark",
         Event::PfcStormDetected { .. } => "pfc_storm_detected",
         Event::PfcStormRestored { .. } => "pfc_storm_restored",
         Event::PortOperStatus { up: true, .. } => "port_oper_up",
@@ -304,9 +327,9 @@ pub fn event_to_proto(timed: &TimedEvent) -> pb::SwitchEvent {
     let (port, index) = match &timed.event {
         Event::FdbLearned { port, .. } | Event::PortOperStatus { port, .. } => (port.as_str(), 0),
         Event::PfcXoff { port, pg } | Event::PfcXon { port, pg } => (port.as_str(), u32::from(*pg)),
-        Event::PfcStormDetected { port, queue, .. } | Event::PfcStormRestored { port, queue } => {
-            (port.as_str(), u32::from(*queue))
-        }
+        Event::PfcStormDetected { port, queue, .. }
+        | Event::PfcStormRestored { port, queue }
+        | Event::EcnFirstMark { port, queue } => (port.as_str(), u32::from(*queue)),
         Event::ConfigApplied { .. }
         | Event::FdbAged { .. }
         | Event::NeighborLearned { .. }
@@ -369,6 +392,10 @@ mod tests {
         let xoff = event_to_proto(&TimedEvent { at_ns: 1, event: xoff });
         assert_eq!((xoff.kind.as_str(), xoff.port.as_str(), xoff.index), ("xoff", "Ethernet4", 4));
         assert_eq!(xoff.message, "XOFF on port Ethernet4 PG 4");
+        let mark = Event::EcnFirstMark { port: "Ethernet8".into(), queue: 3 };
+        let mark = event_to_proto(&TimedEvent { at_ns: 3, event: mark });
+        assert_eq!((mark.kind.as_str(), mark.port.as_str(), mark.index), ("ecn_first_mark", "Ethernet8", 3));
+        assert_eq!(mark.message, "first ECN CE mark on port Ethernet8 queue 3");
         let learned = Event::FdbLearned {
             vid: 1000,
             mac: crate::wire::EthernetAddress([2, 0, 0, 0, 0, 1]),

@@ -14,6 +14,7 @@
 //! ```
 
 mod convert;
+pub mod metrics;
 mod service;
 mod streams;
 
@@ -141,6 +142,8 @@ pub struct ServeOptions {
     /// Otherwise a missing directory is an error, not created silently.
     pub create_parent: bool,
     pub tls: Option<TlsFiles>,
+    /// Serve Prometheus metrics (`GET /metrics`) on this TCP address too ([`metrics`]).
+    pub metrics: Option<SocketAddr>,
 }
 
 impl ServeOptions {
@@ -154,6 +157,7 @@ impl ServeOptions {
             socket_group: None,
             create_parent: false,
             tls: None,
+            metrics: None,
         }
     }
 }
@@ -194,7 +198,27 @@ pub async fn serve(
         bail!("{listen}: TLS is for TCP listeners (a Unix socket is protected by its file mode and group)");
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    let service = SwitchService::new(handle).with_shutdown(stop_rx.clone()).with_limits(limits);
+    let service = SwitchService::new(handle.clone()).with_shutdown(stop_rx.clone()).with_limits(limits);
+    let metrics = match options.metrics {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("listening for metrics on {addr}"))?;
+            let addr = listener.local_addr().context("the metrics listener's address")?;
+            tracing::info!("metrics served on http://{addr}/metrics");
+            let mut stop = stop_rx.clone();
+            let stopped = async move {
+                let _ = stop.wait_for(|&stop| stop).await;
+            };
+            let served = metrics::serve(listener, handle.clone(), service.streams(), stopped);
+            Some(tokio::spawn(async move {
+                if let Err(e) = served.await {
+                    tracing::error!("metrics server failed: {e}");
+                }
+            }))
+        }
+        None => None,
+    };
     let switch = SwitchServer::new(service).max_decoding_message_size(max_request_bytes);
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -226,6 +250,8 @@ pub async fn serve(
         let _ = stop_tx.send(true);
     };
 
+    // The metrics server ends with the gRPC server, however that ends.
+    let _metrics = AbortOnDrop(metrics);
     match &listen {
         Listen::Unix(path) => {
             let (listener, _socket_file) = bind_unix(path, &options)?;
@@ -241,6 +267,17 @@ pub async fn serve(
             tracing::info!(tls = options.tls.is_some(), "gRPC server listening on {listen}");
             let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
             run(router.serve_with_incoming_shutdown(incoming, server_stop), stop).await
+        }
+    }
+}
+
+/// A spawned task that ends when this is dropped.
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
         }
     }
 }

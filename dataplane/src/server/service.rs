@@ -282,6 +282,69 @@ impl pb::switch_server::Switch for SwitchService {
     }
 
     type SubscribeStream = super::streams::SubscribeStream;
+    type CaptureStream = tokio_stream::wrappers::ReceiverStream<Result<pb::CapturedFrame, Status>>;
+
+    async fn capture(
+        &self,
+        request: Request<pb::CaptureRequest>,
+    ) -> Result<Response<Self::CaptureStream>, Status> {
+        use crate::io::capture::{Direction, Sink};
+        let request = request.into_inner();
+        // Ports by name, in port order (the model's port ids); a later Apply that changes the port set does
+        // not move a running capture.
+        let snapshot = self.snapshot().await?;
+        let names: Vec<String> = snapshot.counters.ports().iter().map(|p| p.name.clone()).collect();
+        let mut ports = vec![request.ports.is_empty(); names.len()];
+        for name in &request.ports {
+            let i = names.iter().position(|n| n == name).ok_or_else(|| {
+                bad_request(format!("no port {name}"), [("ports", format!("{name}: no such port"))])
+            })?;
+            ports[i] = true;
+        }
+        let (sink, mut captured) = Sink::new(ports, request.drops, request.snaplen as usize);
+        let lost = sink.lost();
+        let captures = self.handle.captures().clone();
+        captures.add(sink);
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        let mut shutdown = self.shutdown.clone();
+        let wall = crate::clock::WallClock::process();
+        let max = request.max_frames;
+        tokio::spawn(async move {
+            let mut sent = 0u64;
+            loop {
+                let frame = tokio::select! {
+                    frame = captured.recv() => frame,
+                    _ = shutdown.wait_for(|&stop| stop) => None,
+                    () = tx.closed() => None,
+                };
+                let Some(c) = frame else { break };
+                let message = pb::CapturedFrame {
+                    timestamp_ns: c.timestamp_ns,
+                    wall_time_unix_ns: wall.unix_ns(c.timestamp_ns),
+                    port: names.get(c.port.index()).cloned().unwrap_or_default(),
+                    direction: match c.direction {
+                        Direction::Received => pb::captured_frame::Direction::Received,
+                        Direction::Sent => pb::captured_frame::Direction::Sent,
+                    } as i32,
+                    frame: c.frame,
+                    original_length: c.original_length as u32,
+                    drop_reason: c.drop.map(|(reason, _)| reason.to_owned()).unwrap_or_default(),
+                    queue: c.drop.and_then(|(_, q)| q).map_or(0, u32::from),
+                    lost: lost.load(std::sync::atomic::Ordering::Relaxed),
+                };
+                if tx.send(Ok(message)).await.is_err() {
+                    break;
+                }
+                sent += 1;
+                if max > 0 && sent >= max {
+                    break;
+                }
+            }
+            drop(captured);
+            captures.prune();
+        });
+        Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    }
 
     async fn subscribe(
         &self,

@@ -132,6 +132,13 @@ enum Command {
         #[command(subcommand)]
         cmd: lossless_controlplane::lab::LabCommand,
     },
+    /// Static deadlock check: every cyclic dependency between the lossless buffers of a topology's
+    /// switches (routes, ECMP, flooding, PFC maps), as chains of switch:port/priority. Exit status 0 no
+    /// cycle, 1 a cycle, 2 unreadable topology.
+    DeadlockCheck {
+        /// A topology file (configs/topologies/*.yaml).
+        topology: PathBuf,
+    },
     /// The fabric simulator: a lab's scenario file run on the same models in virtual time, at line rate.
     Sim {
         #[command(subcommand)]
@@ -144,6 +151,25 @@ enum Command {
         /// Release instead of hold.
         #[arg(long)]
         release: bool,
+    },
+    /// Capture what ports receive and send (PFC frames the switch makes included) as pcapng, or with
+    /// --drops the frames the switch drops, each with its reason as a packet comment. `-w -` (the default
+    /// when stdout is not a terminal) streams to stdout: `swctl capture Ethernet0 -w - | tshark -r -`.
+    Capture {
+        /// Ports (SONiC names); none: every port.
+        ports: Vec<String>,
+        /// Write to this file (`-`: stdout).
+        #[arg(short = 'w', long = "write", value_name = "FILE")]
+        write: Option<PathBuf>,
+        /// Stop after this many frames.
+        #[arg(short = 'c', long = "count", value_name = "N")]
+        count: Option<u64>,
+        /// Only frames the switch drops (ingress at these ports, or refused at their egress queues).
+        #[arg(long)]
+        drops: bool,
+        /// Bytes kept of each frame (0: all).
+        #[arg(short = 's', long, default_value_t = 0)]
+        snaplen: u32,
     },
     /// The MAC table: `show mac`, and `sonic-clear fdb all` / per VLAN / per port.
     Fdb {
@@ -250,6 +276,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
         Command::Sim { cmd } => lossless_controlplane::sim::run(cmd, cli.json),
+        Command::DeadlockCheck { topology } => Ok(lossless_controlplane::deadlock::run(&topology, cli.json)),
         command => {
             let switch =
                 lossless_controlplane::lab::resolve_switch(cli.lab.as_deref(), &cli.switch, DEFAULT_SWITCH)?;

@@ -1,7 +1,7 @@
 //! Commands on a switch, over gRPC: `apply`, `get`, `show`, `clear`, `pfcwd`, `fdb`, `hold`, `watch`.
 
 use crate::*;
-use anyhow::bail;
+use anyhow::{Context, bail};
 use lossless_controlplane::headroom::{self};
 use lossless_controlplane::{diff, show, snapshot};
 use lossless_dataplane::clock;
@@ -49,13 +49,22 @@ pub(crate) async fn online(endpoint: &str, json: bool, command: Command) -> anyh
             Ok(ExitCode::SUCCESS)
         }
         Command::Fdb { cmd } => fdb_cmd(&mut client, json, cmd).await,
+        Command::Capture { ports, write, count, drops, snaplen } => {
+            capture_cmd(
+                &mut client,
+                lossless_controlplane::capture::CaptureOptions { ports, drops, count, snaplen },
+                write,
+            )
+            .await
+        }
         Command::Demo
         | Command::Validate { .. }
         | Command::Import { .. }
         | Command::QosParams { .. }
         | Command::Headroom { .. }
         | Command::Lab { .. }
-        | Command::Sim { .. } => {
+        | Command::Sim { .. }
+        | Command::DeadlockCheck { .. } => {
             unreachable!("handled offline")
         }
     }
@@ -470,5 +479,39 @@ pub(crate) async fn watch(
             None => {}
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `swctl capture`: to a file, or stdout; a summary on stderr.
+async fn capture_cmd(
+    client: &mut SwitchClient<Channel>,
+    options: lossless_controlplane::capture::CaptureOptions,
+    write: Option<std::path::PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let to_stdout = match &write {
+        Some(path) => path.as_os_str() == "-",
+        None => !std::io::stdout().is_terminal(),
+    };
+    if write.is_none() && !to_stdout {
+        anyhow::bail!(
+            "capture: give -w FILE.pcapng, or -w - to stream pcapng to stdout (e.g. | tshark -r -)"
+        );
+    }
+    let interrupted = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let (written, lost) = if to_stdout {
+        lossless_controlplane::capture::capture(client, &options, std::io::stdout().lock(), interrupted)
+            .await?
+    } else {
+        let path = write.expect("a file when not stdout");
+        let file = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        lossless_controlplane::capture::capture(client, &options, std::io::BufWriter::new(file), interrupted)
+            .await?
+    };
+    let lost =
+        if lost > 0 { format!(" ({lost} not delivered: the reader was behind)") } else { String::new() };
+    eprintln!("{written} frame(s) captured{lost}");
     Ok(ExitCode::SUCCESS)
 }

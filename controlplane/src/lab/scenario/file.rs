@@ -3,6 +3,7 @@
 //! flows resolved against the topology, every error naming the step or expectation (`steps[2]`,
 //! `expect[0].pfc_tx`).
 
+use super::timed::{EcnBeforeXoffFile, FlowRateFile};
 use super::{Action, ActionKind, Expect, FlowMetric, Metric, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
@@ -146,6 +147,31 @@ pub enum ExpectFile {
     Retransmitted(Flows),
     DcqcnRateDecreases(Flows),
     DcqcnRateMbps(Flows),
+    ThroughputMbps(Throughput),
+    PfcPausedAtEnd(PausedAtEnd),
+    FlowRateMbps(FlowRateFile),
+    EcnBeforeXoff(EcnBeforeXoffFile),
+}
+
+/// `throughput_mbps`: acknowledged Mb/s of the flows between `from_ms` and `to_ms`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Throughput {
+    pub flow: OneOrMany<u64>,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// `pfc_paused_at_end`: the ports paused (or not) by PFC on `priority` when the run ends.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PausedAtEnd {
+    pub switch: String,
+    pub port: OneOrMany<String>,
+    pub priority: u64,
+    pub paused: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -328,6 +354,10 @@ impl ExpectFile {
             ExpectFile::Retransmitted(_) => "retransmitted",
             ExpectFile::DcqcnRateDecreases(_) => "dcqcn_rate_decreases",
             ExpectFile::DcqcnRateMbps(_) => "dcqcn_rate_mbps",
+            ExpectFile::ThroughputMbps(_) => "throughput_mbps",
+            ExpectFile::PfcPausedAtEnd(_) => "pfc_paused_at_end",
+            ExpectFile::FlowRateMbps(_) => "flow_rate_mbps",
+            ExpectFile::EcnBeforeXoff(_) => "ecn_before_xoff",
         }
     }
 
@@ -348,7 +378,7 @@ impl ExpectFile {
     }
 
     /// The expectation, names checked against the topology; `what` names it in errors.
-    fn resolve(self, t: &Topology, what: &str) -> anyhow::Result<Expect> {
+    fn resolve(self, t: &Topology, duration_ms: u64, what: &str) -> anyhow::Result<Expect> {
         let check_bounds = |min: Option<f64>, max: Option<f64>| {
             if min.is_none() && max.is_none() {
                 bail!("{what}: give min, max or both");
@@ -389,6 +419,25 @@ impl ExpectFile {
             ExpectFile::FloodedFrames(f) => {
                 Expect::Flooded { switch: f.switch, port: f.port, queue: f.queue, min: f.min, max: f.max }
             }
+            ExpectFile::ThroughputMbps(w) => {
+                let (min, max) = check_bounds(w.min, w.max)?;
+                if w.to_ms <= w.from_ms {
+                    bail!("{what}: to_ms ({}) must be after from_ms ({})", w.to_ms, w.from_ms);
+                }
+                let list = non_empty(w.flow, what, "flow")?;
+                let flows =
+                    list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
+                Expect::Throughput { flows, from_ms: w.from_ms, to_ms: w.to_ms, min, max }
+            }
+            ExpectFile::PfcPausedAtEnd(p) => Expect::PausedAtEnd {
+                switch: p.switch,
+                ports: non_empty(p.port, what, "port")?,
+                priority: u8::try_from(p.priority)
+                    .ok()
+                    .filter(|p| *p < 8)
+                    .with_context(|| format!("{what}.priority: 0-7"))?,
+                paused: p.paused,
+            },
             ExpectFile::FdbEntry(e) => entry(e, Table::Fdb)?,
             ExpectFile::Neighbor(e) => entry(e, Table::Neighbor)?,
             ExpectFile::Ratio(r) => {
@@ -402,6 +451,8 @@ impl ExpectFile {
                 };
                 Expect::Ratio { of: side(r.of, "of")?, to: side(r.to, "to")?, min, max }
             }
+            ExpectFile::FlowRateMbps(f) => f.resolve(t, duration_ms, what)?,
+            ExpectFile::EcnBeforeXoff(e) => e.resolve(what)?,
             bounded => unreachable!("{} is a bounded metric", bounded.name()),
         })
     }
@@ -565,19 +616,24 @@ impl Scenario {
         let mut expect = Vec::new();
         for (i, e) in file.expect.into_iter().enumerate() {
             let what = format!("{source}: expect[{i}].{}", e.name());
-            expect.push(e.resolve(&topology, &what)?);
+            expect.push(e.resolve(&topology, file.duration_ms, &what)?);
         }
         for (i, e) in expect.iter().enumerate() {
             let mut checks: Vec<(&str, Vec<&str>)> = Vec::new();
             match e {
-                Expect::PfcwdDetected { switch, port, .. } | Expect::Flooded { switch, port, .. } => {
-                    checks.push((switch, vec![port.as_str()]))
-                }
+                Expect::PfcwdDetected { switch, port, .. }
+                | Expect::Flooded { switch, port, .. }
+                | Expect::EcnBeforeXoff { switch, port, .. } => checks.push((switch, vec![port.as_str()])),
                 Expect::DropReason { switch, .. } | Expect::Entry { switch, .. } => {
                     checks.push((switch, Vec::new()))
                 }
+                Expect::PausedAtEnd { switch, ports, .. } => {
+                    checks.push((switch, ports.iter().map(String::as_str).collect()))
+                }
+                Expect::Throughput { .. } => {}
                 Expect::Bounds { metric, .. } => checks.extend(metric.switch()),
                 Expect::Ratio { of, to, .. } => checks.extend(of.switch().into_iter().chain(to.switch())),
+                Expect::FlowRate { .. } => {}
             }
             for (sw, ports) in checks {
                 check_switch_port(&topology, sw, None)
@@ -633,6 +689,8 @@ expect:
   - queue_depth: { switch: sw1, port: Ethernet4, queue: 3, max: 20 }
   - drop_reason: { switch: sw1, reason: FDB_MISS_LOSSLESS, min: 1 }
   - pfcwd_detected: { switch: sw1, port: Ethernet4, queue: 3, within_ms: 650 }
+  - throughput_mbps: { flow: [1, 0], from_ms: 6, to_ms: 10, max: 0 }
+  - pfc_paused_at_end: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, paused: true }
 "#,
         )
         .unwrap();
@@ -653,7 +711,15 @@ expect:
         assert_eq!((s.storms[0].priorities.as_slice(), s.storms[0].interval_us), ([3, 4].as_slice(), 50));
         assert_eq!((s.storms[0].start_ms, s.storms[0].stop_ms), (100, Some(200)));
         assert_eq!(s.duration_ms, 3000);
-        assert_eq!(s.expect.len(), 8);
+        assert_eq!(s.expect.len(), 10);
+        assert!(matches!(
+            &s.expect[8],
+            Expect::Throughput { flows, from_ms: 6, to_ms: 10, min: None, max: Some(m) } if flows == &[1, 0] && *m == 0.0
+        ));
+        assert!(matches!(
+            &s.expect[9],
+            Expect::PausedAtEnd { ports, priority: 3, paused: true, .. } if ports.len() == 2
+        ));
         assert!(
             matches!(&s.expect[0], Expect::Bounds { metric: Metric::PfcTx { ports, .. }, .. } if ports.len() == 2)
         );
@@ -667,7 +733,14 @@ expect:
     #[test]
     fn the_shipped_scenarios_parse() {
         let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/scenarios"));
-        for name in ["pfc-storm", "arp-mac-missing", "arp-mac-missing-flood", "incast-dcqcn"] {
+        for name in [
+            "pfc-storm",
+            "arp-mac-missing",
+            "arp-mac-missing-flood",
+            "incast-dcqcn",
+            "flood-deadlock",
+            "flood-deadlock-drop",
+        ] {
             let s =
                 Scenario::load(&dir.join(format!("{name}.yaml"))).unwrap_or_else(|e| panic!("{name}: {e:#}"));
             assert!(!s.expect.is_empty(), "{name}");
@@ -707,7 +780,58 @@ expect:
         assert!(e.contains("expect[0].pfc_tx.priority: 0-7"), "{e}");
         let e = error_of("expect: [ { pfc_tx: { switch: sw1, port: Ethernet0, prio: 3, min: 1 } } ]");
         assert!(e.contains("expect[0].pfc_tx: unknown field `prio`"), "{e}");
+        let e = error_of("expect: [ { throughput_mbps: { flow: 0, from_ms: 5, to_ms: 5, max: 0 } } ]");
+        assert!(e.contains("expect[0].throughput_mbps: to_ms (5) must be after from_ms (5)"), "{e}");
+        let e = error_of("expect: [ { throughput_mbps: { flow: 0, from_ms: 1, to_ms: 5 } } ]");
+        assert!(e.contains("expect[0].throughput_mbps: give min, max or both"), "{e}");
+        let e = error_of(
+            "expect: [ { pfc_paused_at_end: { switch: sw1, port: Ethernet9, priority: 3, paused: true } } ]",
+        );
+        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
+        let e = error_of(
+            "expect: [ { pfc_paused_at_end: { switch: sw1, port: [], priority: 3, paused: true } } ]",
+        );
+        assert!(e.contains("expect[0].pfc_paused_at_end.port: an empty list"), "{e}");
         let e = error_of("expect: [ { colour: { flow: 0 } } ]");
         assert!(e.contains("expect[0]: unknown variant `colour`"), "{e}");
+    }
+
+    const ONE_FLOW: &str =
+        "duration-ms: 10\nsteps: [ { at: 0, traffic: { from: h1, to: h2, priority: 3, dscp: 3 } } ]\n";
+
+    #[test]
+    fn rate_windows_and_ecn_onsets_parse_and_say_what_is_wrong() {
+        let s = parse(&format!(
+            "{ONE_FLOW}expect:\n  - flow_rate_mbps: {{ flow: 0, of: acked, value: 900, within_percent: 5, from_ms: 2, to_ms: 10 }}\n  - ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 3 }}\n"
+        ))
+        .unwrap();
+        assert!(matches!(
+            &s.expect[0],
+            Expect::FlowRate { flows, of: super::super::timed::RateOf::Acked, from_ms: 2, to_ms: 10, .. } if flows == &[0]
+        ));
+        assert!(matches!(&s.expect[1], Expect::EcnBeforeXoff { queue: 3, .. }));
+        assert_eq!(s.flow_snapshot_instants_ms().into_iter().collect::<Vec<_>>(), [2, 10]);
+        let rate =
+            |fields: &str| error_of(&format!("{ONE_FLOW}expect: [ {{ flow_rate_mbps: {{ {fields} }} }} ]"));
+        let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 5");
+        assert!(e.contains("expect[0].flow_rate_mbps: from_ms 5 must be before to_ms 5"), "{e}");
+        let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 11");
+        assert!(e.contains("flow_rate_mbps.to_ms: 11 is after the scenario's end (duration-ms 10)"), "{e}");
+        let e = rate("flow: 0, of: sent, value: 900, within_percent: 0, from_ms: 1, to_ms: 2");
+        assert!(e.contains("flow_rate_mbps.within_percent: 0 is outside (0, 100]"), "{e}");
+        let e = rate("flow: 0, of: sent, value: -1, within_percent: 5, from_ms: 1, to_ms: 2");
+        assert!(e.contains("flow_rate_mbps.value: -1 is not a rate"), "{e}");
+        let e = rate("flow: 3, of: sent, value: 1, within_percent: 5, from_ms: 1, to_ms: 2");
+        assert!(e.contains("flow_rate_mbps: flow 3: there are 1 flows"), "{e}");
+        let e = rate("flow: 0, of: received, value: 1, within_percent: 5, from_ms: 1, to_ms: 2");
+        assert!(e.contains("unknown variant `received`, expected `sent` or `acked`"), "{e}");
+        let e = error_of(&format!(
+            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 8 }} }} ]"
+        ));
+        assert!(e.contains("expect[0].ecn_before_xoff.queue: 8 is outside 0-7"), "{e}");
+        let e = error_of(&format!(
+            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet9, queue: 3 }} }} ]"
+        ));
+        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
     }
 }

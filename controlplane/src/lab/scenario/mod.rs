@@ -23,6 +23,10 @@
 //!   - queue_depth: { switch: sw1, port: Ethernet8, queue: 3, max: 20 }
 //!   - cnps: { flow: [2, 3], min: 1 }                         # flows: numbered from 0 in step order
 //!   - ratio: { of: { pause_ms: { flow: [2, 3] } }, to: { pause_ms: { flow: [0, 1] } }, max: 0.5 }
+//!   - throughput_mbps: { flow: [2, 3], from_ms: 6, to_ms: 10, max: 0 }      # swctl sim run only
+//!   - pfc_paused_at_end: { switch: t0a, port: [Ethernet0, Ethernet4], priority: 3, paused: true }  # sim only
+//!   - flow_rate_mbps: { flow: [0, 1], of: sent, value: 50000, within_percent: 5, from_ms: 4, to_ms: 10 }
+//!   - ecn_before_xoff: { switch: sw1, port: Ethernet8, queue: 3 }
 //! ```
 //!
 //! Metrics (`min`/`max` bounds, or the two sides of a `ratio`):
@@ -35,6 +39,21 @@
 //!   sending two flows on one priority counts it for each), `retransmitted` (sender packets),
 //!   `dcqcn_rate_decreases` and `dcqcn_rate_mbps` (the sender's DCQCN reaction point: rate cuts, and its
 //!   rate when the run ended; 0 with DCQCN off).
+//!
+//! Only in virtual time (`swctl sim run`, which samples the senders and reads the models' PFC state; a lab
+//! run reports them as failed, with the reason):
+//! - `throughput_mbps`: payload bytes the receivers acknowledged between `from_ms` and `to_ms` (ms after
+//!   the hosts were up), as Mb/s over that window, summed over the flows listed; the senders are sampled
+//!   100 times per run (at most every 10 ms) and the window's ends are the samples at or after them (a
+//!   window the run does not cover fails);
+//! - `pfc_paused_at_end`: whether each port listed is paused by its peer's PFC on the priority when the run
+//!   ends (`paused: true`: all of them are; `false`: none is).
+//!
+//! Over time ([`timed`]): `flow_rate_mbps` checks each listed flow's rate between `from_ms` and `to_ms`
+//! (`of: sent`, payload bytes put on the wire, or `of: acked`, payload bytes acknowledged) against `value`
+//! ± `within_percent` %; only `swctl sim run` has the byte counts at those instants (in a lab it fails,
+//! saying so). `ecn_before_xoff` holds when the queue's first CE mark came before the switch's first PFC
+//! XOFF on any port, or when there was a mark and no XOFF at all (both modes: the switch's events).
 //!
 //! Steps:
 //! - `storm` runs in the host's own rocehost (`--storm`, `--storm-from`, `--storm-until`);
@@ -62,6 +81,7 @@
 pub mod file;
 pub mod report;
 pub mod run;
+pub mod timed;
 
 use super::topology::Topology;
 use lossless_dataplane::model::config::ConfigDb;
@@ -140,12 +160,43 @@ pub enum Expect {
         min: Option<f64>,
         max: Option<f64>,
     },
+    /// Each flow's rate over `from_ms..to_ms` within `within_percent` % of `value_mbps`.
+    FlowRate {
+        flows: Vec<usize>,
+        of: timed::RateOf,
+        value_mbps: f64,
+        within_percent: f64,
+        from_ms: u64,
+        to_ms: u64,
+    },
+    /// The queue's first CE mark before the switch's first XOFF (or a mark and no XOFF).
+    EcnBeforeXoff {
+        switch: String,
+        port: String,
+        queue: u8,
+    },
     /// The switch's FDB (the host's MAC) or neighbour table (its IP) has, or has not, the host's entry.
     Entry {
         switch: String,
         host: String,
         table: Table,
         present: bool,
+    },
+    /// Acknowledged payload of the flows between two instants, as Mb/s (virtual time only).
+    Throughput {
+        flows: Vec<usize>,
+        from_ms: u64,
+        to_ms: u64,
+        min: Option<f64>,
+        max: Option<f64>,
+    },
+    /// The ports are (or are not) paused by their peers' PFC on `priority` when the run ends (virtual time
+    /// only).
+    PausedAtEnd {
+        switch: String,
+        ports: Vec<String>,
+        priority: u8,
+        paused: bool,
     },
 }
 

@@ -5,6 +5,7 @@
 //! `CLOCK_MONOTONIC` (see [`lossless_dataplane::clock`]); the report lines them up as milliseconds after
 //! the hosts were up (`*_ms`: [`ScenarioReport::started`], the origin of the actions' `done_ms` too).
 
+use super::timed::{self, Firsts, FlowSnapshots};
 use super::{Expect, FlowMetric, Metric, Scenario, Table};
 use crate::lab::up;
 use lossless_dataplane::clock;
@@ -168,6 +169,16 @@ pub(crate) struct Observed<'a> {
     pub(crate) events: &'a [pb::SwitchEvent],
     /// Every how many ms the samples were taken (for messages).
     pub(crate) sample_interval_ms: f64,
+    /// Per flow: (ns on the switches' clock, payload bytes acknowledged so far), in time order, sampled
+    /// with the counters. Only a simulation has them.
+    pub(crate) flow_progress: Option<&'a BTreeMap<usize, Vec<(u64, u64)>>>,
+    /// Per switch and port: the priorities its peer's PFC paused when the run ended (a bit mask). Only a
+    /// simulation has them.
+    pub(crate) paused_at_end: Option<&'a BTreeMap<String, BTreeMap<String, u8>>>,
+    /// Every flow's byte counts at the instants `flow_rate_mbps` expectations need (simulator only).
+    pub(crate) flow_snapshots: &'a FlowSnapshots,
+    /// Per switch, its first XOFF and each queue's first CE mark.
+    pub(crate) firsts: &'a BTreeMap<String, Firsts>,
 }
 
 impl Observed<'_> {
@@ -205,12 +216,51 @@ impl Observed<'_> {
         Some((s[i.saturating_sub(1)].timestamp_ns, s[i].timestamp_ns))
     }
 
+    /// Acknowledged Mb/s of `flows` between the first samples at or after `from_ms` and `to_ms` (the last
+    /// sample if the run ended before), or why it cannot be measured.
+    fn throughput(&self, flows: &[usize], from_ms: u64, to_ms: u64) -> Result<Window, String> {
+        let Some(progress) = self.flow_progress else {
+            return Err("only swctl sim run samples the flows over time".into());
+        };
+        let at = |ms: u64| self.started.monotonic_ns + ms * 1_000_000;
+        let pick =
+            |series: &[(u64, u64)], t: u64| series.iter().find(|(ts, _)| *ts >= t).or(series.last()).copied();
+        let mut per = Vec::new();
+        let mut window = (0, 0);
+        for f in flows {
+            let series = progress.get(f).map(Vec::as_slice).unwrap_or_default();
+            let (Some(a), Some(b)) = (pick(series, at(from_ms)), pick(series, at(to_ms))) else {
+                return Err(format!("flow {f} has no samples"));
+            };
+            if b.0 <= a.0 {
+                // A window the samples do not cover would measure nothing, and pass any `max`.
+                return Err(format!("no samples between {from_ms} and {to_ms} ms (the run ended first)"));
+            }
+            window = (a.0, b.0);
+            per.push(b.1.saturating_sub(a.1) as f64 * 8.0 * 1e3 / (b.0 - a.0) as f64);
+        }
+        Ok(Window {
+            total_mbps: per.iter().sum(),
+            per_flow_mbps: per,
+            from_ms: self.ms(window.0),
+            to_ms: self.ms(window.1),
+        })
+    }
+
     /// Ms from `started` to `at_ns` on the switches' and hosts' clock (negative before it),
     /// to the microsecond.
-    fn ms(&self, at_ns: u64) -> f64 {
+    pub(super) fn ms(&self, at_ns: u64) -> f64 {
         let ns = i128::from(at_ns) - i128::from(self.started.monotonic_ns);
         (ns / 1_000) as f64 / 1e3
     }
+}
+
+/// A throughput measured over a window: the total and each flow's, and the samples that bound it (ms).
+struct Window {
+    total_mbps: f64,
+    per_flow_mbps: Vec<f64>,
+    from_ms: f64,
+    to_ms: f64,
 }
 
 /// Counts without decimals, measurements with one.
@@ -426,6 +476,62 @@ pub(crate) fn evaluate(
                     ratio.is_finite() && within(ratio, *min, *max),
                     format!("{a_text} / {b_text} = {ratio:.3}"),
                 )
+            }
+            Expect::Throughput { flows: list, from_ms, to_ms, min, max } => {
+                let names = list.iter().map(usize::to_string).collect::<Vec<_>>().join("+");
+                let expectation = format!(
+                    "flow {names} acknowledged throughput (Mb/s) from {from_ms} to {to_ms} ms {}",
+                    bounds_text(*min, *max)
+                );
+                match seen.throughput(list, *from_ms, *to_ms) {
+                    Ok(Window { total_mbps: total, per_flow_mbps: per, from_ms: a, to_ms: b }) => {
+                        let detail = if list.len() > 1 {
+                            let each: Vec<String> =
+                                list.iter().zip(&per).map(|(i, v)| format!("flow {i} {v:.1}")).collect();
+                            format!(" ({})", each.join(", "))
+                        } else {
+                            String::new()
+                        };
+                        (
+                            expectation,
+                            within(total, *min, *max),
+                            format!("{total:.1}{detail}, samples {a:.1}-{b:.1} ms"),
+                        )
+                    }
+                    Err(why) => (expectation, false, why),
+                }
+            }
+            Expect::PausedAtEnd { switch, ports, priority, paused } => {
+                let expectation = format!(
+                    "{switch} {} {} by PFC on priority {priority} at the end",
+                    ports.join("+"),
+                    if *paused { "paused" } else { "not paused" }
+                );
+                match seen.paused_at_end {
+                    Some(state) => {
+                        let each: Vec<(String, bool)> = ports
+                            .iter()
+                            .map(|p| {
+                                let mask = state.get(switch).and_then(|m| m.get(p)).copied().unwrap_or(0);
+                                (p.clone(), mask & (1 << priority) != 0)
+                            })
+                            .collect();
+                        let holds = each.iter().all(|(_, is)| is == paused);
+                        let evidence = each
+                            .iter()
+                            .map(|(p, is)| format!("{p} {}", if *is { "paused" } else { "not paused" }))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        (expectation, holds, evidence)
+                    }
+                    None => (expectation, false, "only swctl sim run reads the PFC state at the end".into()),
+                }
+            }
+            Expect::FlowRate { flows: list, of, value_mbps, within_percent, from_ms, to_ms } => {
+                timed::flow_rate(seen, list, *of, (*value_mbps, *within_percent), (*from_ms, *to_ms))
+            }
+            Expect::EcnBeforeXoff { switch, port, queue } => {
+                timed::ecn_before_xoff(seen, switch, port, *queue)
             }
             Expect::Entry { switch, host, table, present } => {
                 let h = t.host(host);

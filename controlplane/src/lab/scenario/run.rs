@@ -2,6 +2,7 @@
 //! time, the hosts' reports and the switches' final state collected, then the lab down.
 
 use super::report::{ActionRecord, Observed, evaluate};
+use super::timed::{Firsts, FlowSnapshots};
 use super::{Action, ActionKind, SAMPLE_INTERVAL_MS, Scenario};
 use crate::lab::switchd::push_config;
 use crate::lab::topology::MAX_LAB_NAME;
@@ -21,8 +22,15 @@ use std::time::{Duration, Instant};
 /// Counter snapshots per switch, each stamped by the switch.
 type Samples = Arc<Mutex<BTreeMap<String, Vec<pb::GetCountersResponse>>>>;
 type Events = Arc<Mutex<Vec<pb::SwitchEvent>>>;
+type FirstsBySwitch = Arc<Mutex<BTreeMap<String, Firsts>>>;
 
-async fn subscribe(switch: String, endpoint: String, samples: Samples, events: Events) {
+async fn subscribe(
+    switch: String,
+    endpoint: String,
+    samples: Samples,
+    events: Events,
+    firsts: FirstsBySwitch,
+) {
     let Ok(mut client) = server::connect(&endpoint).await else { return };
     let request = pb::SubscribeRequest { counters_interval_ms: SAMPLE_INTERVAL_MS, events: true };
     let Ok(stream) = client.subscribe(request).await else { return };
@@ -34,6 +42,7 @@ async fn subscribe(switch: String, endpoint: String, samples: Samples, events: E
             }
             Some(pb::subscribe_response::Item::Event(mut e)) => {
                 e.message.clear();
+                firsts.lock().unwrap_or_else(|e| e.into_inner()).entry(switch.clone()).or_default().note(&e);
                 if e.kind.starts_with("pfc_storm") {
                     events.lock().unwrap_or_else(|e| e.into_inner()).push(e);
                 }
@@ -132,12 +141,15 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
     let up = UpOptions { name: Some(name.clone()), traffic_seconds: Some(seconds), host_args };
     let samples: Samples = Arc::default();
     let events: Events = Arc::default();
+    let firsts: FirstsBySwitch = Arc::default();
     let mut lab = up::up(&scenario.topology, &up, tokio)?;
     let endpoints: BTreeMap<String, String> =
         lab.state.switches.iter().map(|s| (s.name.clone(), s.endpoint.clone())).collect();
     let tasks: Vec<_> = endpoints
         .iter()
-        .map(|(s, e)| tokio.spawn(subscribe(s.clone(), e.clone(), samples.clone(), events.clone())))
+        .map(|(s, e)| {
+            tokio.spawn(subscribe(s.clone(), e.clone(), samples.clone(), events.clone(), firsts.clone()))
+        })
         .collect();
     let start = Instant::now();
     // The same instant on the switches' and hosts' clock (Instant is CLOCK_MONOTONIC on Linux, but does
@@ -215,6 +227,7 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         .unwrap_or(started.monotonic_ns);
     let window = (traffic_from, traffic_from + scenario.duration_ms * 1_000_000);
     let events = std::mem::take(&mut *events.lock().unwrap_or_else(|e| e.into_inner()));
+    let firsts = std::mem::take(&mut *firsts.lock().unwrap_or_else(|e| e.into_inner()));
     let observed = Observed {
         finals: &finals,
         tables: &tables,
@@ -223,6 +236,11 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         started,
         events: &events,
         sample_interval_ms: f64::from(SAMPLE_INTERVAL_MS),
+        flow_progress: None,
+        paused_at_end: None,
+        // rocehost reports its flows at the end only.
+        flow_snapshots: &FlowSnapshots::new(),
+        firsts: &firsts,
     };
     let report = evaluate(scenario, &lab.state.name, &lab.dir, &observed, &reports, records);
     std::fs::write(lab.dir.join("scenario.json"), serde_json::to_vec_pretty(&report)?)?;

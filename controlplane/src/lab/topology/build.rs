@@ -361,6 +361,10 @@ pub(super) fn build(
             attached,
             dcqcn_time_scale,
             dcqcn_params,
+            retransmit: match spec.retransmit {
+                Some(RetransmitMode::GoBack0) => Retransmit::GoBack0,
+                Some(RetransmitMode::GoBackN) | None => Retransmit::GoBackN,
+            },
         });
     }
 

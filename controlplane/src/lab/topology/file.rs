@@ -42,6 +42,18 @@ pub(super) struct RawHost {
     pub(super) interface: Option<String>,
     /// `{ time-scale: N, PARAMETER: VALUE, ... }`: rocehost's DCQCN options.
     pub(super) dcqcn: Option<BTreeMap<String, serde_yaml::Value>>,
+    /// Loss recovery of the host's flows: rocehost's `--retransmit` (`go-back-n`, the default, or
+    /// `go-back-0`).
+    pub(super) retransmit: Option<RetransmitMode>,
+}
+
+/// A host's `retransmit:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub(super) enum RetransmitMode {
+    #[serde(rename = "go-back-n")]
+    GoBackN,
+    #[serde(rename = "go-back-0")]
+    GoBack0,
 }
 
 #[derive(Deserialize)]

@@ -185,3 +185,18 @@ fn pathologically_deep_text_is_refused_fast_naming_the_limit() {
     assert!(err.starts_with("test.yaml: ") && err.contains("limit of 64 levels"), "{err}");
     assert!(t0.elapsed() < std::time::Duration::from_millis(500), "{:?}", t0.elapsed());
 }
+
+#[test]
+fn retransmit_is_go_back_n_unless_a_host_asks_for_go_back_0() {
+    use lossless_dataplane::nic::Retransmit;
+    let host = |extra: &str| {
+        format!(
+            "switches: {{ sw1: {{ config: sw.yaml }} }}\nhosts:\n  h1: {{ ip: 10.0.0.1/24, attach: 'sw1:Ethernet0'{extra} }}"
+        )
+    };
+    assert_eq!(parse(&host("")).unwrap().hosts[0].retransmit, Retransmit::GoBackN);
+    assert_eq!(parse(&host(", retransmit: go-back-0")).unwrap().hosts[0].retransmit, Retransmit::GoBack0);
+    assert_eq!(parse(&host(", retransmit: go-back-n")).unwrap().hosts[0].retransmit, Retransmit::GoBackN);
+    let e = error_of(&host(", retransmit: go-back-1"));
+    assert!(e.contains("unknown variant `go-back-1`, expected `go-back-n` or `go-back-0`"), "{e}");
+}

@@ -5,7 +5,7 @@
 //! that stays silent loses its FDB entry long before its ARP entry, which is exactly the state in which a
 //! routed packet finds a neighbour MAC with no port behind it.
 
-use super::config::{PortId, RifId};
+use super::config::{PortId, RifId, SwitchConfig};
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
 use rustc_hash::FxHashMap as HashMap;
@@ -273,6 +273,29 @@ impl<K: LpmKey> Lpm<K> {
 }
 
 impl RouteTable {
+    /// The table a configuration gives: its static routes (ECMP next hops, blackholes), then each router
+    /// interface's connected subnets and its own addresses (local). On the same prefix connected wins, as
+    /// its distance 0 does on a router.
+    pub fn for_config(config: &SwitchConfig) -> RouteTable {
+        let mut table = RouteTable::default();
+        for route in &config.routes {
+            let action = if route.blackhole {
+                RouteAction::Blackhole
+            } else {
+                RouteAction::NextHops(route.nexthops.iter().map(|n| (n.ip, n.rif)).collect())
+            };
+            table.insert(route.prefix, action);
+        }
+        for (i, rif) in config.interfaces.iter().enumerate() {
+            for addr in &rif.addrs {
+                table.insert(addr.trunc(), RouteAction::Connected(RifId::new(i)));
+                let host = IpNet::new(addr.addr(), addr.max_prefix_len()).expect("max prefix is valid");
+                table.insert(host, RouteAction::Local);
+            }
+        }
+        table
+    }
+
     /// Installs a route; a later insert of the same prefix replaces the earlier one.
     pub fn insert(&mut self, prefix: IpNet, action: RouteAction) {
         match prefix {

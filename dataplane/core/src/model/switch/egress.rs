@@ -106,7 +106,7 @@ impl Switch {
         }
         let len = frame.len() as u64;
         if self.wd_masks[out.index()].dropping_queues & (1 << queue) != 0 {
-            self.count_egress_drop(out, queue, len);
+            self.count_egress_drop(out, queue, len, "PFC_WD");
             return false;
         }
         let cells = self.mmu.cells_for(frame.len());
@@ -121,7 +121,7 @@ impl Switch {
                 return false;
             }
             Err(Refusal::Egress) => {
-                self.count_egress_drop(out, queue, len);
+                self.count_egress_drop(out, queue, len, "EGRESS_BUFFER");
                 return false;
             }
         };
@@ -140,15 +140,13 @@ impl Switch {
                     let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
                     q.wred_dropped_packets += 1;
                     q.wred_dropped_bytes += len;
-                    self.count_egress_drop(out, queue, len);
+                    self.count_egress_drop(out, queue, len, "WRED");
                     return false;
                 }
                 WredAction::MarkCe
                     if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(&mut frame) =>
                 {
-                    let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
-                    q.ecn_marked_packets += 1;
-                    q.ecn_marked_bytes += len;
+                    self.count_ecn_mark(out, queue, len);
                 }
                 _ => {}
             }
@@ -164,7 +162,7 @@ impl Switch {
         if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now_ns) {
             // The strict queue's policer refused it.
             self.release(&item.alloc);
-            self.count_egress_drop(out, queue, len);
+            self.count_egress_drop(out, queue, len, "POLICER");
             return false;
         }
         if xoff && let Some(port) = meta.ingress {
@@ -192,9 +190,12 @@ impl Switch {
         let c = &mut self.ports[port.index()].counters;
         c.rx_drp += 1;
         *c.drop_reasons.entry(reason).or_default() += 1;
+        self.log_drop(port, reason.as_str(), None);
     }
 
-    fn count_egress_drop(&mut self, port: PortId, queue: u8, len: u64) {
+    /// A copy refused at `port`'s egress `queue`; `cause` names why for a capture of drops.
+    fn count_egress_drop(&mut self, port: PortId, queue: u8, len: u64, cause: &'static str) {
+        self.log_drop(port, cause, Some(queue));
         self.ledger.copies_dropped += 1;
         let c = &mut self.ports[port.index()].counters;
         c.tx_drp += 1;
@@ -229,6 +230,16 @@ impl Switch {
     /// The port's `pfc_enable`, less the priorities the watchdog switched off.
     pub(super) fn effective_pfc_enable(&self, port: PortId) -> u8 {
         self.config.qos[port.index()].pfc_enable & !self.wd_masks[port.index()].pfc_disabled
+    }
+
+    /// A CE mark on a queue; the queue's first one is an event.
+    fn count_ecn_mark(&mut self, port: PortId, queue: u8, len: u64) {
+        let q = &mut self.ports[port.index()].counters.queues[usize::from(queue)];
+        q.ecn_marked_packets += 1;
+        q.ecn_marked_bytes += len;
+        if q.ecn_marked_packets == 1 {
+            self.push_event(Event::EcnFirstMark { port: self.port_name(port), queue });
+        }
     }
 
     fn assert_pfc(&mut self, port: PortId, pg: u8) {
@@ -319,9 +330,7 @@ impl Switch {
                 && wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) == WredAction::MarkCe
                 && mark_ce(&mut item.frame)
             {
-                let q = &mut self.ports[port.index()].counters.queues[usize::from(queue)];
-                q.ecn_marked_packets += 1;
-                q.ecn_marked_bytes += len;
+                self.count_ecn_mark(port, queue, len);
             }
         }
         let c = &mut self.ports[port.index()].counters;

@@ -108,6 +108,7 @@ impl Switch {
             c.rx_drp += 1;
         }
         *c.drop_reasons.entry(reason).or_default() += 1;
+        self.log_drop(port, reason.as_str(), None);
     }
 
     fn trap(&mut self, port: PortId) {

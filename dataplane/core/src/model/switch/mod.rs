@@ -105,6 +105,12 @@ pub enum Event {
         port: String,
         pg: u8,
     },
+    /// A queue marked CE for the first time since its ECN counter was zero (the switch started or its
+    /// counters were cleared): when ECN began to act there. One event per queue, not one per mark.
+    EcnFirstMark {
+        port: String,
+        queue: u8,
+    },
     PfcStormDetected {
         port: String,
         queue: u8,
@@ -134,6 +140,9 @@ impl std::fmt::Display for Event {
             Event::NeighborAged { ip } => write!(f, "neighbour aged {ip}"),
             Event::PfcXoff { port, pg } => write!(f, "XOFF on port {port} PG {pg}"),
             Event::PfcXon { port, pg } => write!(f, "XON on port {port} PG {pg}"),
+            Event::EcnFirstMark { port, queue } => {
+                write!(f, "first ECN CE mark on port {port} queue {queue}")
+            }
             Event::PfcStormDetected { port, queue, action } => write!(
                 f,
                 "PFC Watchdog detected PFC storm on port {port}, queue index {queue}, action {}",
@@ -197,28 +206,13 @@ impl Derived {
             }
             d.vlan_lossless.insert(*vid, lossless);
         }
-        for route in &config.routes {
-            let action = if route.blackhole {
-                RouteAction::Blackhole
-            } else {
-                RouteAction::NextHops(route.nexthops.iter().map(|n| (n.ip, n.rif)).collect())
-            };
-            d.routes.insert(route.prefix, action);
-        }
-        // Connected and local routes after static ones: on the same prefix, connected wins (distance 0).
+        d.routes = RouteTable::for_config(config);
         for (i, rif) in config.interfaces.iter().enumerate() {
-            let i = RifId::new(i);
             match rif.kind {
-                RifKind::Port(p) => d.rif_by_port[p.index()] = Some(i),
+                RifKind::Port(p) => d.rif_by_port[p.index()] = Some(RifId::new(i)),
                 RifKind::Vlan(v) => {
-                    d.rif_by_vlan.insert(v, i);
+                    d.rif_by_vlan.insert(v, RifId::new(i));
                 }
-            }
-            for addr in &rif.addrs {
-                d.routes.insert(addr.trunc(), RouteAction::Connected(i));
-                let host =
-                    ipnet::IpNet::new(addr.addr(), addr.max_prefix_len()).expect("max prefix is valid");
-                d.routes.insert(host, RouteAction::Local);
             }
         }
         d
@@ -289,6 +283,20 @@ pub struct Switch {
     xon_scratch: Vec<(PortId, u8)>,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
+    /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
+    drop_log: Option<Vec<DropRecord>>,
+}
+
+/// One frame (or egress copy) the switch dropped, for a capture of drops: where it was counted and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DropRecord {
+    /// The ingress port for an ingress drop; the egress port for a copy refused at an egress queue.
+    pub port: PortId,
+    /// `show dropcounters`' name of an ingress drop ([`DropReason::as_str`]), or the egress cause:
+    /// `EGRESS_BUFFER`, `WRED`, `PFC_WD`, `POLICER`.
+    pub reason: &'static str,
+    /// The egress queue, for an egress drop.
+    pub queue: Option<u8>,
 }
 
 /// What the PFC watchdog's actions mean for one port's packet path (bit masks).
@@ -333,6 +341,27 @@ impl Switch {
             now_ns: 0,
             xon_scratch: Vec::new(),
             wd_masks: Vec::new(),
+            drop_log: None,
+        }
+    }
+
+    /// Starts (or stops) recording every drop with its reason, for a capture of dropped frames: a driver
+    /// that keeps a copy of the frame it hands to [`Switch::handle_frame`] takes the drops it caused with
+    /// [`Switch::take_drops`] right after. Off by default: it costs nothing then.
+    pub fn record_drops(&mut self, on: bool) {
+        self.drop_log = on.then(Vec::new);
+    }
+
+    /// The drops recorded since the last call (see [`Switch::record_drops`]), appended to `out`.
+    pub fn take_drops(&mut self, out: &mut Vec<DropRecord>) {
+        if let Some(log) = &mut self.drop_log {
+            out.append(log);
+        }
+    }
+
+    fn log_drop(&mut self, port: PortId, reason: &'static str, queue: Option<u8>) {
+        if let Some(log) = &mut self.drop_log {
+            log.push(DropRecord { port, reason, queue });
         }
     }
 
