@@ -81,7 +81,7 @@ pub enum LabCommand {
     /// Check a topology file (switch configurations included) without creating anything.
     Validate { file: PathBuf },
     /// Run a scenario (configs/scenarios/*.yaml): a topology, a timeline of steps (traffic, storm,
-    /// stop-host, flush-fdb, apply) and expectations; prints a report (--json: as JSON), exit 1 when an
+    /// rx-stuck, stop-host, flush-fdb, apply) and expectations; prints a report (--json: as JSON), exit 1 when an
     /// expectation fails; removes the lab.
     Run {
         file: PathBuf,

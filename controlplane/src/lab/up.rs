@@ -337,6 +337,9 @@ fn start_hosts(
         for (name, value) in &h.dcqcn_params {
             args.extend(["--dcqcn-param".into(), format!("{name}={value}")]);
         }
+        for param in h.rx_pipeline.params() {
+            args.extend(["--rx-param".into(), param]);
+        }
         if h.retransmit == Retransmit::GoBack0 {
             args.extend(["--retransmit".into(), "gb0".into()]);
         }

@@ -65,6 +65,7 @@ pub fn build(topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<Fa
             line_rate_mbps: h.line_rate_mbps,
             mtu: h.mtu,
             pfc_enable: h.pfc.iter().fold(0u8, |m, p| m | 1 << p),
+            rx_pipeline: h.rx_pipeline,
             retransmit: h.retransmit,
             ..NicConfig::default()
         };
@@ -183,7 +184,7 @@ switches:
 hosts:
   h1: { ip: 10.0.0.1/24, attach: sw1:Ethernet0, line-rate-mbps: 100000 }
   h2: { ip: 10.0.0.2/24 }
-  h3: { ip: 10.0.0.3/24, attach: sw1:Ethernet8 }
+  h3: { ip: 10.0.0.3/24, attach: sw1:Ethernet8, rx-pipeline: { buffer_bytes: 65536, xoff_bytes: 32768, page_miss_ns: 500 } }
 links:
   - { link: sw1:Ethernet4 -- h2:eth0, delay: 2us, loss-every: 256, corrupt: 0.5% }
 "#;
@@ -205,6 +206,11 @@ links:
         assert_eq!(to_h2.corrupt, Some(Impairment::Random { probability: 0.005, frames: Frames::All }));
         // Neither: SONiC's default 5 m cable.
         assert_eq!(link(&f, (h3, 0)).delay_ns, 25);
+        // A host's rx-pipeline is its NIC's; without one the NIC consumes frames on arrival.
+        let rx = f.sim.nic(h3).config().rx_pipeline;
+        assert_eq!((rx.buffer_bytes, rx.xoff_bytes, rx.page_miss_ns), (65536, 32768, 500));
+        assert!(f.sim.nic(h3).rx_pipeline_stats().is_some());
+        assert!(f.sim.nic(h1).rx_pipeline_stats().is_none());
         assert_eq!(f.sim.switch(sw).port_count(), 3);
     }
 }

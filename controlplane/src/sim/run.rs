@@ -52,12 +52,17 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-/// A timed thing to do: a storm switched on or off, or a scenario action.
+/// A timed thing to do: a storm switched on or off, a receive pipeline stopped or restarted, or a
+/// scenario action.
 enum Todo {
     Storm {
         host: String,
         priorities: u8,
         interval_ns: u64,
+    },
+    RxStuck {
+        host: String,
+        stuck: bool,
     },
     Action(usize),
     /// Every flow's byte counts, at this many ms after the origin.
@@ -87,6 +92,12 @@ pub fn run(
         if let Some(stop) = s.stop_ms {
             let off = Todo::Storm { host: s.host.clone(), priorities: 0, interval_ns: 0 };
             todo.push((ORIGIN_NS + stop * 1_000_000, off));
+        }
+    }
+    for s in &scenario.rx_stuck {
+        todo.push((ORIGIN_NS + s.start_ms * 1_000_000, Todo::RxStuck { host: s.host.clone(), stuck: true }));
+        if let Some(stop) = s.stop_ms {
+            todo.push((ORIGIN_NS + stop * 1_000_000, Todo::RxStuck { host: s.host.clone(), stuck: false }));
         }
     }
     for (i, a) in scenario.actions.iter().enumerate() {
@@ -130,6 +141,10 @@ pub fn run(
                 Todo::Storm { host, priorities, interval_ns } => {
                     let id = f.hosts[&host];
                     f.sim.nic(id).set_storm(priorities, interval_ns);
+                }
+                Todo::RxStuck { host, stuck } => {
+                    let id = f.hosts[&host];
+                    f.sim.nic(id).set_rx_stuck(stuck, t);
                 }
                 Todo::Action(i) => {
                     records.push(act(&mut f, &mut configs, scenario, i, t)?);

@@ -94,6 +94,11 @@ pub(super) struct Args {
     /// names and defaults under DCQCN PARAMETERS below).
     #[arg(long = "dcqcn-param", value_name = "NAME=VALUE")]
     pub(super) dcqcn_params: Vec<String>,
+    /// Set a receive pipeline parameter by name (repeatable): buffer_bytes, xoff_bytes, xon_bytes,
+    /// per_packet_ns, rate_mbps, page_bytes, page_cache_entries, page_miss_ns, region_bytes, watchdog_ns.
+    /// Without buffer_bytes the NIC consumes frames as they arrive (docs/nic.md, "Receive pipeline").
+    #[arg(long = "rx-param", value_name = "NAME=VALUE")]
+    pub(super) rx_params: Vec<String>,
     /// DSCP → PFC priority of data (flows without priority=) and of the ACK/NAKs answering it; DSCPs not
     /// listed use DSCP >> 3. The default is the lossless classes of SONiC's AZURE DSCP_TO_TC_MAP; "none"
     /// leaves only DSCP >> 3.
@@ -114,6 +119,13 @@ pub(super) struct Args {
     /// Stop the --storm this many seconds after start-up [default: never].
     #[arg(long, value_name = "SECS", value_parser = parse_duration, requires = "storm")]
     pub(super) storm_until: Option<u64>,
+    /// Stop the NIC's receive pipeline this many seconds after start-up: its buffer fills and it pauses
+    /// its peer (needs --rx-param buffer_bytes=...).
+    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    pub(super) rx_stuck_from: Option<u64>,
+    /// Restart the receive pipeline this many seconds after start-up [default: never].
+    #[arg(long, value_name = "SECS", value_parser = parse_duration, requires = "rx_stuck_from")]
+    pub(super) rx_stuck_until: Option<u64>,
     /// Write the JSON report here at exit.
     #[arg(long, value_name = "FILE")]
     pub(super) report: Option<PathBuf>,
@@ -337,6 +349,23 @@ pub(super) fn apply_dcqcn_options(
     Ok(())
 }
 
+/// Every `--rx-param NAME=VALUE` in order, then the whole receive pipeline checked; the error names the
+/// option and the parameter.
+pub(super) fn apply_rx_options(cfg: &mut NicConfig, params: &[String]) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    for text in params {
+        let Some((name, value)) = text.split_once('=') else {
+            return Err(format!("--rx-param {text}: expected NAME=VALUE (e.g. buffer_bytes=262144)"));
+        };
+        let name = name.trim();
+        if !seen.insert(name) {
+            return Err(format!("--rx-param {text}: {name} given twice"));
+        }
+        cfg.rx_pipeline.set(name, value).map_err(|e| format!("--rx-param {text}: {e}"))?;
+    }
+    cfg.rx_pipeline.validate().map_err(|e| format!("--rx-param: {e}"))
+}
+
 /// A decimal or 0x-prefixed hexadecimal number.
 fn parse_number(text: &str) -> anyhow::Result<u64> {
     let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
@@ -486,6 +515,32 @@ mod tests {
         assert_eq!(again[1].dst_qp, 0x100);
         assert_eq!(flows.iter().map(|f| f.id).collect::<Vec<_>>(), [1, 2, 3]);
         assert_eq!(flows[0].src_port + 1, flows[1].src_port);
+    }
+
+    #[test]
+    fn rx_options_set_the_receive_pipeline_by_name_and_are_checked() {
+        let mut cfg = NicConfig::default();
+        let params: Vec<String> =
+            ["buffer_bytes=262144", "xoff_bytes=131072", "xon_bytes=65536", "page_bytes=2097152"]
+                .map(str::to_owned)
+                .into();
+        apply_rx_options(&mut cfg, &params).unwrap();
+        let rx = cfg.rx_pipeline;
+        assert_eq!(
+            (rx.buffer_bytes, rx.xoff_bytes, rx.xon_bytes, rx.page_bytes),
+            (262144, 131072, 65536, 2 << 20)
+        );
+        let mut sorted = params.clone();
+        sorted.sort();
+        assert_eq!(rx.params(), sorted, "what lab up passes back is what was set");
+        for (param, needle) in [
+            ("colour=1", "--rx-param colour=1: unknown receive pipeline parameter \"colour\" (known: "),
+            ("buffer_bytes=x", "--rx-param buffer_bytes=x: buffer_bytes=x: expected a whole number"),
+            ("buffer_bytes=1000", "--rx-param: xoff_bytes: 0 is outside 1..=1000 (buffer_bytes)"),
+        ] {
+            let e = apply_rx_options(&mut NicConfig::default(), &[param.to_owned()]).unwrap_err();
+            assert!(e.contains(needle), "{param}: {e}");
+        }
     }
 
     #[test]

@@ -46,31 +46,68 @@ pub(super) struct Host {
     pub(super) rx: Vec<Vec<u8>>,
     pub(super) tx_errors: u64,
     pub(super) storm: Option<StormWindow>,
+    pub(super) rx_stuck: Option<StuckWindow>,
 }
 
-/// `--storm` between `--storm-from` and `--storm-until`.
-pub(super) struct StormWindow {
-    pub(super) storm: Storm,
+/// A time window of the run (`--storm-from`/`--storm-until`, `--rx-stuck-from`/`--rx-stuck-until`).
+pub(super) struct Window {
     pub(super) from_ns: u64,
     pub(super) until_ns: Option<u64>,
     pub(super) on: bool,
 }
 
+impl Window {
+    pub(super) fn new(from_ns: u64, until_ns: Option<u64>) -> Window {
+        Window { from_ns, until_ns, on: false }
+    }
+
+    /// Whether `now` just entered (`Some(true)`) or left (`Some(false)`) the window, and the next instant
+    /// that changes.
+    fn update(&mut self, now: u64) -> (Option<bool>, Option<u64>) {
+        let want = now >= self.from_ns && self.until_ns.is_none_or(|u| now < u);
+        let change = (want != self.on).then_some(want);
+        self.on = want;
+        let next = if now < self.from_ns { Some(self.from_ns) } else { self.until_ns.filter(|&u| now < u) };
+        (change, next)
+    }
+}
+
+/// `--storm` in its window.
+pub(super) struct StormWindow {
+    pub(super) storm: Storm,
+    pub(super) window: Window,
+}
+
 impl StormWindow {
     /// Turns the storm on or off as `now` enters or leaves the window; the next time that changes.
     fn update(&mut self, nic: &mut Nic, now: u64) -> Option<u64> {
-        let want = now >= self.from_ns && self.until_ns.is_none_or(|u| now < u);
-        if want != self.on {
-            self.on = want;
-            if want {
+        let (change, next) = self.window.update(now);
+        match change {
+            Some(true) => {
                 tracing::info!("storm starts");
                 nic.set_storm(self.storm.priorities, self.storm.interval_ns);
-            } else {
+            }
+            Some(false) => {
                 tracing::info!("storm stops");
                 nic.set_storm(0, 0);
             }
+            None => {}
         }
-        if now < self.from_ns { Some(self.from_ns) } else { self.until_ns.filter(|&u| now < u) }
+        next
+    }
+}
+
+/// The receive pipeline stuck in its window (`--rx-stuck-from`, `--rx-stuck-until`).
+pub(super) struct StuckWindow(pub(super) Window);
+
+impl StuckWindow {
+    fn update(&mut self, nic: &mut Nic, now: u64) -> Option<u64> {
+        let (change, next) = self.0.update(now);
+        if let Some(stuck) = change {
+            tracing::info!(stuck, "receive pipeline");
+            nic.set_rx_stuck(stuck, now);
+        }
+        next
     }
 }
 
@@ -87,6 +124,7 @@ impl Host {
             }
             let now = monotonic_ns();
             let storm_at = self.storm.as_mut().and_then(|w| w.update(&mut self.nic, now));
+            let stuck_at = self.rx_stuck.as_mut().and_then(|w| w.update(&mut self.nic, now));
             let mut stalled = self.drive(now);
             let now = match self.receive(now) {
                 Ok(now) => now,
@@ -123,6 +161,7 @@ impl Host {
                 finished_since.map(|t| t + DRAIN_NS),
                 options.progress.then_some(progress.next_ns),
                 storm_at,
+                stuck_at,
             ]
             .into_iter()
             .flatten()
@@ -238,4 +277,35 @@ impl Host {
 /// The interface is gone (deleted, or its namespace): nothing more will work.
 pub(super) fn is_gone(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENODEV | libc::ENXIO | libc::EBADF))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nic::{NicConfig, RxPipelineConfig};
+
+    #[test]
+    fn a_window_switches_on_and_off_once_and_says_when_next() {
+        let mut w = Window::new(100, Some(300));
+        assert_eq!(w.update(50), (None, Some(100)));
+        assert_eq!(w.update(100), (Some(true), Some(300)));
+        assert_eq!(w.update(200), (None, Some(300)));
+        assert_eq!(w.update(300), (Some(false), None));
+        assert_eq!(w.update(400), (None, None));
+        let mut open = Window::new(0, None);
+        assert_eq!(open.update(0), (Some(true), None));
+    }
+
+    #[test]
+    fn the_stuck_window_stops_and_restarts_the_receive_pipeline() {
+        let rx = RxPipelineConfig { buffer_bytes: 10_000, xoff_bytes: 5_000, ..RxPipelineConfig::default() };
+        let mut nic = Nic::new(NicConfig { rx_pipeline: rx, ..NicConfig::default() }).unwrap();
+        let mut w = StuckWindow(Window::new(1_000, Some(2_000)));
+        assert_eq!(w.update(&mut nic, 500), Some(1_000));
+        assert!(!nic.rx_stuck());
+        assert_eq!(w.update(&mut nic, 1_000), Some(2_000));
+        assert!(nic.rx_stuck());
+        assert_eq!(w.update(&mut nic, 2_500), None);
+        assert!(!nic.rx_stuck());
+    }
 }

@@ -52,9 +52,9 @@ use crate::io::{self, PortSpec};
 use crate::nic::{Nic, NicConfig, Retransmit};
 use crate::shutdown::Shutdown;
 use anyhow::{Context, bail};
-use args::{Args, FlowSpec, RetransmitArg, apply_dcqcn_options, resolve_flows};
+use args::{Args, FlowSpec, RetransmitArg, apply_dcqcn_options, apply_rx_options, resolve_flows};
 use clap::Parser as _;
-use host::{Host, LoopOptions, Stop, StormWindow};
+use host::{Host, LoopOptions, Stop, StormWindow, StuckWindow, Window};
 use report::{Ready, Report, RunStart, write_atomically};
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -157,6 +157,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let mut cfg = NicConfig { rto_ns: args.rto_us.unwrap_or(cfg.rto_ns), ..cfg };
     apply_dcqcn_options(&mut cfg, args.dcqcn_time_scale, &args.dcqcn_params).map_err(anyhow::Error::msg)?;
+    apply_rx_options(&mut cfg, &args.rx_params).map_err(anyhow::Error::msg)?;
     let mut nic = Nic::new(cfg.clone())?;
     let epoch = monotonic_ns();
     let start = RunStart::at(epoch, &WallClock::process());
@@ -168,10 +169,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     nic.handle_timeout(epoch);
     let storm = args.storm.map(|storm| StormWindow {
         storm,
-        from_ns: epoch + args.storm_from.unwrap_or(0),
-        until_ns: args.storm_until.map(|d| epoch + d),
-        on: false,
+        window: Window::new(epoch + args.storm_from.unwrap_or(0), args.storm_until.map(|d| epoch + d)),
     });
+    if args.rx_stuck_from.is_some() && !cfg.rx_pipeline.enabled() {
+        anyhow::bail!("--rx-stuck-from: the NIC has no receive buffer (--rx-param buffer_bytes=...)");
+    }
+    let rx_stuck = args
+        .rx_stuck_from
+        .map(|from| StuckWindow(Window::new(epoch + from, args.rx_stuck_until.map(|d| epoch + d))));
     tracing::info!(
         interface = %interface, %mac, ip = %args.ip, line_rate_mbps = args.line_rate_mbps,
         flows = args.flows.len(), dcqcn_time_scale = cfg.dcqcn.time_scale,
@@ -187,8 +192,15 @@ fn run(args: Args) -> anyhow::Result<()> {
             .as_ref()
             .map(|path| (path.clone(), Ready::new(&interface, mac, args.ip).to_line())),
     };
-    let mut host =
-        Host { nic, port, backlog: Vec::new(), rx: Vec::with_capacity(RX_BATCH), tx_errors: 0, storm };
+    let mut host = Host {
+        nic,
+        port,
+        backlog: Vec::new(),
+        rx: Vec::with_capacity(RX_BATCH),
+        tx_errors: 0,
+        storm,
+        rx_stuck,
+    };
     let stop = host.run(&options, &signals, epoch);
     let end = monotonic_ns();
     // The report is as of the exit (pauses in progress, rates of unfinished flows), not the last wake-up.

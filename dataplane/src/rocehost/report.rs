@@ -78,6 +78,13 @@ pub struct FrameCounters {
     pub tx_cnp_frames: u64,
     pub tx_pfc_frames: u64,
     pub tx_arp_replies: u64,
+    /// Added with the receive pipeline; absent (0) in older reports.
+    #[serde(default)]
+    pub rx_buffer_drops: u64,
+    #[serde(default)]
+    pub rx_page_misses: u64,
+    #[serde(default)]
+    pub rx_pause_watchdog_events: u64,
 }
 
 /// PFC state of one priority (see [`PriorityPause`]).
@@ -242,6 +249,9 @@ impl From<NicCounters> for FrameCounters {
             tx_cnp_frames,
             tx_pfc_frames,
             tx_arp_replies,
+            rx_buffer_drops,
+            rx_page_misses,
+            rx_pause_watchdog_events,
         } = c;
         FrameCounters {
             rx_frames,
@@ -262,6 +272,9 @@ impl From<NicCounters> for FrameCounters {
             tx_cnp_frames,
             tx_pfc_frames,
             tx_arp_replies,
+            rx_buffer_drops,
+            rx_page_misses,
+            rx_pause_watchdog_events,
         }
     }
 }

@@ -157,6 +157,13 @@ pub(super) fn human_report(r: &Report, nic: &Nic, m: &Meta<'_>) -> String {
         c.rx_malformed,
         c.rx_unknown_qp
     );
+    if c.rx_buffer_drops + c.rx_page_misses + c.rx_pause_watchdog_events > 0 {
+        let _ = writeln!(
+            s,
+            "receive pipeline: {} frames dropped (buffer full), {} translation misses, {} watchdog stops",
+            c.rx_buffer_drops, c.rx_page_misses, c.rx_pause_watchdog_events
+        );
+    }
     s
 }
 

@@ -4,7 +4,7 @@
 //! `expect[0].pfc_tx`).
 
 use super::timed::{EcnBeforeXoffFile, FlowRateFile};
-use super::{Action, ActionKind, Expect, FlowMetric, Metric, Scenario, Storm, Table};
+use super::{Action, ActionKind, Expect, FlowMetric, Metric, RxStuck, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
 use lossless_dataplane::model::config::{ConfigDb, check_config_text};
@@ -45,6 +45,7 @@ pub struct Step {
     /// Flows (topology `traffic` entries) that start at `at`.
     pub traffic: Option<OneOrMany<Mapping>>,
     pub storm: Option<StormStep>,
+    pub rx_stuck: Option<RxStuckStep>,
     pub flush_fdb: Option<FlushFdbStep>,
     pub stop_host: Option<HostRef>,
     pub apply: Option<ApplyStep>,
@@ -56,6 +57,15 @@ pub struct StormStep {
     pub host: String,
     pub priorities: Vec<u8>,
     pub interval_us: Option<u64>,
+    /// ms after the hosts are up.
+    pub stop: Option<u64>,
+}
+
+/// The host NIC's receive pipeline stops at `at` (and restarts at `stop`, if given).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RxStuckStep {
+    pub host: String,
     /// ms after the hosts are up.
     pub stop: Option<u64>,
 }
@@ -139,8 +149,10 @@ pub enum ExpectFile {
     Neighbor(Entry),
     Ratio(Ratio),
     PfcTx(PfcTx),
+    PortPausedMs(PfcTx),
     QueueDepth(QueueDepth),
     GoodputMbps(Flows),
+    DeliveredMbps(Flows),
     PsnGaps(Flows),
     Cnps(Flows),
     PauseMs(Flows),
@@ -232,8 +244,10 @@ pub struct Ratio {
 #[serde(rename_all = "snake_case")]
 pub enum MetricFile {
     PfcTx(PfcTx),
+    PortPausedMs(PfcTx),
     QueueDepth(QueueDepth),
     GoodputMbps(Flows),
+    DeliveredMbps(Flows),
     PsnGaps(Flows),
     Cnps(Flows),
     PauseMs(Flows),
@@ -276,7 +290,9 @@ impl MetricFile {
         match self {
             MetricFile::PfcTx(_) => "pfc_tx",
             MetricFile::QueueDepth(_) => "queue_depth",
+            MetricFile::PortPausedMs(_) => "port_paused_ms",
             MetricFile::GoodputMbps(_) => "goodput_mbps",
+            MetricFile::DeliveredMbps(_) => "delivered_mbps",
             MetricFile::PsnGaps(_) => "psn_gaps",
             MetricFile::Cnps(_) => "cnps",
             MetricFile::PauseMs(_) => "pause_ms",
@@ -288,9 +304,10 @@ impl MetricFile {
 
     fn bounds(&self) -> (Option<f64>, Option<f64>) {
         match self {
-            MetricFile::PfcTx(m) => (m.min, m.max),
+            MetricFile::PfcTx(m) | MetricFile::PortPausedMs(m) => (m.min, m.max),
             MetricFile::QueueDepth(m) => (m.min, m.max),
             MetricFile::GoodputMbps(f)
+            | MetricFile::DeliveredMbps(f)
             | MetricFile::PsnGaps(f)
             | MetricFile::Cnps(f)
             | MetricFile::PauseMs(f)
@@ -307,15 +324,22 @@ impl MetricFile {
             let flows = list.into_iter().map(|n| flow_index(t, n, what)).collect::<anyhow::Result<_>>()?;
             Ok(Metric::Flow { what: what_, flows })
         };
+        let port_metric = |m: PfcTx| -> anyhow::Result<(String, Vec<String>, u8)> {
+            let priority = u8::try_from(m.priority)
+                .ok()
+                .filter(|p| *p < 8)
+                .with_context(|| format!("{what}.priority: 0-7"))?;
+            Ok((m.switch, non_empty(m.port, what, "port")?, priority))
+        };
         Ok(match self {
-            MetricFile::PfcTx(m) => Metric::PfcTx {
-                switch: m.switch,
-                ports: non_empty(m.port, what, "port")?,
-                priority: u8::try_from(m.priority)
-                    .ok()
-                    .filter(|p| *p < 8)
-                    .with_context(|| format!("{what}.priority: 0-7"))?,
-            },
+            MetricFile::PfcTx(m) => {
+                let (switch, ports, priority) = port_metric(m)?;
+                Metric::PfcTx { switch, ports, priority }
+            }
+            MetricFile::PortPausedMs(m) => {
+                let (switch, ports, priority) = port_metric(m)?;
+                Metric::PortPausedMs { switch, ports, priority }
+            }
             MetricFile::QueueDepth(m) => Metric::QueueDepth {
                 switch: m.switch,
                 port: m.port,
@@ -325,6 +349,7 @@ impl MetricFile {
                     .with_context(|| format!("{what}.queue: 0-7"))?,
             },
             MetricFile::GoodputMbps(f) => flows(FlowMetric::GoodputMbps, f)?,
+            MetricFile::DeliveredMbps(f) => flows(FlowMetric::DeliveredMbps, f)?,
             MetricFile::PsnGaps(f) => flows(FlowMetric::PsnGaps, f)?,
             MetricFile::Cnps(f) => flows(FlowMetric::Cnps, f)?,
             MetricFile::PauseMs(f) => flows(FlowMetric::PauseMs, f)?,
@@ -346,8 +371,10 @@ impl ExpectFile {
             ExpectFile::Neighbor(_) => "neighbor",
             ExpectFile::Ratio(_) => "ratio",
             ExpectFile::PfcTx(_) => "pfc_tx",
+            ExpectFile::PortPausedMs(_) => "port_paused_ms",
             ExpectFile::QueueDepth(_) => "queue_depth",
             ExpectFile::GoodputMbps(_) => "goodput_mbps",
+            ExpectFile::DeliveredMbps(_) => "delivered_mbps",
             ExpectFile::PsnGaps(_) => "psn_gaps",
             ExpectFile::Cnps(_) => "cnps",
             ExpectFile::PauseMs(_) => "pause_ms",
@@ -365,8 +392,10 @@ impl ExpectFile {
     fn into_metric(self) -> Result<MetricFile, Box<ExpectFile>> {
         Ok(match self {
             ExpectFile::PfcTx(m) => MetricFile::PfcTx(m),
+            ExpectFile::PortPausedMs(m) => MetricFile::PortPausedMs(m),
             ExpectFile::QueueDepth(m) => MetricFile::QueueDepth(m),
             ExpectFile::GoodputMbps(f) => MetricFile::GoodputMbps(f),
+            ExpectFile::DeliveredMbps(f) => MetricFile::DeliveredMbps(f),
             ExpectFile::PsnGaps(f) => MetricFile::PsnGaps(f),
             ExpectFile::Cnps(f) => MetricFile::Cnps(f),
             ExpectFile::PauseMs(f) => MetricFile::PauseMs(f),
@@ -521,21 +550,23 @@ impl Scenario {
         let name = file.name.unwrap_or_else(|| default_name.to_owned());
         let mut flows = Vec::new();
         let mut storms = Vec::new();
+        let mut rx_stuck_windows = Vec::new();
         let mut actions = Vec::new();
         for (i, step) in file.steps.into_iter().enumerate() {
             let what = format!("{source}: steps[{i}]");
             let at = step.at;
             let action = |kind| Action { at_ms: at, step: format!("steps[{i}]"), kind };
-            let Step { at: _, traffic, storm, flush_fdb, stop_host, apply } = step;
+            let Step { at: _, traffic, storm, rx_stuck, flush_fdb, stop_host, apply } = step;
             let given = [
                 traffic.is_some(),
                 storm.is_some(),
+                rx_stuck.is_some(),
                 flush_fdb.is_some(),
                 stop_host.is_some(),
                 apply.is_some(),
             ];
             if given.iter().filter(|&&g| g).count() != 1 {
-                bail!("{what}: expected one of traffic, storm, stop-host, flush-fdb or apply");
+                bail!("{what}: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb or apply");
             }
             if let Some(t) = traffic {
                 for mut f in t.into_vec() {
@@ -556,6 +587,11 @@ impl Scenario {
                     start_ms: at,
                     stop_ms: s.stop,
                 });
+            } else if let Some(s) = rx_stuck {
+                if s.stop.is_some_and(|s| s <= at) {
+                    bail!("{what}: stop must be after at");
+                }
+                rx_stuck_windows.push(RxStuck { host: s.host, start_ms: at, stop_ms: s.stop, step: i });
             } else if let Some(f) = flush_fdb {
                 actions.push(action(ActionKind::FlushFdb { switch: f.switch, port: f.port }));
             } else if let Some(s) = stop_host {
@@ -591,6 +627,23 @@ impl Scenario {
         for s in &storms {
             if topology.host(&s.host).is_none() {
                 bail!("{source}: storm: unknown host {}", s.host);
+            }
+        }
+        for s in &rx_stuck_windows {
+            match topology.host(&s.host) {
+                None => bail!(
+                    "{source}: steps[{}]: unknown host {} ({})",
+                    s.step,
+                    s.host,
+                    names(topology.hosts.iter().map(|h| &h.name))
+                ),
+                Some(h) if !h.rx_pipeline.enabled() => bail!(
+                    "{source}: steps[{}]: rx-stuck: host {} has no receive buffer \
+                     (rx-pipeline: {{ buffer_bytes: ..., xoff_bytes: ..., xon_bytes: ... }})",
+                    s.step,
+                    s.host
+                ),
+                Some(_) => {}
             }
         }
         for a in &actions {
@@ -641,197 +694,18 @@ impl Scenario {
                     .map_err(|e| anyhow::anyhow!("{source}: expect[{i}]: {e}"))?;
             }
         }
-        Ok(Scenario { name, topology, duration_ms: file.duration_ms, storms, actions, expect })
+        Ok(Scenario {
+            name,
+            topology,
+            duration_ms: file.duration_ms,
+            storms,
+            rx_stuck: rx_stuck_windows,
+            actions,
+            expect,
+        })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const TOPOLOGY: &str = r#"
-topology:
-  switches:
-    sw1:
-      config:
-        PORT: { Ethernet0: { speed: 1000 }, Ethernet4: { speed: 1000 } }
-        VLAN: { Vlan10: { vlanid: 10 } }
-        VLAN_MEMBER: { "Vlan10|Ethernet0": { tagging_mode: untagged }, "Vlan10|Ethernet4": { tagging_mode: untagged } }
-  hosts:
-    h1: { ip: 10.0.0.1/24, attach: "sw1:Ethernet0" }
-    h2: { ip: 10.0.0.2/24, attach: "sw1:Ethernet4" }
-"#;
-
-    fn parse(rest: &str) -> anyhow::Result<Scenario> {
-        Scenario::parse(&format!("{TOPOLOGY}{rest}"), "t", "t.yaml", Path::new("."))
-    }
-
-    fn error_of(rest: &str) -> String {
-        format!("{:#}", parse(rest).unwrap_err())
-    }
-
-    #[test]
-    fn steps_and_expectations_parse() {
-        let s = parse(
-            r#"
-steps:
-  - { at: 0, traffic: [ { from: h1, to: h2, priority: 3, dscp: 3 }, { from: h2, to: h1, priority: 3, dscp: 3 } ] }
-  - { at: 900, flush-fdb: { switch: sw1, port: Ethernet4 } }
-  - { at: 500, stop-host: { host: h2 } }
-  - { at: 500, apply: { switch: sw1, config: { SWITCH: { switch: { lossless_fdb_miss_action: flood } } } } }
-  - { at: 100, storm: { host: h1, priorities: [3, 4], interval-us: 50, stop: 200 } }
-expect:
-  - pfc_tx: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, min: 1 }
-  - cnps: { flow: [0, 1], max: 0 }
-  - ratio: { of: { pause_ms: { flow: 1 } }, to: { pause_ms: { flow: 0 } }, max: 0.5 }
-  - fdb_entry: { switch: sw1, host: h2, present: false }
-  - goodput_mbps_at_least: { flow: 0, value: 10 }
-  - queue_depth: { switch: sw1, port: Ethernet4, queue: 3, max: 20 }
-  - drop_reason: { switch: sw1, reason: FDB_MISS_LOSSLESS, min: 1 }
-  - pfcwd_detected: { switch: sw1, port: Ethernet4, queue: 3, within_ms: 650 }
-  - throughput_mbps: { flow: [1, 0], from_ms: 6, to_ms: 10, max: 0 }
-  - pfc_paused_at_end: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, paused: true }
-"#,
-        )
-        .unwrap();
-        let order: Vec<(&str, u64)> = s.actions.iter().map(|a| (a.step.as_str(), a.at_ms)).collect();
-        assert_eq!(
-            order,
-            [("steps[2]", 500), ("steps[3]", 500), ("steps[1]", 900)],
-            "time order, then file order"
-        );
-        match &s.actions[1].kind {
-            ActionKind::Apply { config, replace: false, .. } => {
-                assert_eq!(config.tables["SWITCH"]["switch"]["lossless_fdb_miss_action"], "flood")
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(s.topology.traffic.len(), 2);
-        assert_eq!(s.storms.len(), 1);
-        assert_eq!((s.storms[0].priorities.as_slice(), s.storms[0].interval_us), ([3, 4].as_slice(), 50));
-        assert_eq!((s.storms[0].start_ms, s.storms[0].stop_ms), (100, Some(200)));
-        assert_eq!(s.duration_ms, 3000);
-        assert_eq!(s.expect.len(), 10);
-        assert!(matches!(
-            &s.expect[8],
-            Expect::Throughput { flows, from_ms: 6, to_ms: 10, min: None, max: Some(m) } if flows == &[1, 0] && *m == 0.0
-        ));
-        assert!(matches!(
-            &s.expect[9],
-            Expect::PausedAtEnd { ports, priority: 3, paused: true, .. } if ports.len() == 2
-        ));
-        assert!(
-            matches!(&s.expect[0], Expect::Bounds { metric: Metric::PfcTx { ports, .. }, .. } if ports.len() == 2)
-        );
-        assert!(matches!(
-            &s.expect[2],
-            Expect::Ratio { of: Metric::Flow { what: FlowMetric::PauseMs, flows: of }, max: Some(m), .. }
-                if of == &[1] && *m == 0.5
-        ));
-    }
-
-    #[test]
-    fn the_shipped_scenarios_parse() {
-        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/scenarios"));
-        for name in [
-            "pfc-storm",
-            "arp-mac-missing",
-            "arp-mac-missing-flood",
-            "incast-dcqcn",
-            "flood-deadlock",
-            "flood-deadlock-drop",
-        ] {
-            let s =
-                Scenario::load(&dir.join(format!("{name}.yaml"))).unwrap_or_else(|e| panic!("{name}: {e:#}"));
-            assert!(!s.expect.is_empty(), "{name}");
-        }
-    }
-
-    #[test]
-    fn errors_name_the_step_or_expectation() {
-        let e = error_of("steps: [ { at: 1, stop-host: { host: h9 } } ]");
-        assert!(e.contains("steps[0]: unknown host h9 (h1, h2)"), "{e}");
-        let e = error_of("steps: [ { at: 1, flush-fdb: { switch: sw1, port: Ethernet8 } } ]");
-        assert!(e.contains("steps[0]: sw1 has no port Ethernet8 (PORT: Ethernet0, Ethernet4)"), "{e}");
-        let e = error_of("steps: [ { at: 1, apply: { switch: sw2, config: { PORT: {} } } } ]");
-        assert!(e.contains("steps[0]: unknown switch sw2 (switches: sw1)"), "{e}");
-        let e = error_of("steps: [ { at: 1, apply: { switch: sw1, config: [1] } } ]");
-        assert!(
-            e.contains(
-                "steps[0].apply.config: invalid type: sequence, expected a file name or the content inline"
-            ),
-            "{e}"
-        );
-        let e = error_of("steps: [ { at: 1, apply: { switch: sw1, config: missing.yaml } } ]");
-        assert!(e.contains("steps[0].apply.config: cannot read ./missing.yaml"), "{e}");
-        let e = error_of("steps: [ { at: 1 } ]");
-        assert!(e.contains("steps[0]: expected one of traffic, storm, stop-host, flush-fdb or apply"), "{e}");
-        let e = error_of("steps: [ { at: 1, stop-host: { host: h1 }, colour: red } ]");
-        assert!(e.contains("steps[0]: unknown field `colour`"), "{e}");
-        let e = error_of("steps: [ { at: 1, storm: { host: h1, priorities: [9] } } ]");
-        assert!(e.contains("steps[0].priorities: numbers 0-7"), "{e}");
-        let e = error_of("expect: [ { pfc_tx: { switch: sw1, port: Ethernet9, priority: 3, min: 1 } } ]");
-        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
-        let e = error_of("expect: [ { cnps: { flow: 0, min: 1 } } ]");
-        assert!(e.contains("expect[0].cnps: flow 0: there are 0 flows"), "{e}");
-        let e = error_of("expect: [ { pfc_tx: { switch: sw1, port: Ethernet0, priority: 3 } } ]");
-        assert!(e.contains("expect[0].pfc_tx: give min, max or both"), "{e}");
-        let e = error_of("expect: [ { pfc_tx: { switch: sw1, port: Ethernet0, priority: 9, min: 1 } } ]");
-        assert!(e.contains("expect[0].pfc_tx.priority: 0-7"), "{e}");
-        let e = error_of("expect: [ { pfc_tx: { switch: sw1, port: Ethernet0, prio: 3, min: 1 } } ]");
-        assert!(e.contains("expect[0].pfc_tx: unknown field `prio`"), "{e}");
-        let e = error_of("expect: [ { throughput_mbps: { flow: 0, from_ms: 5, to_ms: 5, max: 0 } } ]");
-        assert!(e.contains("expect[0].throughput_mbps: to_ms (5) must be after from_ms (5)"), "{e}");
-        let e = error_of("expect: [ { throughput_mbps: { flow: 0, from_ms: 1, to_ms: 5 } } ]");
-        assert!(e.contains("expect[0].throughput_mbps: give min, max or both"), "{e}");
-        let e = error_of(
-            "expect: [ { pfc_paused_at_end: { switch: sw1, port: Ethernet9, priority: 3, paused: true } } ]",
-        );
-        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
-        let e = error_of(
-            "expect: [ { pfc_paused_at_end: { switch: sw1, port: [], priority: 3, paused: true } } ]",
-        );
-        assert!(e.contains("expect[0].pfc_paused_at_end.port: an empty list"), "{e}");
-        let e = error_of("expect: [ { colour: { flow: 0 } } ]");
-        assert!(e.contains("expect[0]: unknown variant `colour`"), "{e}");
-    }
-
-    const ONE_FLOW: &str =
-        "duration-ms: 10\nsteps: [ { at: 0, traffic: { from: h1, to: h2, priority: 3, dscp: 3 } } ]\n";
-
-    #[test]
-    fn rate_windows_and_ecn_onsets_parse_and_say_what_is_wrong() {
-        let s = parse(&format!(
-            "{ONE_FLOW}expect:\n  - flow_rate_mbps: {{ flow: 0, of: acked, value: 900, within_percent: 5, from_ms: 2, to_ms: 10 }}\n  - ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 3 }}\n"
-        ))
-        .unwrap();
-        assert!(matches!(
-            &s.expect[0],
-            Expect::FlowRate { flows, of: super::super::timed::RateOf::Acked, from_ms: 2, to_ms: 10, .. } if flows == &[0]
-        ));
-        assert!(matches!(&s.expect[1], Expect::EcnBeforeXoff { queue: 3, .. }));
-        assert_eq!(s.flow_snapshot_instants_ms().into_iter().collect::<Vec<_>>(), [2, 10]);
-        let rate =
-            |fields: &str| error_of(&format!("{ONE_FLOW}expect: [ {{ flow_rate_mbps: {{ {fields} }} }} ]"));
-        let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 5");
-        assert!(e.contains("expect[0].flow_rate_mbps: from_ms 5 must be before to_ms 5"), "{e}");
-        let e = rate("flow: 0, of: sent, value: 900, within_percent: 5, from_ms: 5, to_ms: 11");
-        assert!(e.contains("flow_rate_mbps.to_ms: 11 is after the scenario's end (duration-ms 10)"), "{e}");
-        let e = rate("flow: 0, of: sent, value: 900, within_percent: 0, from_ms: 1, to_ms: 2");
-        assert!(e.contains("flow_rate_mbps.within_percent: 0 is outside (0, 100]"), "{e}");
-        let e = rate("flow: 0, of: sent, value: -1, within_percent: 5, from_ms: 1, to_ms: 2");
-        assert!(e.contains("flow_rate_mbps.value: -1 is not a rate"), "{e}");
-        let e = rate("flow: 3, of: sent, value: 1, within_percent: 5, from_ms: 1, to_ms: 2");
-        assert!(e.contains("flow_rate_mbps: flow 3: there are 1 flows"), "{e}");
-        let e = rate("flow: 0, of: received, value: 1, within_percent: 5, from_ms: 1, to_ms: 2");
-        assert!(e.contains("unknown variant `received`, expected `sent` or `acked`"), "{e}");
-        let e = error_of(&format!(
-            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet4, queue: 8 }} }} ]"
-        ));
-        assert!(e.contains("expect[0].ecn_before_xoff.queue: 8 is outside 0-7"), "{e}");
-        let e = error_of(&format!(
-            "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet9, queue: 3 }} }} ]"
-        ));
-        assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
-    }
-}
+#[path = "file_tests.rs"]
+mod tests;

@@ -8,6 +8,7 @@
 //!   - { at: 0, traffic: { from: h1, to: h3, priority: 3, dscp: 3, rate-mbps: 300, dcqcn: false } }
 //!   - { at: 2000, storm: { host: h2, priorities: [3], interval-us: 100, stop: 3500 } }
 //!   - { at: 800, stop-host: { host: h3 } }                   # h3's rocehost exits: a dead, silent server
+//!   - { at: 100, rx-stuck: { host: h4, stop: 900 } }         # h4's NIC stops draining its receive buffer
 //!   - { at: 1000, flush-fdb: { switch: t0, port: Ethernet4 } }
 //!   - { at: 0, apply: { switch: t0, config: { SWITCH: { switch: { lossless_fdb_miss_action: flood } } } } }
 //!   - { at: 1500, apply: { switch: t0, config: t0-new.yaml, replace: true } }
@@ -20,6 +21,7 @@
 //!   - fdb_entry: { switch: t0, host: h3, present: false }   # at the end of the run
 //!   - neighbor: { switch: t0, host: h3, present: true }
 //!   - pfc_tx: { switch: sw1, port: [Ethernet0, Ethernet4], priority: 3, min: 1 }
+//!   - port_paused_ms: { switch: sw1, port: Ethernet4, priority: 3, max: 50 }
 //!   - queue_depth: { switch: sw1, port: Ethernet8, queue: 3, max: 20 }
 //!   - cnps: { flow: [2, 3], min: 1 }                         # flows: numbered from 0 in step order
 //!   - ratio: { of: { pause_ms: { flow: [2, 3] } }, to: { pause_ms: { flow: [0, 1] } }, max: 0.5 }
@@ -31,10 +33,14 @@
 //!
 //! Metrics (`min`/`max` bounds, or the two sides of a `ratio`):
 //! - `pfc_tx`: PFC frames the switch sent on the port(s) for the priority (summed);
+//! - `port_paused_ms`: time the port(s) were paused by PFC received from the peer (summed; `rx_pause_us`
+//!   of the final counters);
 //! - `queue_depth`: frames in the egress queue, averaged over the counter samples (every
 //!   [`SAMPLE_INTERVAL_MS`]) taken during the scenario's duration from when its traffic began (in a lab,
 //!   the first sender's start: its flows and `--duration` count from there);
-//! - per flow, summed over the flows listed: `goodput_mbps` (receiver), `psn_gaps` (receiver), `cnps`
+//! - per flow, summed over the flows listed: `goodput_mbps` (receiver, while it got data),
+//!   `delivered_mbps` (receiver, payload over the scenario from the flow's start: stalls count), `psn_gaps`
+//!   (receiver), `cnps`
 //!   (CNPs the sender received), `pause_ms` (time the sender's NIC was paused on the flow's priority; a host
 //!   sending two flows on one priority counts it for each), `retransmitted` (sender packets),
 //!   `dcqcn_rate_decreases` and `dcqcn_rate_mbps` (the sender's DCQCN reaction point: rate cuts, and its
@@ -57,6 +63,8 @@
 //!
 //! Steps:
 //! - `storm` runs in the host's own rocehost (`--storm`, `--storm-from`, `--storm-until`);
+//! - `rx-stuck` stops the receive pipeline of the host's NIC (`--rx-stuck-from`, `--rx-stuck-until`): its
+//!   receive buffer fills and the NIC pauses its peer (the host needs an `rx-pipeline` in the topology);
 //! - `stop-host` stops the host's rocehost (SIGTERM; it writes its report): a dead server. Nothing leaves
 //!   the host any more for traffic from off its subnet (its kernel has no route back); traffic from its own
 //!   subnet may still draw a few rate-limited ICMP errors from its kernel;
@@ -97,6 +105,8 @@ pub struct Scenario {
     pub topology: Topology,
     pub duration_ms: u64,
     pub storms: Vec<Storm>,
+    /// Windows in which a host NIC's receive pipeline is stuck.
+    pub rx_stuck: Vec<RxStuck>,
     /// Timed actions on switches and hosts, in time order (file order for equal times).
     pub actions: Vec<Action>,
     pub expect: Vec<Expect>,
@@ -109,6 +119,16 @@ pub struct Storm {
     pub interval_us: u64,
     pub start_ms: u64,
     pub stop_ms: Option<u64>,
+}
+
+/// A host NIC's receive pipeline stuck from `start_ms` (to `stop_ms`).
+#[derive(Debug, Clone)]
+pub struct RxStuck {
+    pub host: String,
+    pub start_ms: u64,
+    pub stop_ms: Option<u64>,
+    /// Its index in `steps`, for messages.
+    pub step: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -208,14 +228,32 @@ pub enum Table {
 
 #[derive(Debug, Clone)]
 pub enum Metric {
-    PfcTx { switch: String, ports: Vec<String>, priority: u8 },
-    QueueDepth { switch: String, port: String, queue: u32 },
-    Flow { what: FlowMetric, flows: Vec<usize> },
+    PfcTx {
+        switch: String,
+        ports: Vec<String>,
+        priority: u8,
+    },
+    /// Time the port's egress was paused by PFC from its peer (summed over the ports).
+    PortPausedMs {
+        switch: String,
+        ports: Vec<String>,
+        priority: u8,
+    },
+    QueueDepth {
+        switch: String,
+        port: String,
+        queue: u32,
+    },
+    Flow {
+        what: FlowMetric,
+        flows: Vec<usize>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlowMetric {
     GoodputMbps,
+    DeliveredMbps,
     PsnGaps,
     Cnps,
     PauseMs,
@@ -228,6 +266,7 @@ impl FlowMetric {
     pub(super) fn describe(self) -> &'static str {
         match self {
             FlowMetric::GoodputMbps => "goodput (Mb/s)",
+            FlowMetric::DeliveredMbps => "delivered over the scenario (Mb/s)",
             FlowMetric::PsnGaps => "PSN gaps",
             FlowMetric::Cnps => "CNPs received by the sender",
             FlowMetric::PauseMs => "sender paused (ms)",
@@ -244,6 +283,9 @@ impl Metric {
             Metric::PfcTx { switch, ports, priority } => {
                 format!("{switch} PFC frames sent on {} priority {priority}", ports.join("+"))
             }
+            Metric::PortPausedMs { switch, ports, priority } => {
+                format!("{switch} {} paused by its peer on priority {priority} (ms)", ports.join("+"))
+            }
             Metric::QueueDepth { switch, port, queue } => {
                 format!("{switch} {port} queue {queue} mean depth (frames)")
             }
@@ -257,7 +299,9 @@ impl Metric {
     /// The switch and ports the metric reads, to check that they exist.
     pub(super) fn switch(&self) -> Option<(&str, Vec<&str>)> {
         match self {
-            Metric::PfcTx { switch, ports, .. } => Some((switch, ports.iter().map(String::as_str).collect())),
+            Metric::PfcTx { switch, ports, .. } | Metric::PortPausedMs { switch, ports, .. } => {
+                Some((switch, ports.iter().map(String::as_str).collect()))
+            }
             Metric::QueueDepth { switch, port, .. } => Some((switch, vec![port.as_str()])),
             Metric::Flow { .. } => None,
         }

@@ -67,6 +67,9 @@ pub struct FlowResult {
     pub dcqcn_rate_decreases: u64,
     /// The sender's DCQCN rate at the end; `None` with DCQCN off.
     pub dcqcn_rate_mbps: Option<f64>,
+    /// Payload received over the scenario, from the flow's start to the end of `duration-ms` (what it
+    /// delivered in that time, stalls included; `goodput_mbps` counts only while the receiver got data).
+    pub delivered_mbps: f64,
     /// When the sender finished the flow's last message, ms after the hosts were up.
     pub finished_ms: Option<f64>,
     /// When the sender sent the flow's first frame, ms after the hosts were up.
@@ -89,6 +92,7 @@ impl FlowResult {
     fn metric(&self, m: FlowMetric) -> f64 {
         match m {
             FlowMetric::GoodputMbps => self.goodput_mbps,
+            FlowMetric::DeliveredMbps => self.delivered_mbps,
             FlowMetric::PsnGaps => self.psn_gaps as f64,
             FlowMetric::Cnps => self.cnps_received as f64,
             FlowMetric::PauseMs => self.pause_ms,
@@ -321,6 +325,10 @@ pub(crate) fn evaluate(
                 received_packets: r.map_or(0, |r| r.received_packets),
                 psn_gaps: r.map_or(0, |r| r.psn_gaps),
                 goodput_mbps: r.map_or(0.0, |r| r.goodput_mbps),
+                delivered_mbps: r.map_or(0.0, |r| {
+                    let ms = scenario.duration_ms.saturating_sub(f.start_ms).max(1);
+                    r.received_bytes as f64 * 8.0 / (ms as f64 * 1e3)
+                }),
             }
         })
         .collect();
@@ -343,32 +351,28 @@ pub(crate) fn evaluate(
             });
         }
     }
+    // A port metric summed over the ports, each port's value shown when there are several.
+    let per_port = |switch: &str, ports: &[String], value: &dyn Fn(&pb::PortCounters) -> f64| {
+        let per: Vec<f64> = ports.iter().map(|p| seen.port(switch, p).map_or(0.0, value)).collect();
+        let total: f64 = per.iter().sum();
+        let detail = if ports.len() > 1 {
+            let each: Vec<String> =
+                ports.iter().zip(&per).map(|(p, v)| format!("{p} {}", number(*v))).collect();
+            format!(" ({})", each.join(", "))
+        } else {
+            String::new()
+        };
+        (total, format!("{}{detail}", number(total)))
+    };
     let metric = |m: &Metric| -> (f64, String) {
         match m {
-            Metric::PfcTx { switch, ports, priority } => {
-                let per: Vec<u64> = ports
-                    .iter()
-                    .map(|p| {
-                        seen.port(switch, p)
-                            .and_then(|c| c.pfc.get(usize::from(*priority)))
-                            .map_or(0, |c| c.tx)
-                    })
-                    .collect();
-                let total: u64 = per.iter().sum();
-                let detail = if ports.len() > 1 {
-                    format!(
-                        " ({})",
-                        ports
-                            .iter()
-                            .zip(&per)
-                            .map(|(p, n)| format!("{p} {n}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                } else {
-                    String::new()
-                };
-                (total as f64, format!("{total}{detail}"))
+            Metric::PfcTx { switch, ports, priority } => per_port(switch, ports, &|c: &pb::PortCounters| {
+                c.pfc.get(usize::from(*priority)).map_or(0.0, |c| c.tx as f64)
+            }),
+            Metric::PortPausedMs { switch, ports, priority } => {
+                per_port(switch, ports, &|c: &pb::PortCounters| {
+                    c.pfc.get(usize::from(*priority)).map_or(0.0, |c| c.rx_pause_us as f64 / 1e3)
+                })
             }
             Metric::QueueDepth { switch, port, queue } => {
                 let (d, n) = seen.queue_depth(switch, port, *queue);
@@ -662,13 +666,14 @@ impl ScenarioReport {
             };
             let _ = writeln!(
                 out,
-                "  flow {} {} -> {} prio {}, {dcqcn}: offered {offered}, goodput {:.1} Mb/s, {} packets, {} PSN gaps, \
-             {} CNPs, sender paused {:.1} ms{sent}",
+                "  flow {} {} -> {} prio {}, {dcqcn}: offered {offered}, goodput {:.1} Mb/s (delivered {:.1} over the \
+             scenario), {} packets, {} PSN gaps, {} CNPs, sender paused {:.1} ms{sent}",
                 f.flow,
                 f.from,
                 f.to,
                 f.priority,
                 f.goodput_mbps,
+                f.delivered_mbps,
                 f.received_packets,
                 f.psn_gaps,
                 f.cnps_received,

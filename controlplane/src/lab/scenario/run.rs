@@ -136,6 +136,13 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
             args.extend(["--storm-until".into(), format!("{}", stop as f64 / 1000.0)]);
         }
     }
+    for s in &scenario.rx_stuck {
+        let args = host_args.entry(s.host.clone()).or_default();
+        args.extend(["--rx-stuck-from".into(), format!("{}", s.start_ms as f64 / 1000.0)]);
+        if let Some(stop) = s.stop_ms {
+            args.extend(["--rx-stuck-until".into(), format!("{}", stop as f64 / 1000.0)]);
+        }
+    }
     let seconds = scenario.duration_ms.div_ceil(1000).max(1) as u32;
     let name = lab_name(&scenario.name);
     let up = UpOptions { name: Some(name.clone()), traffic_seconds: Some(seconds), host_args };

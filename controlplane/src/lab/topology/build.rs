@@ -343,6 +343,10 @@ pub(super) fn build(
                 (1, Vec::new())
             }),
         };
+        let rx_pipeline = spec.rx_pipeline.unwrap_or_default();
+        if let Err(e) = rx_pipeline.validate() {
+            errors.push(format!("{}: {e}", field("rx-pipeline")));
+        }
         if spec.interface.is_some() && spec.attach.is_none() {
             errors.push(format!(
                 "hosts.{h}.interface: only with attach (a link names the host's interface itself)"
@@ -361,6 +365,7 @@ pub(super) fn build(
             attached,
             dcqcn_time_scale,
             dcqcn_params,
+            rx_pipeline,
             retransmit: match spec.retransmit {
                 Some(RetransmitMode::GoBack0) => Retransmit::GoBack0,
                 Some(RetransmitMode::GoBackN) | None => Retransmit::GoBackN,

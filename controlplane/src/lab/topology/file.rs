@@ -1,7 +1,7 @@
 //! The topology file as written: serde types (unknown fields rejected) and the parsers of its fields.
 
 use super::{End, MAX_INTERFACE_NAME};
-use lossless_dataplane::nic::NicConfig;
+use lossless_dataplane::nic::{NicConfig, RxPipelineConfig};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -42,6 +42,8 @@ pub(super) struct RawHost {
     pub(super) interface: Option<String>,
     /// `{ time-scale: N, PARAMETER: VALUE, ... }`: rocehost's DCQCN options.
     pub(super) dcqcn: Option<BTreeMap<String, serde_yaml::Value>>,
+    /// `{ buffer_bytes: N, xoff_bytes: N, ... }`: the NIC's receive pipeline (rocehost's `--rx-param`s).
+    pub(super) rx_pipeline: Option<RxPipelineConfig>,
     /// Loss recovery of the host's flows: rocehost's `--retransmit` (`go-back-n`, the default, or
     /// `go-back-0`).
     pub(super) retransmit: Option<RetransmitMode>,

@@ -11,6 +11,7 @@
 //!   h3: { ip: 10.1.0.3/24, gateway-mac: auto }              # auto: the attached switch's router MAC
 //!   h4: { ip: 10.0.0.4/24, dcqcn: { time-scale: 500, cnp_interval_ns: 0 } }   # rocehost's DCQCN options
 //!   h5: { ip: 10.0.0.5/24, retransmit: go-back-0 }         # loss recovery: go-back-n (default) or go-back-0
+//!   h6: { ip: 10.0.0.6/24, rx-pipeline: { buffer_bytes: 262144, xoff_bytes: 131072, xon_bytes: 65536 } }
 //! links:
 //!   - sw1:Ethernet0 -- h1:eth0                              # "—", "--" or "<->" between the ends
 //!   - { link: sw1:Ethernet8 -- sw2:Ethernet0, delay: 2ms, jitter: 100us, loss: 0.01% }   # tc netem
@@ -34,7 +35,7 @@ mod tests;
 use anyhow::{Context, bail};
 use file::{RawTopology, check_interface_name};
 use lossless_dataplane::model::config::{ConfigDb, SwitchConfig, check_config_text};
-use lossless_dataplane::nic::Retransmit;
+use lossless_dataplane::nic::{Retransmit, RxPipelineConfig};
 use lossless_dataplane::wire::EthernetAddress;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -107,6 +108,8 @@ pub struct HostNode {
     pub dcqcn_time_scale: u32,
     /// rocehost's `--dcqcn-param NAME=VALUE`s, validated, in name order.
     pub dcqcn_params: Vec<(String, String)>,
+    /// The NIC's receive buffer and pipeline (default: none, frames consumed on arrival).
+    pub rx_pipeline: RxPipelineConfig,
     /// Loss recovery of the host's flows (rocehost's `--retransmit`).
     pub retransmit: Retransmit,
 }

@@ -187,6 +187,36 @@ fn pathologically_deep_text_is_refused_fast_naming_the_limit() {
 }
 
 #[test]
+fn a_hosts_receive_pipeline_is_typed_checked_and_defaults_to_none() {
+    let t = parse(
+        r#"
+switches: { sw1: { config: sw.yaml } }
+hosts:
+  h1: { ip: 10.0.0.1/24, attach: "sw1:Ethernet0",
+        rx-pipeline: { buffer_bytes: 262144, xoff_bytes: 131072, xon_bytes: 65536, page_bytes: 2097152 } }
+  h2: { ip: 10.0.0.2/24, attach: "sw1:Ethernet4" }
+"#,
+    )
+    .unwrap();
+    let rx = t.host("h1").unwrap().rx_pipeline;
+    assert_eq!(
+        (rx.buffer_bytes, rx.xoff_bytes, rx.xon_bytes, rx.page_bytes),
+        (262144, 131072, 65536, 2 << 20)
+    );
+    assert_eq!(rx.page_miss_ns, 0, "unset fields keep their defaults");
+    assert!(!t.host("h2").unwrap().rx_pipeline.enabled(), "no rx-pipeline: frames consumed on arrival");
+    let bad = |rx: &str| {
+        error_of(&format!(
+            "switches: {{ sw1: {{ config: sw.yaml }} }}\nhosts:\n  h1: {{ ip: 10.0.0.1/24, attach: \"sw1:Ethernet0\", rx-pipeline: {rx} }}\n"
+        ))
+    };
+    let e = bad("{ buffer_bytes: 1000, xoff_bytes: 500, xon_bytes: 600 }");
+    assert!(e.contains("hosts.h1.rx-pipeline: xon_bytes: 600 is not below xoff_bytes 500"), "{e}");
+    let e = bad("{ buffer_bytes: 1000, colour: 1 }");
+    assert!(e.contains("unknown field `colour`"), "{e}");
+}
+
+#[test]
 fn retransmit_is_go_back_n_unless_a_host_asks_for_go_back_0() {
     use lossless_dataplane::nic::Retransmit;
     let host = |extra: &str| {

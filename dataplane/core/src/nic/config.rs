@@ -3,6 +3,7 @@
 
 use super::dcqcn::{self, DcqcnParams};
 use super::packet;
+use super::rx_pipeline::RxPipelineConfig;
 use crate::wire::{EthernetAddress, vlan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -126,6 +127,9 @@ pub struct NicConfig {
     /// and a requester that comes back with the same QP (QPN and initial PSN, e.g. after a long PFC pause)
     /// resumes where it left off. See `receiver.rs`.
     pub rx_idle_timeout_ns: u64,
+    /// The receive buffer and pipeline (`rx_pipeline.rs`); the default has none: frames are consumed as
+    /// they arrive.
+    pub rx_pipeline: RxPipelineConfig,
 }
 
 impl Default for NicConfig {
@@ -148,6 +152,7 @@ impl Default for NicConfig {
             dscp_to_priority: BTreeMap::new(),
             ttl: 64,
             rx_idle_timeout_ns: 10_000_000_000,
+            rx_pipeline: RxPipelineConfig::default(),
         }
     }
 }
@@ -185,6 +190,9 @@ impl NicConfig {
         }
         if let Some((d, p)) = self.dscp_to_priority.iter().find(|(d, p)| **d > 63 || **p > 7) {
             return bad("dscp_to_priority", format!("{d} → {p}: DSCP ≤ 63 and priority ≤ 7"));
+        }
+        if let Err(e) = self.rx_pipeline.validate() {
+            return bad("rx_pipeline", e);
         }
         self.dcqcn.validate().or_else(|e| bad("dcqcn", e))
     }

@@ -45,6 +45,9 @@ pub mod dcqcn;
 pub mod flow;
 pub mod packet;
 mod receiver;
+pub mod rx_pipeline;
+#[cfg(test)]
+mod rx_pipeline_tests;
 #[cfg(test)]
 mod scale_tests;
 pub mod stats;
@@ -65,6 +68,8 @@ use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, L4, MacControlRepr, udp};
 use flow::SendFlow;
 use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
+use rx_pipeline::RxPipeline;
+pub use rx_pipeline::{RxPipelineConfig, RxPipelineStats};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
 
@@ -110,6 +115,8 @@ pub struct Nic {
     retired: VecDeque<(RxKey, RxQp)>,
     /// The next sweep for idle receiving QPs.
     next_expiry_ns: u64,
+    /// The receive buffer and pipeline; `None` = frames consumed on arrival (`rx_pipeline.rs`).
+    rx_pipe: Option<RxPipeline>,
     counters: NicCounters,
 }
 
@@ -117,6 +124,7 @@ impl Nic {
     pub fn new(cfg: NicConfig) -> Result<Nic, NicError> {
         cfg.validate()?;
         Ok(Nic {
+            rx_pipe: cfg.rx_pipeline.enabled().then(|| RxPipeline::new(cfg.rx_pipeline)),
             cfg,
             now_ns: 0,
             line_free_ps: 0,
@@ -214,6 +222,10 @@ impl Nic {
     /// last timer expires).
     pub fn set_storm(&mut self, priorities: u8, interval_ns: u64) {
         self.pfc.forget(0xff);
+        if let Some(pipe) = &mut self.rx_pipe {
+            // The buffer asserts again at its next change if it still wants to.
+            pipe.xoff = false;
+        }
         if priorities != 0 {
             self.storm_interval_ns = interval_ns.max(1);
             self.pfc.assert_xoff(priorities);
@@ -232,6 +244,14 @@ impl Nic {
         self.observe(now_ns);
         self.counters.rx_frames += 1;
         self.counters.rx_bytes += frame.len() as u64;
+        if self.rx_pipe.is_some() && self.rx_enqueue(frame, now_ns) {
+            return;
+        }
+        self.process_frame(frame, now_ns);
+    }
+
+    /// What the NIC does with a received frame (on arrival, or when its receive pipeline finishes it).
+    fn process_frame(&mut self, frame: &[u8], now_ns: u64) {
         let Ok(decoded) = crate::wire::decode(frame) else {
             self.counters.rx_malformed += 1;
             return;
@@ -392,6 +412,7 @@ impl Nic {
     /// timeouts, and closes pauses that expired (for the pause-time accounting).
     pub fn handle_timeout(&mut self, now_ns: u64) {
         self.observe(now_ns);
+        self.run_rx_pipeline(now_ns);
         self.expire_idle(now_ns);
         self.pfc.settle(now_ns);
         for flow in &mut self.flows {
@@ -421,7 +442,8 @@ impl Nic {
             earliest(f.ready_at(now, self.cfg.window_packets).and_then(|r| gate(f.cfg.priority, r)));
         }
         let transmit = transmit.map(|t| t.max(self.line_free_ns()));
-        self.flows.iter().filter_map(SendFlow::poll_at).chain(transmit).min()
+        let rx = self.rx_pipe.as_ref().and_then(RxPipeline::poll_at);
+        self.flows.iter().filter_map(SendFlow::poll_at).chain(transmit).chain(rx).min()
     }
 
     // ---------------------------------------------------------------------------------------- observation

@@ -262,6 +262,12 @@ pub struct NicCounters {
     pub tx_cnp_frames: u64,
     pub tx_pfc_frames: u64,
     pub tx_arp_replies: u64,
+    /// Frames the receive buffer had no room for (`rx_pipeline.rs`; 0 without a buffer).
+    pub rx_buffer_drops: u64,
+    /// Receive-address translations that missed the NIC's cache.
+    pub rx_page_misses: u64,
+    /// Times the NIC's PFC watchdog stopped its pauses.
+    pub rx_pause_watchdog_events: u64,
 }
 
 /// PFC state of one priority as the NIC saw it.
