@@ -1,9 +1,12 @@
 //! `swctl sim run` end to end (the real binary): every shipped scenario holds its expectations in virtual
 //! time; a run is byte-identical for a seed (report, series, capture) and another seed changes it; the
-//! capture decodes in tshark with nanosecond timestamps, PFC quanta, BTH PSNs and ECN.
+//! capture decodes in tshark with nanosecond timestamps, PFC quanta, BTH PSNs and ECN; Ctrl-C ends a run
+//! with a partial report; a long run on a terminal shows a progress bar, and a piped one shows none.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/scenarios");
 
@@ -64,6 +67,9 @@ fn every_shipped_scenario_holds_in_virtual_time() {
         assert!(run.status.success(), "{name}: {}", text(&run));
         let stdout = String::from_utf8_lossy(&run.stdout);
         assert!(stdout.contains("all expectations hold"), "{name}: {stdout}");
+        // stderr is a pipe: no progress bar, not even for the runs that take seconds of wall time (longer
+        // than the bar waits before it appears: incast-1g.yaml in a debug build).
+        assert!(!run.stderr.iter().any(|&b| b == 0x1b || b == b'\r'), "{name}: {}", text(&run));
         let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
         assert_eq!(report["ok"], true, "{name}");
         assert_eq!(report["virtual_time"], true, "{name}");
@@ -161,14 +167,14 @@ fn ctrl_c_ends_a_run_with_a_partial_report() {
     let file = format!("{SCENARIOS}/incast-100g-lossy.yaml");
     let mut child = Command::new(env!("CARGO_BIN_EXE_swctl"))
         .args(["sim", "run", &file, "--out", out.path(), "--no-plots", "--resolution-us", "1000"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     // swctl creates the output directory once its signal handlers are in place.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !out.0.exists() {
-        assert!(std::time::Instant::now() < deadline, "swctl did not start");
+        assert!(Instant::now() < deadline, "swctl did not start");
         assert!(child.try_wait().unwrap().is_none(), "swctl exited early");
         std::thread::yield_now();
     }
@@ -179,6 +185,60 @@ fn ctrl_c_ends_a_run_with_a_partial_report() {
     let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
     assert_eq!(report["partial"], true, "{report:#}");
     assert!(String::from_utf8_lossy(&done.stdout).contains("PARTIAL"), "{}", text(&done));
+}
+
+#[test]
+fn a_long_run_on_a_terminal_shows_a_progress_bar_and_ctrl_c_still_reports() {
+    let out = OutDir::new("bar");
+    // Minutes in a debug build, seconds in a release one: past the second after which the bar appears.
+    let file = format!("{SCENARIOS}/incast-100g-lossy.yaml");
+    let command = format!(
+        "{} sim run {file} --out {} --no-plots --resolution-us 1000",
+        env!("CARGO_BIN_EXE_swctl"),
+        out.path()
+    );
+    // script(1) (util-linux) runs swctl on a pseudo-terminal: its stdout and stderr are that terminal, and
+    // a 0x03 written to script's stdin is typed on it: Ctrl-C, SIGINT from the terminal's line discipline.
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs the pseudo-terminal");
+    let mut terminal = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = terminal.read(&mut buf) {
+            if tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !String::from_utf8_lossy(&seen).contains(" ms virtual, ") {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(bytes) => seen.extend(bytes),
+            Err(_) => panic!("no progress bar within 120 s: {}", String::from_utf8_lossy(&seen)),
+        }
+    }
+    child.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+    // Until swctl exits and script closes the terminal (the reader's end of the channel then hangs up).
+    while let Ok(bytes) = rx.recv_timeout(Duration::from_secs(60)) {
+        seen.extend(bytes);
+    }
+    let status = child.wait().unwrap();
+    let seen = String::from_utf8_lossy(&seen);
+    assert_eq!(status.code(), Some(1), "{seen}");
+    // The bar: virtual time done of the run's, wall time, and their ratio; then the partial report.
+    let bar = seen.find(" ms virtual, ").unwrap();
+    assert!(seen[bar..].contains("× real time"), "{seen}");
+    let report = seen.find("PARTIAL: the run was cut short").unwrap_or_else(|| panic!("no report: {seen}"));
+    assert!(bar < report, "{seen}");
+    let json: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
+    assert_eq!(json["partial"], true);
 }
 
 /// The expectations of a partial run's report: (text, holds, the first number of the evidence).

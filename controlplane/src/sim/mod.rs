@@ -14,6 +14,9 @@
 //! queued or paused ([`plot`]), and `NODE-PORT.pcap` per `--pcap` (both directions of the link, nanosecond
 //! timestamps; tshark decodes PFC quanta, BTH PSNs and ECN).
 //!
+//! A run that takes more than a second draws a progress bar on stderr when stderr is a terminal
+//! ([`progress`]: virtual time done, virtual / wall time); Ctrl-C ends the run with a partial report.
+//!
 //! How the lab's steps map: `traffic` flows start at their instant and start no message after the
 //! scenario's duration; `storm` is the host NIC's PFC storm between its start and stop; `stop-host` stops
 //! driving the host (it sends nothing more and takes nothing); `flush-fdb` and `apply` act on the switch
@@ -22,6 +25,7 @@
 
 pub mod fabric;
 pub mod plot;
+pub mod progress;
 pub mod run;
 pub mod series;
 
@@ -84,15 +88,16 @@ pub fn run(command: SimCommand, json: bool) -> anyhow::Result<ExitCode> {
         resolution_ns: (resolution_us * 1e3).round() as u64,
         pcap,
         out: out.clone(),
-        progress: Some(if std::io::stderr().is_terminal() { progress_bar } else { quiet }),
     };
+    let mut bar = progress::Progress::new(std::io::stderr().is_terminal());
     let wall = Instant::now();
-    let outcome = run::run(&scenario, &options)?;
+    let outcome = run::run(&scenario, &options, &mut |done, total| {
+        bar.update(done, total);
+        !STOP.load(Ordering::SeqCst)
+    })?;
     drop(signals);
     let elapsed = wall.elapsed();
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
+    bar.finish(STOP.load(Ordering::SeqCst));
     let report = &outcome.report;
     for w in &outcome.warnings {
         eprintln!("warning: {w}");
@@ -132,35 +137,4 @@ fn plot_list(plots: &[String]) -> String {
         0 => String::new(),
         n => format!(", {n} plot(s) ({}{})", plots[..n.min(3)].join(", "), if n > 3 { ", ..." } else { "" }),
     }
-}
-
-/// Continues unless interrupted.
-fn quiet(_: u64, _: u64) -> bool {
-    !STOP.load(Ordering::SeqCst)
-}
-
-/// One line on stderr: virtual time done, and virtual / wall time so far.
-fn progress_bar(done: u64, total: u64) -> bool {
-    use std::sync::Mutex;
-    static STATE: Mutex<Option<(Instant, Instant)>> = Mutex::new(None);
-    let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let now = Instant::now();
-    let (start, last) = state.get_or_insert((now, now));
-    if now.duration_since(*last).as_millis() >= 200 {
-        *last = now;
-        let wall = now.duration_since(*start).as_secs_f64().max(1e-9);
-        let fraction = done as f64 / total.max(1) as f64;
-        let width = 30;
-        let filled = (fraction * width as f64) as usize;
-        eprint!(
-            "\r[{}{}] {:.3}/{:.3} ms virtual, {:.1} s wall, {:.4}× real time",
-            "#".repeat(filled.min(width)),
-            " ".repeat(width - filled.min(width)),
-            done as f64 / 1e6,
-            total as f64 / 1e6,
-            wall,
-            done as f64 / 1e9 / wall
-        );
-    }
-    !STOP.load(Ordering::SeqCst)
 }

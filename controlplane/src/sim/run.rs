@@ -35,8 +35,6 @@ pub struct Options {
     pub pcap: Vec<String>,
     /// Where the report, series and captures go (named in the report).
     pub out: PathBuf,
-    /// Called now and then with (virtual ns done, virtual ns to do); returns false to stop (Ctrl-C).
-    pub progress: Option<fn(u64, u64) -> bool>,
 }
 
 /// What a run produced.
@@ -71,7 +69,13 @@ enum Todo {
     FlowSnapshot(u64),
 }
 
-pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
+/// Runs the scenario. `progress` is called now and then with (virtual ns done, virtual ns of the run), both
+/// from the origin; it returns false to end the run there (Ctrl-C), with a partial report.
+pub fn run(
+    scenario: &Scenario,
+    options: &Options,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> anyhow::Result<Outcome> {
     let duration_ns = scenario.duration_ms * 1_000_000;
     let end = ORIGIN_NS + options.until_ns.unwrap_or(duration_ns + DRAIN_NS);
     let mut f = fabric::build(&scenario.topology, options.seed, ORIGIN_NS + duration_ns)?;
@@ -195,9 +199,7 @@ pub fn run(scenario: &Scenario, options: &Options) -> anyhow::Result<Outcome> {
             }
             next_sample += sample_ns;
         }
-        if let Some(progress) = options.progress
-            && !progress(t, end)
-        {
+        if !progress(t - ORIGIN_NS, end - ORIGIN_NS) {
             partial = t < end;
             break;
         }

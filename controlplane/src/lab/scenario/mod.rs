@@ -36,7 +36,8 @@
 //! - `port_paused_ms`: time the port(s) were paused by PFC received from the peer (summed; `rx_pause_us`
 //!   of the final counters);
 //! - `queue_depth`: frames in the egress queue, averaged over the counter samples (every
-//!   [`SAMPLE_INTERVAL_MS`]) taken while the scenario ran;
+//!   [`SAMPLE_INTERVAL_MS`]) taken during the scenario's duration from when its traffic began (in a lab,
+//!   the first sender's start: its flows and `--duration` count from there);
 //! - per flow, summed over the flows listed: `goodput_mbps` (receiver, while it got data),
 //!   `delivered_mbps` (receiver, payload over the scenario from the flow's start: stalls count), `psn_gaps`
 //!   (receiver), `cnps`

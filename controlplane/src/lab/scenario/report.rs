@@ -134,12 +134,17 @@ pub struct EventRecord {
     pub wall_time_unix_ns: u64,
 }
 
-/// What one switch showed at the end: keys `port|priority` or `port|queue`.
+/// What one switch showed at the end: keys `port|priority`, `port|queue` or `port|pg`, non-zero entries only.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SwitchSummary {
     pub drop_reasons: BTreeMap<String, u64>,
     pub ecn_marked: BTreeMap<String, u64>,
+    /// Frames dropped at ingress admission, per `port|pg` (a lossless PG whose headroom overflowed).
+    pub pg_drops: BTreeMap<String, u64>,
     pub pfc_tx: BTreeMap<String, u64>,
+    /// Frames an egress queue dropped (tail, WRED, watchdog), per `port|queue`: lossy tail drops show here,
+    /// and a lossless queue must have none.
+    pub queue_drops: BTreeMap<String, u64>,
     pub queue_depth_frames: BTreeMap<String, DepthSummary>,
 }
 
@@ -147,6 +152,9 @@ pub struct SwitchSummary {
 pub struct DepthSummary {
     pub max: u64,
     pub mean: f64,
+    /// The middle sample (the lower of the two middle ones): unlike the mean, barely moved by the few
+    /// samples a lab takes while a stalled switchd lets the queue grow.
+    pub median: u64,
 }
 
 /// What the switches showed: a lab's over gRPC, a simulation's from its models, in the same messages.
@@ -155,9 +163,12 @@ pub(crate) struct Observed<'a> {
     pub(crate) tables: &'a BTreeMap<String, (Vec<pb::FdbEntry>, Vec<pb::NeighborEntry>)>,
     /// Counter samples per switch, in time order (each stamped by the switch).
     pub(crate) samples: &'a BTreeMap<String, Vec<pb::GetCountersResponse>>,
-    /// The scenario's duration on the switches' clock (ns): queue depths are averaged over it.
+    /// The scenario's duration on the switches' clock (ns) from when its traffic began (a simulation's
+    /// origin; a lab's first sender's start, a little before the lab is up): queue depths are averaged
+    /// over it.
     pub(crate) window: (u64, u64),
-    /// `window.0` on the clock of the switches and hosts, and on the wall clock.
+    /// When the hosts were up (the origin of the `*_ms` times), on the clock of the switches and hosts,
+    /// and on the wall clock.
     pub(crate) started: RunStart,
     pub(crate) events: &'a [pb::SwitchEvent],
     /// Every how many ms the samples were taken (for messages).
@@ -179,9 +190,9 @@ impl Observed<'_> {
         self.finals.get(switch).and_then(|c| c.ports.iter().find(|p| p.name == port))
     }
 
-    /// Depth samples of a queue while the scenario ran: (mean, max, count).
-    pub(super) fn queue_depth(&self, switch: &str, port: &str, queue: u32) -> (f64, u64, usize) {
-        let depths: Vec<u64> = self
+    /// Depth samples of a queue while the scenario ran: their summary and count.
+    pub(super) fn queue_depth(&self, switch: &str, port: &str, queue: u32) -> (DepthSummary, usize) {
+        let mut depths: Vec<u64> = self
             .samples
             .get(switch)
             .into_iter()
@@ -192,7 +203,10 @@ impl Observed<'_> {
             .collect();
         let mean =
             if depths.is_empty() { 0.0 } else { depths.iter().sum::<u64>() as f64 / depths.len() as f64 };
-        (mean, depths.iter().copied().max().unwrap_or(0), depths.len())
+        depths.sort_unstable();
+        let median = depths.get(depths.len().saturating_sub(1) / 2).copied().unwrap_or(0);
+        let max = depths.last().copied().unwrap_or(0);
+        (DepthSummary { max, mean, median }, depths.len())
     }
 
     /// Between which two samples (switch clock, ns) the port's PFC RX on `prio` first grew.
@@ -237,7 +251,7 @@ impl Observed<'_> {
         })
     }
 
-    /// Ms from the start of the window to `at_ns` on the switches' and hosts' clock (negative before it),
+    /// Ms from `started` to `at_ns` on the switches' and hosts' clock (negative before it),
     /// to the microsecond.
     pub(super) fn ms(&self, at_ns: u64) -> f64 {
         let ns = i128::from(at_ns) - i128::from(self.started.monotonic_ns);
@@ -361,8 +375,11 @@ pub(crate) fn evaluate(
                 })
             }
             Metric::QueueDepth { switch, port, queue } => {
-                let (mean, max, n) = seen.queue_depth(switch, port, *queue);
-                (mean, format!("mean {mean:.2} frames, max {max}, {n} samples"))
+                let (d, n) = seen.queue_depth(switch, port, *queue);
+                (
+                    d.mean,
+                    format!("mean {:.2} frames, median {}, max {}, {n} samples", d.mean, d.median, d.max),
+                )
             }
             Metric::Flow { what, flows: list } => {
                 let per: Vec<f64> = list.iter().map(|&i| flows[i].metric(*what)).collect();
@@ -582,7 +599,8 @@ pub(crate) fn evaluate(
     }
 }
 
-/// The non-zero PFC TX per port and priority, drop reasons, ECN marks and queue depths of one switch.
+/// The non-zero PFC TX per port and priority, drop reasons, queue and PG drops, ECN marks and queue depths
+/// of one switch.
 fn switch_summary(seen: &Observed, sw: &str, c: &pb::GetCountersResponse) -> SwitchSummary {
     let mut summary = SwitchSummary::default();
     for p in &c.ports {
@@ -592,13 +610,19 @@ fn switch_summary(seen: &Observed, sw: &str, c: &pb::GetCountersResponse) -> Swi
         for (reason, n) in &p.drop_reasons {
             *summary.drop_reasons.entry(reason.clone()).or_default() += n;
         }
+        for (pg, counters) in p.pgs.iter().enumerate().filter(|(_, c)| c.dropped_packets > 0) {
+            summary.pg_drops.insert(format!("{}|{pg}", p.name), counters.dropped_packets);
+        }
         for (q, counters) in p.queues.iter().enumerate() {
+            if counters.dropped_packets > 0 {
+                summary.queue_drops.insert(format!("{}|{q}", p.name), counters.dropped_packets);
+            }
             if counters.ecn_marked_packets > 0 {
                 summary.ecn_marked.insert(format!("{}|{q}", p.name), counters.ecn_marked_packets);
             }
-            let (mean, max, _) = seen.queue_depth(sw, &p.name, q as u32);
-            if max > 0 {
-                summary.queue_depth_frames.insert(format!("{}|{q}", p.name), DepthSummary { max, mean });
+            let (depth, _) = seen.queue_depth(sw, &p.name, q as u32);
+            if depth.max > 0 {
+                summary.queue_depth_frames.insert(format!("{}|{q}", p.name), depth);
             }
         }
     }
@@ -684,12 +708,14 @@ impl ScenarioReport {
             let depths = s
                 .queue_depth_frames
                 .iter()
-                .map(|(k, v)| format!("{k} mean {:.1} max {}", v.mean, v.max))
+                .map(|(k, v)| format!("{k} mean {:.1} median {} max {}", v.mean, v.median, v.max))
                 .collect::<Vec<_>>()
                 .join(", ");
             for (label, text) in [
                 ("PFC frames sent (port|priority)", list(&s.pfc_tx)),
                 ("drops", list(&s.drop_reasons)),
+                ("queue drops (port|queue)", list(&s.queue_drops)),
+                ("PG drops (port|pg)", list(&s.pg_drops)),
                 ("ECN marked (port|queue)", list(&s.ecn_marked)),
                 ("queue depth, frames (port|queue)", depths),
             ] {

@@ -219,7 +219,20 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         reports.insert(h.name.clone(), report);
     }
     let samples = std::mem::take(&mut *samples.lock().unwrap_or_else(|e| e.into_inner()));
-    let window = (started.monotonic_ns, started.monotonic_ns + scenario.duration_ms * 1_000_000);
+    // Queue depths are averaged over the traffic's own window. A sender's flows and `--duration` count from
+    // its rocehost's start, which is before the lab is up (`started`: every host ready) by the time the
+    // later hosts take to start, up to seconds in a debug build on a busy machine; a window from `started`
+    // would average in the queue drained after the senders stopped.
+    let traffic_from = lab
+        .state
+        .hosts
+        .iter()
+        .filter(|h| !h.flows.is_empty())
+        .filter_map(|h| reports.get(&h.name)?.start)
+        .map(|s| s.monotonic_ns)
+        .min()
+        .unwrap_or(started.monotonic_ns);
+    let window = (traffic_from, traffic_from + scenario.duration_ms * 1_000_000);
     let events = std::mem::take(&mut *events.lock().unwrap_or_else(|e| e.into_inner()));
     let firsts = std::mem::take(&mut *firsts.lock().unwrap_or_else(|e| e.into_inner()));
     let observed = Observed {
