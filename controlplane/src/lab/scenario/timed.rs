@@ -273,6 +273,8 @@ mod tests {
             started: RunStart { monotonic_ns: ORIGIN_NS, unix_ns: ORIGIN_NS },
             events: &[],
             sample_interval_ms: 10.0,
+            flow_progress: None,
+            paused_at_end: None,
             flow_snapshots: snapshots,
             firsts,
         };
