@@ -21,7 +21,7 @@ mod switchd;
 pub mod topology;
 pub mod up;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use lossless_dataplane::shutdown::Shutdown;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -80,6 +80,17 @@ pub enum LabCommand {
     },
     /// Check a topology file (switch configurations included) without creating anything.
     Validate { file: PathBuf },
+    /// Write a topology (Lossless or containerlab format) in containerlab's format: OUT_DIR/<name>.clab.yml
+    /// and each switch's configuration beside it (its startup-config).
+    Export {
+        file: PathBuf,
+        /// containerlab's format (the only export there is).
+        #[arg(long, required = true)]
+        containerlab: bool,
+        /// Directory to write into (created).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Run a scenario (configs/scenarios/*.yaml): a topology, a timeline of steps (traffic, storm,
     /// rx-stuck, stop-host, flush-fdb, apply) and expectations; prints a report (--json: as JSON), exit 1 when an
     /// expectation fails; removes the lab.
@@ -150,7 +161,10 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
         LabCommand::Down { .. } => needs_root("down")?,
         LabCommand::Run { check: false, .. } => needs_root("run")?,
         LabCommand::Demo { .. } => needs_root("demo")?,
-        LabCommand::Status { .. } | LabCommand::Validate { .. } | LabCommand::Run { check: true, .. } => {}
+        LabCommand::Status { .. }
+        | LabCommand::Validate { .. }
+        | LabCommand::Export { .. }
+        | LabCommand::Run { check: true, .. } => {}
     }
     match command {
         LabCommand::Up { file, name } => {
@@ -210,6 +224,21 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
                 t.links.len(),
                 t.traffic.len()
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::Export { file, containerlab: _, out } => {
+            let t = Topology::load(&file)?;
+            let (yaml, configs, notes) = topology::containerlab::export(&t)?;
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            let path = out.join(format!("{}.clab.yml", t.name));
+            std::fs::write(&path, yaml).with_context(|| format!("writing {}", path.display()))?;
+            for (name, text) in &configs {
+                std::fs::write(out.join(name), text).with_context(|| format!("writing {name}"))?;
+            }
+            for n in &notes {
+                eprintln!("note: {n}");
+            }
+            println!("{}: {} switch configuration(s) beside it", path.display(), configs.len());
             Ok(ExitCode::SUCCESS)
         }
         LabCommand::Run { file, check } => {

@@ -20,6 +20,8 @@
 //!   - { from: h1, to: h3, priority: 3, dscp: 3, rate-mbps: 600 }
 //! ```
 //!
+//! A containerlab topology (`topology.nodes`, `links[].endpoints`) is read too ([`containerlab`]).
+//!
 //! [`Topology::load`] parses and validates everything before anything is created: every error at once, each
 //! naming the entry the user wrote (`links[2]: unknown node h9`, `hosts.h2.ip: 10.0.0.1 is also h1's`).
 //! Switch configurations are compiled as `swctl apply` would (NULL lossless PG profiles computed first).
@@ -28,6 +30,7 @@
 //! that turn one into the other (`build`).
 
 mod build;
+pub mod containerlab;
 mod file;
 #[cfg(test)]
 mod tests;
@@ -236,10 +239,20 @@ impl Topology {
         // (`<<: *leaf`) applied, so that switches can share a configuration and override parts of it.
         // Pathologically deep text is refused before either parse (it embeds switch configurations).
         check_config_text(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        serde_yaml::from_str::<RawTopology>(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let mut value: serde_yaml::Value =
             serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         value.apply_merge().map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+        if containerlab::is_containerlab(&value) {
+            value = containerlab::to_native(value).map_err(|errors| {
+                anyhow::anyhow!(
+                    "{source}: invalid topology ({} error(s)):\n{}",
+                    errors.len(),
+                    errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n")
+                )
+            })?;
+        } else {
+            serde_yaml::from_str::<RawTopology>(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+        }
         let raw: RawTopology = serde_yaml::from_value(value).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let mut errors = Vec::new();
         let topology = build::build(raw, default_name, source, files, &mut errors);
