@@ -4,12 +4,9 @@
 //! switch cannot be reached. Needs root, iproute2 and tshark.
 
 use lossless_dataplane::io::PortBackend;
-use lossless_dataplane::wire::EthernetAddress;
-use lossless_dataplane::wire::build::Ipv4Flow;
-use lossless_dataplane::wire::ip::Ecn;
+use lossless_testkit::frames::{send_all, star_roce};
 use lossless_testkit::netns::{Netns, Star, unique_name};
 use lossless_testkit::{Switchd, SwitchdCommand, switchd_binary};
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -78,25 +75,7 @@ fn host_port(ns: &Netns) -> Box<dyn PortBackend> {
 fn traffic(lab: &Lab, n: u16) {
     let mut tx = host_port(&lab.star.hosts[0]);
     let mut rx = host_port(&lab.star.hosts[2]);
-    let frames: Vec<Vec<u8>> = (0..n)
-        .map(|i| {
-            Ipv4Flow {
-                src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                dst_mac: EthernetAddress([2, 0, 0, 0, 0, 3]),
-                src_ip: Ipv4Addr::new(10, 0, 0, 1),
-                dst_ip: Ipv4Addr::new(10, 0, 0, 3),
-                src_port: i,
-                dscp: 3,
-                ecn: Ecn::Ect0,
-                ttl: 64,
-            }
-            .udp(4791, &[0u8; 200])
-        })
-        .collect();
-    let mut sent = 0;
-    while sent < frames.len() {
-        sent += tx.send_batch(&frames[sent..]).unwrap();
-    }
+    send_all(tx.as_mut(), &star_roce(1, 3, 3, n, 200));
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut got = 0;
     let mut buf = Vec::new();
@@ -276,28 +255,11 @@ fn capture_writes_pcapng_that_tshark_reads_with_ports_directions_and_drop_reason
     // Drops: 5 frames with a bad IPv4 header (IHL 4) are dropped, each captured with its reason.
     let drops = lab.dir.join("drops.pcapng");
     let capture = start_capture(&lab, &["Ethernet0", "--drops", "-c", "5"], &drops);
-    let mut tx = host_port(&lab.star.hosts[0]);
-    let bad: Vec<Vec<u8>> = (0..5u16)
-        .map(|i| {
-            let mut f = Ipv4Flow {
-                src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                dst_mac: EthernetAddress([2, 0, 0, 0, 0, 3]),
-                src_ip: Ipv4Addr::new(10, 0, 0, 1),
-                dst_ip: Ipv4Addr::new(10, 0, 0, 3),
-                src_port: i,
-                dscp: 3,
-                ecn: Ecn::Ect0,
-                ttl: 64,
-            }
-            .udp(4791, &[0u8; 100]);
-            f[14] = 0x44;
-            f
-        })
-        .collect();
-    let mut sent = 0;
-    while sent < bad.len() {
-        sent += tx.send_batch(&bad[sent..]).unwrap();
+    let mut bad = star_roce(1, 3, 3, 5, 100);
+    for f in &mut bad {
+        f[14] = 0x44;
     }
+    send_all(host_port(&lab.star.hosts[0]).as_mut(), &bad);
     let out = capture.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows = tshark_fields(&drops, &["frame.interface_name", "frame.comment", "eth.src"]);
@@ -312,25 +274,7 @@ fn capture_writes_pcapng_that_tshark_reads_with_ports_directions_and_drop_reason
 /// h1 sends `n` DSCP-3 (lossless) frames to a MAC nobody has: in the VLAN they are dropped, not flooded.
 fn lossless_to_unknown_mac(lab: &Lab, n: u16) {
     let mut tx = host_port(&lab.star.hosts[0]);
-    let frames: Vec<Vec<u8>> = (0..n)
-        .map(|i| {
-            Ipv4Flow {
-                src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                dst_mac: EthernetAddress([2, 0, 0, 0, 0, 0x99]),
-                src_ip: Ipv4Addr::new(10, 0, 0, 1),
-                dst_ip: Ipv4Addr::new(10, 0, 0, 99),
-                src_port: i,
-                dscp: 3,
-                ecn: Ecn::Ect0,
-                ttl: 64,
-            }
-            .udp(4791, &[0u8; 200])
-        })
-        .collect();
-    let mut sent = 0;
-    while sent < frames.len() {
-        sent += tx.send_batch(&frames[sent..]).unwrap();
-    }
+    send_all(tx.as_mut(), &star_roce(1, 0x99, 3, n, 200));
 }
 
 fn json(o: &Output) -> serde_json::Value {

@@ -3,15 +3,12 @@
 //! Needs root, iproute2 and Debian's `prometheus` package (promtool, prometheus); CI installs them. Outside CI
 //! a missing Prometheus skips those two checks with a message.
 
-use lossless_dataplane::io::PortBackend;
-use lossless_dataplane::wire::EthernetAddress;
-use lossless_dataplane::wire::build::Ipv4Flow;
-use lossless_dataplane::wire::ip::Ecn;
 use lossless_proto::v1 as pb;
+use lossless_testkit::frames::{send_all, star_roce};
 use lossless_testkit::netns::Star;
 use lossless_testkit::{Switchd, SwitchdCommand};
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -79,30 +76,6 @@ fn sample(exposition: &str, series: &str) -> Option<f64> {
     exposition.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
 
-/// `n` lossless RoCE frames from host 0 to host 2 (the switch learns and forwards them).
-fn send_frames(star: &Star, n: u16) {
-    let mut port: Box<dyn PortBackend> = star.hosts[0].open_port("eth0").unwrap();
-    let frames: Vec<Vec<u8>> = (0..n)
-        .map(|i| {
-            Ipv4Flow {
-                src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-                dst_mac: EthernetAddress([2, 0, 0, 0, 0, 3]),
-                src_ip: Ipv4Addr::new(10, 0, 0, 1),
-                dst_ip: Ipv4Addr::new(10, 0, 0, 3),
-                src_port: i,
-                dscp: 3,
-                ecn: Ecn::Ect0,
-                ttl: 64,
-            }
-            .udp(4791, &[0u8; 200])
-        })
-        .collect();
-    let mut sent = 0;
-    while sent < frames.len() {
-        sent += port.send_batch(&frames[sent..]).unwrap();
-    }
-}
-
 fn tool(name: &str) -> bool {
     let found = Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success());
     if !found {
@@ -115,7 +88,8 @@ fn tool(name: &str) -> bool {
 #[test]
 fn metrics_agree_with_the_grpc_counters_and_pass_promtool() {
     let mut lab = Lab::start();
-    send_frames(&lab.star, 50);
+    let mut h1 = lab.star.hosts[0].open_port("eth0").unwrap();
+    send_all(h1.as_mut(), &star_roce(1, 3, 3, 50, 200));
     // The frames are counted once the switch's ledger has them all.
     let deadline = Instant::now() + Duration::from_secs(10);
     let counters = loop {

@@ -128,3 +128,29 @@ pub fn numbered_frame(len: usize, n: u32) -> Vec<u8> {
     }
     frame
 }
+
+/// `n` RoCEv2 frames (UDP 4791, ECT(0), source ports 0..n, `payload` bytes of UDP payload) from host `from`
+/// to host `to` of the switchd test configurations' VLAN, where host `i` is `02:00:00:00:00:<i>` at
+/// `10.0.0.<i>` (`to` may name a host nobody has, for FDB-miss tests).
+pub fn star_roce(from: u8, to: u8, dscp: u8, n: u16, payload: usize) -> Vec<Vec<u8>> {
+    use lossless_dataplane::wire::EthernetAddress;
+    use lossless_dataplane::wire::build::Ipv4Flow;
+    use lossless_dataplane::wire::ip::Ecn;
+    use std::net::Ipv4Addr;
+    let body = vec![0u8; payload];
+    (0..n)
+        .map(|i| {
+            Ipv4Flow {
+                src_mac: EthernetAddress([2, 0, 0, 0, 0, from]),
+                dst_mac: EthernetAddress([2, 0, 0, 0, 0, to]),
+                src_ip: Ipv4Addr::new(10, 0, 0, from),
+                dst_ip: Ipv4Addr::new(10, 0, 0, to),
+                src_port: i,
+                dscp,
+                ecn: Ecn::Ect0,
+                ttl: 64,
+            }
+            .udp(4791, &body)
+        })
+        .collect()
+}
