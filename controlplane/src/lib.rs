@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod clos;
 pub mod demo;
 pub mod diff;
 pub mod headroom;

@@ -55,7 +55,8 @@ pub(crate) async fn online(endpoint: &str, json: bool, command: Command) -> anyh
         | Command::QosParams { .. }
         | Command::Headroom { .. }
         | Command::Lab { .. }
-        | Command::Sim { .. } => {
+        | Command::Sim { .. }
+        | Command::Topology { .. } => {
             unreachable!("handled offline")
         }
     }
