@@ -312,9 +312,15 @@ impl SendFlow {
     }
 
     fn check_finished(&mut self, now_ns: u64) {
-        if self.stats.finished_ns.is_none() && self.una == self.seq_limit && !self.can_start_message(now_ns) {
+        if self.finishes_at(now_ns) {
             self.stats.finished_ns = Some(now_ns);
         }
+    }
+
+    /// The flow is done at `now_ns` (everything acknowledged, no message left to start) but not yet marked
+    /// finished: [`SendFlow::handle_timeout`] has that to do even with no timer due.
+    pub fn finishes_at(&self, now_ns: u64) -> bool {
+        self.stats.finished_ns.is_none() && self.una == self.seq_limit && !self.can_start_message(now_ns)
     }
 
     /// An RC ACK acknowledging everything up to `psn`.

@@ -104,6 +104,9 @@ pub struct Nic {
     control: VecDeque<Control>,
     control_ident: u16,
     flows: Vec<SendFlow>,
+    /// Each flow's [`SendFlow::poll_at`], updated whenever the flow changes: with many flows, what the
+    /// timers cost is a scan of this, not a visit to every flow.
+    flow_timers: Vec<Option<u64>>,
     rr_next: usize,
     receivers: BTreeMap<RxKey, RxQp>,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
@@ -126,6 +129,7 @@ impl Nic {
             control: VecDeque::new(),
             control_ident: 0,
             flows: Vec::new(),
+            flow_timers: Vec::new(),
             rr_next: 0,
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
@@ -193,6 +197,7 @@ impl Nic {
             self.cfg.retransmit,
             self.cfg.rto_ns,
         );
+        self.flow_timers.push(send.poll_at());
         self.flows.push(send);
         Ok(src_qp)
     }
@@ -202,6 +207,7 @@ impl Nic {
         let i = self.flows.iter().position(|f| f.cfg.id == id)?;
         let stats = self.flows[i].stats(self.now_ns);
         self.flows.remove(i);
+        self.flow_timers.remove(i);
         if self.rr_next > i {
             self.rr_next -= 1;
         }
@@ -317,7 +323,7 @@ impl Nic {
             return;
         }
         let qp = p.bth.dest_qp;
-        let Some(flow) = self.flows.iter_mut().find(|f| f.src_qp == qp && f.cfg.dst_ip == p.src_ip) else {
+        let Some(i) = self.flows.iter().position(|f| f.src_qp == qp && f.cfg.dst_ip == p.src_ip) else {
             if matches!(p.bth.opcode, Opcode::RcAck | Opcode::Cnp) {
                 self.counters.rx_unknown_qp += 1;
             } else {
@@ -325,6 +331,7 @@ impl Nic {
             }
             return;
         };
+        let flow = &mut self.flows[i];
         match p.bth.opcode {
             Opcode::RcAck => match Aeth::parse(payload) {
                 Some(aeth) if aeth.is_ack() => flow.on_ack(p.bth.psn, now_ns),
@@ -337,6 +344,7 @@ impl Nic {
             Opcode::Cnp => flow.on_cnp(now_ns),
             _ => self.counters.rx_ignored += 1,
         }
+        self.flow_timers[i] = self.flows[i].poll_at();
     }
 
     /// Makes the live receiving QP of `key` the one whose first PSN is `initial_psn`: the live one if it
@@ -394,8 +402,11 @@ impl Nic {
         self.observe(now_ns);
         self.expire_idle(now_ns);
         self.pfc.settle(now_ns);
-        for flow in &mut self.flows {
-            flow.handle_timeout(now_ns);
+        for (flow, timer) in self.flows.iter_mut().zip(&mut self.flow_timers) {
+            if timer.is_some_and(|t| t <= now_ns) || flow.finishes_at(now_ns) {
+                flow.handle_timeout(now_ns);
+                *timer = flow.poll_at();
+            }
         }
     }
 
@@ -421,7 +432,8 @@ impl Nic {
             earliest(f.ready_at(now, self.cfg.window_packets).and_then(|r| gate(f.cfg.priority, r)));
         }
         let transmit = transmit.map(|t| t.max(self.line_free_ns()));
-        self.flows.iter().filter_map(SendFlow::poll_at).chain(transmit).min()
+        debug_assert!(self.flows.iter().map(SendFlow::poll_at).eq(self.flow_timers.iter().copied()));
+        self.flow_timers.iter().flatten().copied().chain(transmit).min()
     }
 
     // ---------------------------------------------------------------------------------------- observation

@@ -23,6 +23,7 @@ use std::net::IpAddr;
 
 mod egress;
 mod ingress;
+mod ready;
 
 pub use super::config::PortId;
 pub use egress::{QueuedFrame, WatermarksDump};
@@ -287,6 +288,8 @@ pub struct Switch {
     now_ns: u64,
     /// Reused by XON re-checks (no allocation per release while PFC is asserted).
     xon_scratch: Vec<(PortId, u8)>,
+    /// Each port's next transmit instant, kept between calls (`ready.rs`).
+    readiness: ready::Readiness,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
 }
@@ -332,6 +335,7 @@ impl Switch {
             rng: Rng::new(1),
             now_ns: 0,
             xon_scratch: Vec::new(),
+            readiness: ready::Readiness::default(),
             wd_masks: Vec::new(),
         }
     }
@@ -448,7 +452,9 @@ impl Switch {
             _neighbors: std::mem::replace(&mut self.neighbors, neighbors),
             _ports: old_ports.into_values().collect(),
         };
+        self.readiness.reset(self.ports.len());
         self.apply_watchdog(restored, now_ns);
+        self.refresh_readiness();
         retired
     }
 
@@ -468,6 +474,7 @@ impl Switch {
             return;
         }
         state.oper_up = up;
+        self.touch_port(port);
         if !up {
             self.drop_queued(port, 0xff);
             let pfc = &mut self.ports[port.index()].pfc;
@@ -535,7 +542,7 @@ impl Switch {
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
     pub fn poll_at(&self) -> Option<u64> {
         let now = self.now_ns;
-        let ports = PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now));
+        let ports = PortId::all(self.ports.len()).filter_map(|p| self.cached_ready_at(p, now));
         self.timeout_at().into_iter().chain(ports).min()
     }
 
@@ -589,6 +596,7 @@ impl Switch {
             self.arp_pending.retain(|_, sent| now_ns.saturating_sub(*sent) < ARP_RETRY_NS);
             self.next_neigh_sweep_ns = sweep_interval(self.config.switch.neigh_aging_ns).map(|i| now_ns + i);
         }
+        self.refresh_readiness();
     }
 
     // ---------------------------------------------------------------------------------------------
