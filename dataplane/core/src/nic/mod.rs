@@ -63,7 +63,7 @@ use crate::model::pfc::{PfcCounters, PfcPort};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, L4, MacControlRepr, udp};
-use flow::SendFlow;
+use flow::{FlowSchedule, SendFlow};
 use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::Ipv4Addr;
@@ -104,9 +104,8 @@ pub struct Nic {
     control: VecDeque<Control>,
     control_ident: u16,
     flows: Vec<SendFlow>,
-    /// Each flow's [`SendFlow::poll_at`], updated whenever the flow changes: with many flows, what the
-    /// timers cost is a scan of this, not a visit to every flow.
-    flow_timers: Vec<Option<u64>>,
+    /// Beside each flow, what the scans read of it ([`FlowSchedule`]), refreshed whenever it changes.
+    schedules: Vec<FlowSchedule>,
     rr_next: usize,
     receivers: BTreeMap<RxKey, RxQp>,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
@@ -129,7 +128,7 @@ impl Nic {
             control: VecDeque::new(),
             control_ident: 0,
             flows: Vec::new(),
-            flow_timers: Vec::new(),
+            schedules: Vec::new(),
             rr_next: 0,
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
@@ -197,7 +196,7 @@ impl Nic {
             self.cfg.retransmit,
             self.cfg.rto_ns,
         );
-        self.flow_timers.push(send.poll_at());
+        self.schedules.push(send.schedule(self.now_ns, self.cfg.window_packets));
         self.flows.push(send);
         Ok(src_qp)
     }
@@ -207,7 +206,7 @@ impl Nic {
         let i = self.flows.iter().position(|f| f.cfg.id == id)?;
         let stats = self.flows[i].stats(self.now_ns);
         self.flows.remove(i);
-        self.flow_timers.remove(i);
+        self.schedules.remove(i);
         if self.rr_next > i {
             self.rr_next -= 1;
         }
@@ -344,7 +343,12 @@ impl Nic {
             Opcode::Cnp => flow.on_cnp(now_ns),
             _ => self.counters.rx_ignored += 1,
         }
-        self.flow_timers[i] = self.flows[i].poll_at();
+        self.reschedule_flow(i);
+    }
+
+    /// Refreshes what the scans read of flow `i` after it changed.
+    pub(super) fn reschedule_flow(&mut self, i: usize) {
+        self.schedules[i] = self.flows[i].schedule(self.now_ns, self.cfg.window_packets);
     }
 
     /// Makes the live receiving QP of `key` the one whose first PSN is `initial_psn`: the live one if it
@@ -402,10 +406,14 @@ impl Nic {
         self.observe(now_ns);
         self.expire_idle(now_ns);
         self.pfc.settle(now_ns);
-        for (flow, timer) in self.flows.iter_mut().zip(&mut self.flow_timers) {
-            if timer.is_some_and(|t| t <= now_ns) || flow.finishes_at(now_ns) {
+        let (now, window) = (self.now_ns, self.cfg.window_packets);
+        for (flow, schedule) in self.flows.iter_mut().zip(&mut self.schedules) {
+            // Flows with nothing due are left alone: their handle_timeout would change nothing.
+            if schedule.timeout_at.is_some_and(|t| t <= now_ns) {
                 flow.handle_timeout(now_ns);
-                *timer = flow.poll_at();
+                *schedule = flow.schedule(now, window);
+            } else {
+                debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
             }
         }
     }
@@ -428,12 +436,15 @@ impl Nic {
         for c in &self.control {
             earliest(gate(self.control_priority(c), now));
         }
-        for f in &self.flows {
-            earliest(f.ready_at(now, self.cfg.window_packets).and_then(|r| gate(f.cfg.priority, r)));
+        let window = self.cfg.window_packets;
+        for (f, s) in self.flows.iter().zip(&self.schedules) {
+            debug_assert_eq!((s.timer_at, s.priority), (f.poll_at(), f.cfg.priority));
+            let ready = if now < s.ready_until_ns { s.ready_at } else { f.ready_at(now, window) };
+            debug_assert_eq!(ready, f.ready_at(now, window));
+            earliest(ready.and_then(|r| gate(s.priority, r)));
         }
         let transmit = transmit.map(|t| t.max(self.line_free_ns()));
-        debug_assert!(self.flows.iter().map(SendFlow::poll_at).eq(self.flow_timers.iter().copied()));
-        self.flow_timers.iter().flatten().copied().chain(transmit).min()
+        self.schedules.iter().filter_map(|s| s.timer_at).chain(transmit).min()
     }
 
     // ---------------------------------------------------------------------------------------- observation

@@ -541,9 +541,10 @@ impl Switch {
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
     pub fn poll_at(&self) -> Option<u64> {
-        let now = self.now_ns;
-        let ports = PortId::all(self.ports.len()).filter_map(|p| self.cached_ready_at(p, now));
-        self.timeout_at().into_iter().chain(ports).min()
+        match (self.timeout_at(), self.earliest_ready_at(self.now_ns)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),

@@ -37,10 +37,6 @@ impl Readiness {
         }
     }
 
-    /// The cached value still holds at `now_ns`: the port has not changed and its value is not yet due.
-    fn holds(&self, port: usize, now_ns: u64) -> bool {
-        !self.stale[port] && self.at[port].is_none_or(|t| t > now_ns)
-    }
 }
 
 impl Switch {
@@ -68,20 +64,39 @@ impl Switch {
         self.readiness.stale_ports = stale;
     }
 
-    /// [`port_ready_at`](Self::port_ready_at) at `now_ns`, from the cache where it holds.
-    pub(super) fn cached_ready_at(&self, port: PortId, now_ns: u64) -> Option<u64> {
-        if self.readiness.holds(port.index(), now_ns) {
-            debug_assert_eq!(self.readiness.at[port.index()], self.port_ready_at(port, now_ns), "port {port}");
-            self.readiness.at[port.index()]
-        } else {
-            self.port_ready_at(port, now_ns)
+    /// The earliest [`port_ready_at`](Self::port_ready_at) of all ports at `now_ns`, from the cache where
+    /// it holds.
+    pub(super) fn earliest_ready_at(&self, now_ns: u64) -> Option<u64> {
+        let mut earliest: Option<u64> = None;
+        for (port, (&at, &stale)) in self.readiness.at.iter().zip(&self.readiness.stale).enumerate() {
+            let ready = if !stale && at.is_none_or(|t| t > now_ns) {
+                at
+            } else {
+                self.port_ready_at(PortId::new(port), now_ns)
+            };
+            earliest = match (earliest, ready) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
+        debug_assert_eq!(
+            earliest,
+            PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now_ns)).min(),
+            "cached port readiness"
+        );
+        earliest
     }
 
     /// The first port from `from` on that [`poll_transmit`](Self::poll_transmit) at `now_ns` may have a
     /// frame for: the ports passed over have nothing due (polling them would return `None` and change
     /// nothing). A driver polls these instead of every port.
     pub fn next_port_to_poll(&self, from: usize, now_ns: u64) -> Option<PortId> {
-        (from..self.ports.len()).find(|&p| !self.readiness.holds(p, now_ns)).map(PortId::new)
+        let (at, stale) = (&self.readiness.at, &self.readiness.stale);
+        let port = (from..at.len()).find(|&p| stale[p] || at[p].is_some_and(|t| t <= now_ns))?;
+        debug_assert!(
+            (from..port).all(|p| self.port_ready_at(PortId::new(p), now_ns).is_none_or(|t| t > now_ns)),
+            "a port passed over has something due"
+        );
+        Some(PortId::new(port))
     }
 }
