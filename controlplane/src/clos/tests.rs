@@ -81,7 +81,8 @@ fn another_speed_leaves_the_lossless_pgs_to_the_headroom_calculation() {
     // Computed when loaded, for 50G and the profile's 40 m cables.
     let topology = clos.to_topology().unwrap();
     let pg = &topology.switch("spine1").unwrap().config.tables["BUFFER_PG"];
-    assert_ne!(pg["Ethernet0,Ethernet4,Ethernet8|3-4"]["profile"], "NULL");
+    assert!(pg.keys().any(|k| k.ends_with("|3-4")), "{pg:?}");
+    assert!(pg.values().all(|f| f["profile"] != "NULL"), "{pg:?}");
 }
 
 #[test]
