@@ -32,8 +32,17 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 
 /// Tables that say how the fabric forwards: generated, never taken from the profile.
-const FORWARDING_TABLES: [&str; 9] =
-    ["PORT", "INTERFACE", "VLAN", "VLAN_MEMBER", "VLAN_INTERFACE", "NEIGH", "STATIC_ROUTE", "FDB", "LOOPBACK_INTERFACE"];
+const FORWARDING_TABLES: [&str; 9] = [
+    "PORT",
+    "INTERFACE",
+    "VLAN",
+    "VLAN_MEMBER",
+    "VLAN_INTERFACE",
+    "NEIGH",
+    "STATIC_ROUTE",
+    "FDB",
+    "LOOPBACK_INTERFACE",
+];
 
 /// Tables keyed by port (`PORTS` or `PORTS|index`, `PORTS` a comma list): re-keyed to the fabric's ports.
 const PER_PORT_TABLES: [&str; 7] = [
@@ -169,7 +178,8 @@ fn template_port(profile: &ConfigDb, speed_mbps: u32) -> anyhow::Result<(String,
     let ports = profile.tables.get("PORT").filter(|p| !p.is_empty()).context("the profile has no PORT")?;
     let speed = |fields: &BTreeMap<String, String>| fields.get("speed").and_then(|s| s.parse::<u32>().ok());
     // PORT keys sort as text (Ethernet12 before Ethernet4): take the lowest port number.
-    let number = |name: &str| name.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
+    let number =
+        |name: &str| name.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
     let mut by_number: Vec<_> = ports.iter().collect();
     by_number.sort_by_key(|(name, _)| (number(name), (*name).clone()));
     match by_number.iter().find(|(_, f)| speed(f) == Some(speed_mbps)) {
@@ -208,15 +218,18 @@ fn qos_tables(profile: &ConfigDb, template: &str, same_speed: bool, ports: &[Str
             };
             if !port_list.split(',').any(|p| p.trim() == template) {
                 // `PFC_WD|GLOBAL` and the like: not a port key.
-                if !profile.tables.get("PORT").is_some_and(|t| port_list.split(',').any(|p| t.contains_key(p.trim())))
+                if !profile
+                    .tables
+                    .get("PORT")
+                    .is_some_and(|t| port_list.split(',').any(|p| t.contains_key(p.trim())))
                 {
                     db.tables.entry(table.clone()).or_default().insert(key.clone(), fields.clone());
                 }
                 continue;
             }
             let mut fields = fields.clone();
-            let lossless_pg = table == "BUFFER_PG"
-                && fields.get("profile").is_some_and(|p| profile_has_xoff(profile, p));
+            let lossless_pg =
+                table == "BUFFER_PG" && fields.get("profile").is_some_and(|p| profile_has_xoff(profile, p));
             if lossless_pg && !same_speed {
                 fields.insert("profile".into(), "NULL".into());
             }
@@ -224,7 +237,10 @@ fn qos_tables(profile: &ConfigDb, template: &str, same_speed: bool, ports: &[Str
                 // BORDER_RULE|<port>|<seq> is one port per key.
                 Some(rest) if table == "BORDER_RULE" => {
                     for p in ports {
-                        db.tables.entry(table.clone()).or_default().insert(format!("{p}|{rest}"), fields.clone());
+                        db.tables
+                            .entry(table.clone())
+                            .or_default()
+                            .insert(format!("{p}|{rest}"), fields.clone());
                     }
                     continue;
                 }
@@ -400,7 +416,8 @@ impl Clos {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (name, db) in &self.configs {
             let path = dir.join(format!("{name}.yaml"));
-            std::fs::write(&path, serde_yaml::to_string(db)?).with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(&path, serde_yaml::to_string(db)?)
+                .with_context(|| format!("writing {}", path.display()))?;
         }
         let path = dir.join(format!("{}.yaml", self.name));
         std::fs::write(&path, serde_yaml::to_string(&self.topology)?)
@@ -468,9 +485,13 @@ pub fn run(command: TopologyCommand) -> anyhow::Result<()> {
     let path = clos.write(&out)?;
     println!("wrote {} and {} switch configuration(s)", path.display(), clos.configs.len());
     if let Some(ms) = shuffle_ms {
-        let priority = *clos.topology.hosts.values().next().and_then(|h| h.pfc.first()).with_context(|| {
-            format!("{}: no PFC-enabled priority (PORT_QOS_MAP pfc_enable) for a lossless shuffle", profile.display())
-        })?;
+        let priority =
+            *clos.topology.hosts.values().next().and_then(|h| h.pfc.first()).with_context(|| {
+                format!(
+                    "{}: no PFC-enabled priority (PORT_QOS_MAP pfc_enable) for a lossless shuffle",
+                    profile.display()
+                )
+            })?;
         let scenario = ScenarioFile {
             name: format!("{name}-shuffle"),
             topology: format!("{name}.yaml"),

@@ -36,7 +36,6 @@ impl Readiness {
             self.stale_ports.push(port);
         }
     }
-
 }
 
 impl Switch {
