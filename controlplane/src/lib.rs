@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod capture;
+pub mod clos;
 pub mod deadlock;
 pub mod demo;
 pub mod diff;

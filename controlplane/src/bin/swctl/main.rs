@@ -150,6 +150,11 @@ enum Command {
         #[command(subcommand)]
         cmd: lossless_controlplane::sim::SimCommand,
     },
+    /// Generated topologies: `swctl topology clos` (a two-tier Clos from a profile).
+    Topology {
+        #[command(subcommand)]
+        cmd: lossless_controlplane::clos::TopologyCommand,
+    },
     /// Hold (or release) egress on a port or one of its queues, like sai_thrift_port_tx_disable.
     Hold {
         port: String,
@@ -289,6 +294,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
         Command::Sim { cmd } => lossless_controlplane::sim::run(cmd, cli.json),
         Command::DeadlockCheck { topology } => Ok(lossless_controlplane::deadlock::run(&topology, cli.json)),
+        Command::Topology { cmd } => lossless_controlplane::clos::run(cmd).map(|()| ExitCode::SUCCESS),
         command => {
             let switch =
                 lossless_controlplane::lab::resolve_switch(cli.lab.as_deref(), &cli.switch, DEFAULT_SWITCH)?;

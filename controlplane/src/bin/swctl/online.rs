@@ -68,7 +68,8 @@ pub(crate) async fn online(endpoint: &str, json: bool, command: Command) -> anyh
         | Command::Headroom { .. }
         | Command::Lab { .. }
         | Command::Sim { .. }
-        | Command::DeadlockCheck { .. } => {
+        | Command::DeadlockCheck { .. }
+        | Command::Topology { .. } => {
             unreachable!("handled offline")
         }
     }

@@ -40,6 +40,8 @@ pub struct PfcPort {
     /// Per priority: paused until (exclusive), and since when (for the pause time).
     paused_until_ns: [u64; 8],
     pause_started_ns: [Option<u64>; 8],
+    /// Priorities with a pause in progress (`pause_started_ns` set): most ports have none to settle.
+    pausing: u8,
     /// 802.3x PAUSE: all queues paused until.
     link_paused_until_ns: u64,
     pub counters: [PfcCounters; 8],
@@ -124,6 +126,7 @@ impl PfcPort {
             } else {
                 if self.pause_started_ns[p].is_none() {
                     self.pause_started_ns[p] = Some(now_ns);
+                    self.pausing |= 1 << p;
                     self.counters[p].rx_pause_transitions += 1;
                 }
                 self.paused_until_ns[p] = now_ns + mac_control::quanta_to_ns(quanta, speed_mbps);
@@ -137,6 +140,7 @@ impl PfcPort {
     }
 
     fn end_pause(&mut self, p: usize, end_ns: u64) {
+        self.pausing &= !(1 << p);
         if let Some(start) = self.pause_started_ns[p].take() {
             self.counters[p].rx_pause_ns += end_ns.saturating_sub(start);
         }
@@ -144,6 +148,9 @@ impl PfcPort {
 
     /// Closes pauses whose timers expired by `now_ns`.
     pub fn settle(&mut self, now_ns: u64) {
+        if self.pausing == 0 {
+            return;
+        }
         for p in 0..8 {
             if self.pause_started_ns[p].is_some() && self.paused_until_ns[p] <= now_ns {
                 self.end_pause(p, self.paused_until_ns[p]);

@@ -312,8 +312,45 @@ impl SendFlow {
     }
 
     fn check_finished(&mut self, now_ns: u64) {
-        if self.stats.finished_ns.is_none() && self.una == self.seq_limit && !self.can_start_message(now_ns) {
+        if self.finishes_at(now_ns) {
             self.stats.finished_ns = Some(now_ns);
+        }
+    }
+
+    /// The flow is done at `now_ns` (everything acknowledged, no message left to start) but not yet marked
+    /// finished.
+    pub(super) fn finishes_at(&self, now_ns: u64) -> bool {
+        self.stats.finished_ns.is_none() && self.una == self.seq_limit && !self.can_start_message(now_ns)
+    }
+
+    /// What the NIC's scans over its flows read, as of `now_ns` (see [`FlowSchedule`]).
+    pub(super) fn schedule(&self, now_ns: u64, window_packets: u32) -> FlowSchedule {
+        let timer_at = self.poll_at();
+        // [`Self::finishes_at`] as an instant: no message may start once the messages are all started, or
+        // from `until` on (at once when the flow starts no earlier).
+        let exhausted = self.cfg.messages.is_some_and(|m| self.messages_started >= m);
+        let finish_at = if self.stats.finished_ns.is_some() || self.una != self.seq_limit {
+            None
+        } else if exhausted {
+            Some(0)
+        } else {
+            self.cfg.until_ns.map(|u| if self.cfg.start_ns >= u { 0 } else { u })
+        };
+        let timeout_at = match (timer_at, finish_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // `ready_at` depends on time only through `until`, when the flow may no longer start messages.
+        let ready_until_ns = match self.cfg.until_ns {
+            Some(u) if self.cfg.start_ns < u && now_ns < u => u,
+            _ => u64::MAX,
+        };
+        FlowSchedule {
+            timer_at,
+            timeout_at,
+            ready_at: self.ready_at(now_ns, window_packets),
+            ready_until_ns,
+            priority: self.cfg.priority,
         }
     }
 
@@ -417,4 +454,19 @@ impl SendFlow {
     pub fn dcqcn(&self) -> Option<&Dcqcn> {
         self.dcqcn.as_ref()
     }
+}
+
+/// What a NIC's scans over its flows read of one flow, kept beside the flows (one small contiguous entry
+/// each, refreshed whenever the flow changes): with a hundred flows, a NIC's timers and its next transmit
+/// instant cost a scan of these rather than a visit to every flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FlowSchedule {
+    /// [`SendFlow::poll_at`].
+    pub timer_at: Option<u64>,
+    /// From when [`SendFlow::handle_timeout`] has something to do: a timer, or marking the flow finished.
+    pub timeout_at: Option<u64>,
+    /// [`SendFlow::ready_at`], at any time before `ready_until_ns`.
+    pub ready_at: Option<u64>,
+    pub ready_until_ns: u64,
+    pub priority: u8,
 }

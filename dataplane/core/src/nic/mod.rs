@@ -66,7 +66,7 @@ use crate::model::pfc::{PfcCounters, PfcPort};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, L4, MacControlRepr, udp};
-use flow::SendFlow;
+use flow::{FlowSchedule, SendFlow};
 use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
 use rx_pipeline::RxPipeline;
 pub use rx_pipeline::{RxPipelineConfig, RxPipelineStats};
@@ -109,6 +109,8 @@ pub struct Nic {
     control: VecDeque<Control>,
     control_ident: u16,
     flows: Vec<SendFlow>,
+    /// Beside each flow, what the scans read of it ([`FlowSchedule`]), refreshed whenever it changes.
+    schedules: Vec<FlowSchedule>,
     rr_next: usize,
     receivers: BTreeMap<RxKey, RxQp>,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
@@ -134,6 +136,7 @@ impl Nic {
             control: VecDeque::new(),
             control_ident: 0,
             flows: Vec::new(),
+            schedules: Vec::new(),
             rr_next: 0,
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
@@ -201,6 +204,7 @@ impl Nic {
             self.cfg.retransmit,
             self.cfg.rto_ns,
         );
+        self.schedules.push(send.schedule(self.now_ns, self.cfg.window_packets));
         self.flows.push(send);
         Ok(src_qp)
     }
@@ -210,6 +214,7 @@ impl Nic {
         let i = self.flows.iter().position(|f| f.cfg.id == id)?;
         let stats = self.flows[i].stats(self.now_ns);
         self.flows.remove(i);
+        self.schedules.remove(i);
         if self.rr_next > i {
             self.rr_next -= 1;
         }
@@ -337,7 +342,7 @@ impl Nic {
             return;
         }
         let qp = p.bth.dest_qp;
-        let Some(flow) = self.flows.iter_mut().find(|f| f.src_qp == qp && f.cfg.dst_ip == p.src_ip) else {
+        let Some(i) = self.flows.iter().position(|f| f.src_qp == qp && f.cfg.dst_ip == p.src_ip) else {
             if matches!(p.bth.opcode, Opcode::RcAck | Opcode::Cnp) {
                 self.counters.rx_unknown_qp += 1;
             } else {
@@ -345,6 +350,7 @@ impl Nic {
             }
             return;
         };
+        let flow = &mut self.flows[i];
         match p.bth.opcode {
             Opcode::RcAck => match Aeth::parse(payload) {
                 Some(aeth) if aeth.is_ack() => flow.on_ack(p.bth.psn, now_ns),
@@ -357,6 +363,12 @@ impl Nic {
             Opcode::Cnp => flow.on_cnp(now_ns),
             _ => self.counters.rx_ignored += 1,
         }
+        self.reschedule_flow(i);
+    }
+
+    /// Refreshes what the scans read of flow `i` after it changed.
+    pub(super) fn reschedule_flow(&mut self, i: usize) {
+        self.schedules[i] = self.flows[i].schedule(self.now_ns, self.cfg.window_packets);
     }
 
     /// Makes the live receiving QP of `key` the one whose first PSN is `initial_psn`: the live one if it
@@ -415,8 +427,15 @@ impl Nic {
         self.run_rx_pipeline(now_ns);
         self.expire_idle(now_ns);
         self.pfc.settle(now_ns);
-        for flow in &mut self.flows {
-            flow.handle_timeout(now_ns);
+        let (now, window) = (self.now_ns, self.cfg.window_packets);
+        for (flow, schedule) in self.flows.iter_mut().zip(&mut self.schedules) {
+            // Flows with nothing due are left alone: their handle_timeout would change nothing.
+            if schedule.timeout_at.is_some_and(|t| t <= now_ns) {
+                flow.handle_timeout(now_ns);
+                *schedule = flow.schedule(now, window);
+            } else {
+                debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
+            }
         }
     }
 
@@ -438,12 +457,16 @@ impl Nic {
         for c in &self.control {
             earliest(gate(self.control_priority(c), now));
         }
-        for f in &self.flows {
-            earliest(f.ready_at(now, self.cfg.window_packets).and_then(|r| gate(f.cfg.priority, r)));
+        let window = self.cfg.window_packets;
+        for (f, s) in self.flows.iter().zip(&self.schedules) {
+            debug_assert_eq!((s.timer_at, s.priority), (f.poll_at(), f.cfg.priority));
+            let ready = if now < s.ready_until_ns { s.ready_at } else { f.ready_at(now, window) };
+            debug_assert_eq!(ready, f.ready_at(now, window));
+            earliest(ready.and_then(|r| gate(s.priority, r)));
         }
         let transmit = transmit.map(|t| t.max(self.line_free_ns()));
         let rx = self.rx_pipe.as_ref().and_then(RxPipeline::poll_at);
-        self.flows.iter().filter_map(SendFlow::poll_at).chain(transmit).chain(rx).min()
+        self.schedules.iter().filter_map(|s| s.timer_at).chain(transmit).chain(rx).min()
     }
 
     // ---------------------------------------------------------------------------------------- observation

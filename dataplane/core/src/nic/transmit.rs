@@ -74,6 +74,7 @@ impl Nic {
             let start_ps =
                 if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
             let frame = self.flows[i].transmit(now_ns, start_ps, &local);
+            self.reschedule_flow(i);
             self.occupy_line(now_ns, frame.len());
             self.counters.tx_data_frames += 1;
             return Some(frame);

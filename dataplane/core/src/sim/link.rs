@@ -133,7 +133,9 @@ impl LinkState {
         self.remainder = scaled % rate;
         self.stats.frames += 1;
         self.stats.bytes += frame.len() as u64;
-        let data = is_roce_data(&frame);
+        // Only an impairment counts data packets apart (and a link's impairments are set when it is made).
+        let impaired = self.link.loss.is_some() || self.link.corrupt.is_some();
+        let data = impaired && is_roce_data(&frame);
         self.seen_all += 1;
         self.seen_data += u64::from(data);
         if let Some(loss) = self.link.loss

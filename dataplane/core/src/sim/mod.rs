@@ -40,6 +40,11 @@ pub trait Node: Any {
     /// The next frame `port` sends at `now`, if its line is free and something is due (with the egress
     /// queue it left from; `None` for a frame the port made itself, such as PFC, or a NIC's).
     fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit>;
+    /// The first port from `from` on that may have a frame to send at `now`: ports passed over would
+    /// answer [`Node::poll_transmit`] with `None` and change nothing. Default: `from` itself.
+    fn next_port_to_poll(&self, from: usize, _now: u64) -> Option<usize> {
+        (from < self.port_count()).then_some(from)
+    }
     /// The next instant the node needs to be woken.
     fn poll_at(&self) -> Option<u64>;
     /// Runs whatever is due at `now`.
@@ -70,6 +75,10 @@ impl Node for Switch {
 
     fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit> {
         Switch::poll_transmit(self, PortId::new(port), now)
+    }
+
+    fn next_port_to_poll(&self, from: usize, now: u64) -> Option<usize> {
+        Switch::next_port_to_poll(self, from, now).map(PortId::index)
     }
 
     fn poll_at(&self) -> Option<u64> {
@@ -487,12 +496,13 @@ impl Sim {
     /// Runs a node's timers, sends what its ports have ready, collects its events, and books its next
     /// wake-up.
     fn visit(&mut self, id: usize, now: u64) {
-        let node = self.devices[id].node_mut();
-        node.handle_timeout(now);
-        for port in 0..node.port_count() {
+        self.devices[id].node_mut().handle_timeout(now);
+        let mut from = 0;
+        while let Some(port) = self.devices[id].node().next_port_to_poll(from, now) {
             while let Some(tx) = self.devices[id].node_mut().poll_transmit(port, now) {
                 self.transmit((id, port), now, tx);
             }
+            from = port + 1;
         }
         while let Some(event) = self.devices[id].node_mut().poll_event() {
             self.events.push((now, id, event));

@@ -159,6 +159,7 @@ impl Switch {
             enqueued_ns: now_ns,
             alloc,
         };
+        self.touch_port(out);
         if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now_ns) {
             // The strict queue's policer refused it.
             self.release(&item.alloc);
@@ -249,6 +250,7 @@ impl Switch {
         }
         let before = self.ports[port.index()].pfc.asserted();
         self.ports[port.index()].pfc.assert_xoff(prios);
+        self.touch_port(port);
         if before & prios != prios {
             self.push_event(Event::PfcXoff { port: self.port_name(port), pg });
         }
@@ -258,6 +260,7 @@ impl Switch {
         let prios = self.pg_priorities(port, pg);
         if self.ports[port.index()].pfc.asserted() & prios != 0 {
             self.ports[port.index()].pfc.release_xoff(prios);
+            self.touch_port(port);
             self.push_event(Event::PfcXon { port: self.port_name(port), pg });
         }
     }
@@ -269,6 +272,7 @@ impl Switch {
         let speed = self.config.ports[port.index()].speed_mbps;
         let enabled = self.effective_pfc_enable(port);
         let has_pfc = self.config.qos[port.index()].pfc_enable != 0;
+        self.touch_port(port);
         let pfc = &mut self.ports[port.index()].pfc;
         match repr {
             MacControlRepr::Pfc(frame) => pfc.receive(frame, enabled, speed, now_ns),
@@ -288,6 +292,12 @@ impl Switch {
     /// then the scheduler's pick among queues that are neither paused nor held. Returns `None` while the
     /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
     pub fn poll_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
+        let transmit = self.next_transmit(port, now_ns);
+        self.refresh_readiness();
+        transmit
+    }
+
+    fn next_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
         self.note_time(now_ns);
         // Most polls find the port busy or idle: answer those before any arithmetic.
         let state = self.ports.get(port.index())?;
@@ -301,6 +311,7 @@ impl Switch {
         let quanta = self.config.asic.pfc_pause_quanta;
         let refresh_ns =
             mac_control::quanta_to_ns(quanta, speed) * u64::from(self.config.asic.pfc_refresh_percent) / 100;
+        self.touch_port(port);
         let state = &mut self.ports[port.index()];
         if state.egress.line_free_at_ns() > now_ns || !state.oper_up {
             return None;
@@ -364,6 +375,7 @@ impl Switch {
     pub fn set_port_hold(&mut self, port: PortId, hold: bool) {
         if let Some(s) = self.ports.get_mut(port.index()) {
             s.port_hold = hold;
+            self.touch_port(port);
         }
     }
 
@@ -372,6 +384,7 @@ impl Switch {
         if let Some(s) = self.ports.get_mut(port.index()) {
             let bit = 1 << (queue & 7);
             s.queue_hold = if hold { s.queue_hold | bit } else { s.queue_hold & !bit };
+            self.touch_port(port);
         }
     }
 
@@ -421,6 +434,7 @@ impl Switch {
     /// Drops the frames queued on `port` in the queues of `queues` (a bit mask): TX_DRP and the queues'
     /// drop counters, their cells released.
     pub(super) fn drop_queued(&mut self, port: PortId, queues: u8) {
+        self.touch_port(port);
         for q in (0..8u8).filter(|q| queues & (1 << q) != 0) {
             for item in self.ports[port.index()].egress.flush(q) {
                 self.ledger.flushed += 1;
@@ -434,6 +448,8 @@ impl Switch {
     }
 
     pub(super) fn apply_watchdog(&mut self, transitions: Vec<Transition>, now_ns: u64) {
+        // Pauses lifted, PFC forgotten, queues flushed: any port may have changed.
+        self.touch_all_ports();
         for t in &transitions {
             let name = self.port_name(t.port);
             self.push_event(if t.stormed {

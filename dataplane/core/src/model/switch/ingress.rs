@@ -6,7 +6,12 @@ use super::*;
 impl Switch {
     /// A frame (without FCS) arrived on `port`. Frames for a port the configuration does not have are
     /// ignored (the driver only delivers frames of configured ports).
-    pub fn handle_frame(&mut self, port: PortId, mut frame: Vec<u8>, now_ns: u64) {
+    pub fn handle_frame(&mut self, port: PortId, frame: Vec<u8>, now_ns: u64) {
+        self.receive(port, frame, now_ns);
+        self.refresh_readiness();
+    }
+
+    fn receive(&mut self, port: PortId, mut frame: Vec<u8>, now_ns: u64) {
         let Some(port_cfg) = self.config.ports.get(port.index()) else { return };
         self.ledger.received += 1;
         let len = frame.len() as u64;

@@ -23,6 +23,7 @@ use std::net::IpAddr;
 
 mod egress;
 mod ingress;
+mod ready;
 
 pub use super::config::PortId;
 pub use egress::{QueuedFrame, WatermarksDump};
@@ -281,6 +282,8 @@ pub struct Switch {
     now_ns: u64,
     /// Reused by XON re-checks (no allocation per release while PFC is asserted).
     xon_scratch: Vec<(PortId, u8)>,
+    /// Each port's next transmit instant, kept between calls (`ready.rs`).
+    readiness: ready::Readiness,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
     /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
@@ -340,6 +343,7 @@ impl Switch {
             rng: Rng::new(1),
             now_ns: 0,
             xon_scratch: Vec::new(),
+            readiness: ready::Readiness::default(),
             wd_masks: Vec::new(),
             drop_log: None,
         }
@@ -477,7 +481,9 @@ impl Switch {
             _neighbors: std::mem::replace(&mut self.neighbors, neighbors),
             _ports: old_ports.into_values().collect(),
         };
+        self.readiness.reset(self.ports.len());
         self.apply_watchdog(restored, now_ns);
+        self.refresh_readiness();
         retired
     }
 
@@ -497,6 +503,7 @@ impl Switch {
             return;
         }
         state.oper_up = up;
+        self.touch_port(port);
         if !up {
             self.drop_queued(port, 0xff);
             let pfc = &mut self.ports[port.index()].pfc;
@@ -563,9 +570,10 @@ impl Switch {
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
     pub fn poll_at(&self) -> Option<u64> {
-        let now = self.now_ns;
-        let ports = PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now));
-        self.timeout_at().into_iter().chain(ports).min()
+        match (self.timeout_at(), self.earliest_ready_at(self.now_ns)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
@@ -618,6 +626,7 @@ impl Switch {
             self.arp_pending.retain(|_, sent| now_ns.saturating_sub(*sent) < ARP_RETRY_NS);
             self.next_neigh_sweep_ns = sweep_interval(self.config.switch.neigh_aging_ns).map(|i| now_ns + i);
         }
+        self.refresh_readiness();
     }
 
     // ---------------------------------------------------------------------------------------------
