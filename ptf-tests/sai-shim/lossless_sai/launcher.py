@@ -17,7 +17,7 @@ import shutil
 import sys
 
 # Test-directory module name -> the shim module that stands in for it (filled in as the shim grows).
-SHIM_MODULES = {}
+SHIM_MODULES = {"switch_sai_thrift": "lossless_sai.switch_sai_thrift"}
 
 
 class LauncherError(Exception):
@@ -25,12 +25,17 @@ class LauncherError(Exception):
 
 
 def preload(mapping):
-    """Imports each stand-in and registers it under the name the tests import."""
+    """Imports each stand-in and registers it under the name the tests import, with its already imported
+    submodules under that name too (`from switch_sai_thrift.ttypes import ...` must find the same module
+    object, not import a second copy whose classes differ)."""
     for name, module_name in mapping.items():
         try:
             sys.modules[name] = importlib.import_module(module_name)
         except ImportError as e:
             raise LauncherError("--preload %s=%s: cannot import %s: %s" % (name, module_name, module_name, e))
+        prefix = module_name + "."
+        for sub in [m for m in sys.modules if m.startswith(prefix)]:
+            sys.modules[name + "." + sub[len(prefix):]] = sys.modules[sub]
 
 
 def find_ptf():
