@@ -1,13 +1,7 @@
 """Endpoints to grpcio channels, and (when a switchd binary is at hand) grpcio against switchd's Unix socket.
 
-The live tests start one switchd with a profile and no ports (no namespaces, no root): set LOSSLESS_SWITCHD to
-the binary, or build it (cargo build --bin switchd) so that target/debug/switchd exists; else they are skipped.
+The live tests use conftest.py's switchd_socket (one switchd, td3.yaml, no ports; skipped without a binary).
 """
-
-import os
-import subprocess
-import tempfile
-import uuid
 
 import grpc
 import pytest
@@ -15,7 +9,6 @@ import pytest
 import lossless
 from lossless.channel import EndpointError, channel_args
 
-REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 UNIX_OPTS = [("grpc.default_authority", "localhost")]
 
 
@@ -49,43 +42,6 @@ def test_connect_without_endpoint_needs_the_environment(monkeypatch):
     monkeypatch.delenv("LOSSLESS_SWITCH", raising=False)
     with pytest.raises(EndpointError, match="LOSSLESS_SWITCH"):
         lossless.connect()
-
-
-def switchd_binary():
-    path = os.environ.get("LOSSLESS_SWITCHD") or os.path.join(
-        os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO, "target")), "debug", "switchd")
-    return path if os.access(path, os.X_OK) else None
-
-
-@pytest.fixture(scope="module")
-def switchd_socket():
-    binary = switchd_binary()
-    if binary is None:
-        pytest.skip("no switchd binary (set LOSSLESS_SWITCHD or build target/debug/switchd)")
-    with tempfile.TemporaryDirectory(prefix="lossless-shim-") as tmp:
-        sock = os.path.join(tmp, "sw.sock")
-        log = open(os.path.join(tmp, "switchd.log"), "w")
-        proc = subprocess.Popen([binary, "--name", "shim-" + uuid.uuid4().hex[:8],
-                                 "--config", os.path.join(REPO, "configs", "profiles", "td3.yaml"),
-                                 "--grpc", "unix:" + sock], stdout=log, stderr=subprocess.STDOUT)
-        try:
-            # Ready when a correctly configured channel connects (grpcio retries until the socket exists).
-            target, options = channel_args("unix:" + sock)
-            with grpc.insecure_channel(target, options=options) as ch:
-                try:
-                    grpc.channel_ready_future(ch).result(timeout=30)
-                except grpc.FutureTimeoutError:
-                    log.flush()
-                    pytest.fail("switchd did not serve %s within 30 s: %s" % (sock, open(log.name).read()[-2000:]))
-            yield sock
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
 
 
 def test_connect_reads_counters_over_the_unix_socket(switchd_socket):
