@@ -15,6 +15,7 @@ import grpc
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests import each other's fakes
 
 from lossless.channel import channel_args  # noqa: E402
 
