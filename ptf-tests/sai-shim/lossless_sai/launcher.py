@@ -17,7 +17,12 @@ import shutil
 import sys
 
 # Test-directory module name -> the shim module that stands in for it (filled in as the shim grows).
-SHIM_MODULES = {"switch_sai_thrift": "lossless_sai.switch_sai_thrift"}
+# Order matters: sai_base_test imports `switch`, which must already be the shim's.
+SHIM_MODULES = {
+    "switch_sai_thrift": "lossless_sai.switch_sai_thrift",
+    "switch": "lossless_sai.switch",
+    "sai_base_test": "lossless_sai.sai_base_test",
+}
 
 
 class LauncherError(Exception):

@@ -3,6 +3,8 @@ helpers the QoS tests call, with the same signatures and return shapes (docs/son
 written on the RPC-level methods of lossless_sai.client.Client. Registered as `switch` by the launcher.
 """
 
+import sys
+
 import ptf.testutils as testutils
 
 from lossless_sai import layout
@@ -40,9 +42,11 @@ def switch_init(clients):
     global switch_inited
     if switch_inited:
         return
-    import sai_base_test  # the registered stand-in (or whichever module the tests import under that name)
-
-    mapping = sai_base_test.interface_to_front_mapping
+    # The module the tests import as sai_base_test (the launcher registers the shim's), else the shim's.
+    base = sys.modules.get("sai_base_test")
+    if base is None:
+        from lossless_sai import sai_base_test as base
+    mapping = base.interface_to_front_mapping
     for target in ("src", "dst"):
         if target == "dst" and ("dst" not in clients or clients["dst"] is clients["src"]):
             port_list["dst"], sai_port_list["dst"], front_port_list["dst"] = (

@@ -55,11 +55,14 @@ def test_dir(tmp_path):
     return tmp_path
 
 
-def run(args, test_dir):
+def run(args, test_dir, plain=False):
+    """The launcher with `args`; plain=True: ptf itself with the arguments after `--` (nothing preloaded)."""
     # ptf writes ptf.log into the working directory.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([SHIM_ROOT, str(test_dir / "standin")]),
                PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, "-m", "lossless_sai.launcher"] + args, capture_output=True, text=True,
+    cmd = [sys.executable, launcher.find_ptf()] + args[args.index("--") + 1:] if plain else \
+        [sys.executable, "-m", "lossless_sai.launcher"] + args
+    return subprocess.run(cmd, capture_output=True, text=True,
                           env=env, timeout=120, cwd=test_dir)
 
 
@@ -67,7 +70,7 @@ def run(args, test_dir):
 def test_plain_ptf_loads_the_test_directory_copy(test_dir):
     # The premise: without pre-registration ptf loads the directory's file, even with a module of that name
     # earlier on sys.path.
-    r = run(["--", "--test-dir", str(test_dir), "--list"], test_dir)
+    r = run(["--", "--test-dir", str(test_dir), "--list"], test_dir, plain=True)
     assert r.returncode != 0
     assert "the test directory's sai_base_test.py was loaded" in r.stderr
 

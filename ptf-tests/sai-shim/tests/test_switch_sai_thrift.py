@@ -51,4 +51,4 @@ def test_preloaded_package_serves_its_submodules_as_one_module_object():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=SHIM_ROOT, PYTHONDONTWRITEBYTECODE="1"))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "ok"
+    assert r.stdout.strip().splitlines()[-1] == "ok"
