@@ -80,7 +80,7 @@ pub enum LabCommand {
     },
     /// Check a topology file (switch configurations included) without creating anything.
     Validate { file: PathBuf },
-    /// Write a topology (Lossless or containerlab format) in containerlab's format: OUT_DIR/<name>.clab.yml
+    /// Write a topology (Lossless or containerlab format) in containerlab's format: `DIR/<name>.clab.yml`
     /// and each switch's configuration beside it (its startup-config).
     Export {
         file: PathBuf,
