@@ -22,6 +22,8 @@ ptf_status=0
 LOSSLESS_SWITCHD="$PWD/target/debug/switchd" cargo nextest run -p lossless-ptf --locked --no-fail-fast || ptf_status=$?
 cargo run -q --locked -p lossless-ptf --bin ptf-summary || true
 PTF_CARGO_PROFILE=debug ptf-tests/python/run.sh --profile configs/profiles/th_balanced.yaml --profile configs/profiles/sn2700.yaml || ptf_status=$?
+# The sonic-mgmt shim's Python tests (pytest; a few start switchd).
+ptf-tests/sai-shim/test.sh || ptf_status=$?
 
 # Everything else; its summary closes the log.
 status=0
