@@ -114,7 +114,6 @@ pub fn run(
     // Report samples every 10 ms as in a lab, or 100 per run for short ones (at least the series').
     let sample_ns = (SAMPLE_INTERVAL_MS as u64 * 1_000_000).min(duration_ns / 100).max(options.resolution_ns);
     let mut samples: BTreeMap<String, Vec<pb::GetCountersResponse>> = BTreeMap::new();
-    let mut flow_progress: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
     let mut events = Vec::new();
     let mut firsts: BTreeMap<String, Firsts> = BTreeMap::new();
     let mut flow_snapshots = FlowSnapshots::new();
@@ -122,10 +121,6 @@ pub fn run(
     let mut series = Series::new(options.resolution_ns);
     let mut recorder = Recorder::default();
     let mut next_sample = ORIGIN_NS;
-    // The flows' progress for `throughput_mbps` windows: 100 per run (at most every 10 ms, at least every
-    // µs), whatever the series' resolution.
-    let flow_sample_ns = (SAMPLE_INTERVAL_MS as u64 * 1_000_000).min(duration_ns / 100).max(1_000);
-    let mut next_flow_sample = ORIGIN_NS;
     let mut next_point = ORIGIN_NS;
     let mut partial = false;
     let mut warnings: Vec<String> =
@@ -133,7 +128,7 @@ pub fn run(
     f.sim.run_until(ORIGIN_NS - 1);
     loop {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);
-        let t = next_todo.min(next_sample).min(next_point).min(next_flow_sample).min(end);
+        let t = next_todo.min(next_sample).min(next_point).min(end);
         f.sim.run_until(t);
         collect_events(&mut f, &mut events, &mut firsts);
         while let Some((_, what)) = todo.next_if(|(at, _)| *at <= t) {
@@ -184,14 +179,6 @@ pub fn run(
             recorder.record(&mut f, scenario, &mut series, t - ORIGIN_NS.min(t));
             next_point += options.resolution_ns;
         }
-        if t == next_flow_sample {
-            for (i, flow) in scenario.topology.traffic.iter().enumerate() {
-                let id = f.hosts[&flow.from];
-                let acked = f.sim.nic(id).flow_stats(i as u32 + 1).map_or(0, |s| s.acked_bytes);
-                flow_progress.entry(i).or_default().push((t, acked));
-            }
-            next_flow_sample += flow_sample_ns;
-        }
         if t == next_sample {
             for (name, &id) in &f.switches {
                 let c = CountersSnapshot::take(f.sim.switch(id), t).to_proto();
@@ -235,7 +222,6 @@ pub fn run(
         started,
         events: &events,
         sample_interval_ms: sample_ns as f64 / 1e6,
-        flow_progress: Some(&flow_progress),
         paused_at_end: Some(&paused_at_end),
         flow_snapshots: &flow_snapshots,
         firsts: &firsts,

@@ -49,9 +49,9 @@
 //! Only in virtual time (`swctl sim run`, which samples the senders and reads the models' PFC state; a lab
 //! run reports them as failed, with the reason):
 //! - `throughput_mbps`: payload bytes the receivers acknowledged between `from_ms` and `to_ms` (ms after
-//!   the hosts were up), as Mb/s over that window, summed over the flows listed; the senders are sampled
-//!   100 times per run (at most every 10 ms) and the window's ends are the samples at or after them (a
-//!   window the run does not cover fails);
+//!   the hosts were up), as Mb/s over that window, summed over the flows listed; every sender's byte counts
+//!   are taken at exactly those two instants, as for `flow_rate_mbps` (a window the run does not cover
+//!   fails);
 //! - `pfc_paused_at_end`: whether each port listed is paused by its peer's PFC on the priority when the run
 //!   ends (`paused: true`: all of them are; `false`: none is).
 //!

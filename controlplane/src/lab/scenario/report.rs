@@ -173,9 +173,6 @@ pub(crate) struct Observed<'a> {
     pub(crate) events: &'a [pb::SwitchEvent],
     /// Every how many ms the samples were taken (for messages).
     pub(crate) sample_interval_ms: f64,
-    /// Per flow: (ns on the switches' clock, payload bytes acknowledged so far), in time order, sampled
-    /// with the counters. Only a simulation has them.
-    pub(crate) flow_progress: Option<&'a BTreeMap<usize, Vec<(u64, u64)>>>,
     /// Per switch and port: the priorities its peer's PFC paused when the run ended (a bit mask). Only a
     /// simulation has them.
     pub(crate) paused_at_end: Option<&'a BTreeMap<String, BTreeMap<String, u8>>>,
@@ -220,34 +217,29 @@ impl Observed<'_> {
         Some((s[i.saturating_sub(1)].timestamp_ns, s[i].timestamp_ns))
     }
 
-    /// Acknowledged Mb/s of `flows` between the first samples at or after `from_ms` and `to_ms` (the last
-    /// sample if the run ended before), or why it cannot be measured.
+    /// Acknowledged Mb/s of `flows` between `from_ms` and `to_ms`, from every flow's byte counts taken at
+    /// exactly those instants (`swctl sim run` takes them; a lab has none), or why it cannot be measured.
     fn throughput(&self, flows: &[usize], from_ms: u64, to_ms: u64) -> Result<Window, String> {
-        let Some(progress) = self.flow_progress else {
-            return Err("only swctl sim run samples the flows over time".into());
-        };
-        let at = |ms: u64| self.started.monotonic_ns + ms * 1_000_000;
-        let pick =
-            |series: &[(u64, u64)], t: u64| series.iter().find(|(ts, _)| *ts >= t).or(series.last()).copied();
-        let mut per = Vec::new();
-        let mut window = (0, 0);
-        for f in flows {
-            let series = progress.get(f).map(Vec::as_slice).unwrap_or_default();
-            let (Some(a), Some(b)) = (pick(series, at(from_ms)), pick(series, at(to_ms))) else {
-                return Err(format!("flow {f} has no samples"));
-            };
-            if b.0 <= a.0 {
-                // A window the samples do not cover would measure nothing, and pass any `max`.
-                return Err(format!("no samples between {from_ms} and {to_ms} ms (the run ended first)"));
-            }
-            window = (a.0, b.0);
-            per.push(b.1.saturating_sub(a.1) as f64 * 8.0 * 1e3 / (b.0 - a.0) as f64);
+        if self.flow_snapshots.is_empty() {
+            return Err("only swctl sim run measures the flows at chosen instants".into());
         }
+        let (Some(a), Some(b)) = (self.flow_snapshots.get(&from_ms), self.flow_snapshots.get(&to_ms)) else {
+            // A window the run does not cover would measure nothing, and pass any `max`.
+            return Err(format!("the run ended before {to_ms} ms: no measurement for {from_ms}-{to_ms} ms"));
+        };
+        let span_ns = to_ms.saturating_sub(from_ms).max(1) * 1_000_000;
+        let per: Vec<f64> = flows
+            .iter()
+            .map(|&f| {
+                let acked = |s: &[timed::FlowBytes]| s.get(f).map_or(0, |b| b.acked_bytes);
+                acked(b).saturating_sub(acked(a)) as f64 * 8.0 * 1e3 / span_ns as f64
+            })
+            .collect();
         Ok(Window {
             total_mbps: per.iter().sum(),
             per_flow_mbps: per,
-            from_ms: self.ms(window.0),
-            to_ms: self.ms(window.1),
+            from_ms: from_ms as f64,
+            to_ms: to_ms as f64,
         })
     }
 

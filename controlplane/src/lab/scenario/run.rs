@@ -243,7 +243,6 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         started,
         events: &events,
         sample_interval_ms: f64::from(SAMPLE_INTERVAL_MS),
-        flow_progress: None,
         paused_at_end: None,
         // rocehost reports its flows at the end only.
         flow_snapshots: &FlowSnapshots::new(),

@@ -123,13 +123,15 @@ impl EcnBeforeXoffFile {
 }
 
 impl Scenario {
-    /// The instants (ms after the hosts were up) at which `flow_rate_mbps` expectations need every flow's
-    /// byte counts.
+    /// The instants (ms after the hosts were up) at which `flow_rate_mbps` and `throughput_mbps`
+    /// expectations need every flow's byte counts.
     pub fn flow_snapshot_instants_ms(&self) -> BTreeSet<u64> {
         self.expect
             .iter()
             .filter_map(|e| match e {
-                Expect::FlowRate { from_ms, to_ms, .. } => Some([*from_ms, *to_ms]),
+                Expect::FlowRate { from_ms, to_ms, .. } | Expect::Throughput { from_ms, to_ms, .. } => {
+                    Some([*from_ms, *to_ms])
+                }
                 _ => None,
             })
             .flatten()
@@ -273,7 +275,6 @@ mod tests {
             started: RunStart { monotonic_ns: ORIGIN_NS, unix_ns: ORIGIN_NS },
             events: &[],
             sample_interval_ms: 10.0,
-            flow_progress: None,
             paused_at_end: None,
             flow_snapshots: snapshots,
             firsts,
