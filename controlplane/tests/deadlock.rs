@@ -145,7 +145,9 @@ fn a_throughput_window_the_run_does_not_reach_fails_rather_than_reads_zero() {
     assert_eq!(run.status.code(), Some(1), "{}", text(&run));
     let out = text(&run);
     assert!(
-        out.contains("[FAIL] flow 2+3 acknowledged throughput (Mb/s) from 6 to 10 ms ≤ 0: the run ended before 10 ms"),
+        out.contains(
+            "[FAIL] flow 2+3 acknowledged throughput (Mb/s) from 6 to 10 ms ≤ 0: the run ended before 10 ms"
+        ),
         "{out}"
     );
     assert!(out.contains("[PASS] flow 2+3 acknowledged throughput (Mb/s) from 0 to 1 ms ≥ 19000"), "{out}");
