@@ -129,7 +129,9 @@ impl Capturing {
 
     /// Takes up a changed registry; switches the model's drop recording on or off to match.
     pub(crate) fn refresh(&mut self, switch: &mut Switch) {
-        if !self.shared.changed.swap(false, Ordering::Acquire) {
+        // A plain load first: the swap (a read-modify-write) only when something changed.
+        if !self.shared.changed.load(Ordering::Relaxed) || !self.shared.changed.swap(false, Ordering::Acquire)
+        {
             return;
         }
         let mut shared = self.shared.sinks.lock().unwrap_or_else(|e| e.into_inner());
