@@ -363,13 +363,23 @@ fn a_user_without_root_is_told_so_and_nothing_is_created() {
     let env = Env::new("labtest");
     let lab = env.name("u");
     let file = env.write("small.yaml", &format!("name: {lab}\n{SMALL}"));
-    // The binary and the topology must be readable by `nobody`.
-    for path in [&env.tmp, &file] {
+    // `nobody` must reach the binary and the topology: the checkout may sit under a directory only root
+    // enters (mktemp -d), so a copy of swctl goes beside the topology in the test's own directory.
+    let swctl = env.tmp.join("swctl");
+    std::fs::copy(env!("CARGO_BIN_EXE_swctl"), &swctl).unwrap();
+    for path in [&env.tmp, &file, &swctl] {
         let _ = Command::new("chmod").arg("a+rx").arg(path).status();
     }
     for command in ["up", "down"] {
         let target = if command == "up" { file.to_str().unwrap() } else { lab.as_str() };
-        let out = env.command(&["lab", command, target]).uid(65534).gid(65534).output().unwrap();
+        let out = Command::new(&swctl)
+            .args(["lab", command, target])
+            .env("LOSSLESS_LAB_DIR", &env.base)
+            .env_remove("LOSSLESS_LAB")
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(stderr.contains(&format!("swctl lab {command} needs root")), "{stderr}");
