@@ -193,12 +193,14 @@ fn a_long_run_on_a_terminal_shows_a_progress_bar_and_ctrl_c_still_reports() {
     // Minutes in a debug build, seconds in a release one: past the second after which the bar appears.
     let file = format!("{SCENARIOS}/incast-100g-lossy.yaml");
     let command = format!(
-        "{} sim run {file} --out {} --no-plots --resolution-us 1000",
+        "exec {} sim run {file} --out {} --no-plots --resolution-us 1000",
         env!("CARGO_BIN_EXE_swctl"),
         out.path()
     );
     // script(1) (util-linux) runs swctl on a pseudo-terminal: its stdout and stderr are that terminal, and
     // a 0x03 written to script's stdin is typed on it: Ctrl-C, SIGINT from the terminal's line discipline.
+    // `exec`: script runs the command with $SHELL -c, or /bin/sh when SHELL is unset (as under CI); dash
+    // does not exec a lone command, stays in the terminal's foreground group and dies of the SIGINT (130).
     let mut child = Command::new("script")
         .args(["-qfec", &command, "/dev/null"])
         .stdin(Stdio::piped())
