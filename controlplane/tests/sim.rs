@@ -201,8 +201,11 @@ fn a_long_run_on_a_terminal_shows_a_progress_bar_and_ctrl_c_still_reports() {
     // a 0x03 written to script's stdin is typed on it: Ctrl-C, SIGINT from the terminal's line discipline.
     // `exec`: script runs the command with $SHELL -c, or /bin/sh when SHELL is unset (as under CI); dash
     // does not exec a lone command, stays in the terminal's foreground group and dies of the SIGINT (130).
+    // TERM names the terminal's kind: unset or `dumb` (a CI runner's environment) and indicatif draws
+    // nothing, rightly; the pseudo-terminal script opens understands what an xterm does.
     let mut child = Command::new("script")
         .args(["-qfec", &command, "/dev/null"])
+        .env("TERM", "xterm")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
