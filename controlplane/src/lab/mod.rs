@@ -120,7 +120,7 @@ pub enum LabCommand {
         /// PFC priority of the probes [default: the DSCP's, 3→3, 4→4, else DSCP>>3].
         #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
         priority: Option<u8>,
-        /// Output directory [default: pingmesh-<lab>].
+        /// Output directory [default: pingmesh-LAB].
         #[arg(long)]
         out: Option<PathBuf>,
     },

@@ -230,7 +230,7 @@ fn parse_duration(text: &str) -> Result<u64, String> {
 
 fn parse_interval_us(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(us) if us.is_finite() && us >= 1.0 && us <= 1e9 => Ok(us),
+        Ok(us) if us.is_finite() && (1.0..=1e9).contains(&us) => Ok(us),
         _ => Err(format!("{text:?}: microseconds, 1 or more (e.g. 1000)")),
     }
 }
