@@ -242,3 +242,72 @@ pub fn add_sim_probes(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::scenario::Scenario;
+    use lossless_dataplane::rocehost::report::ProbeReport;
+
+    #[test]
+    fn bad_specs_are_named() {
+        let spec = |interval_us, dscp, priority| PingmeshSpec { interval_us, dscp, priority };
+        assert!(spec(0.5, 3, None).validate().unwrap_err().contains("interval-us 0.5"));
+        assert!(spec(f64::NAN, 3, None).validate().is_err());
+        assert!(spec(100.0, 64, None).validate().unwrap_err().contains("dscp 64"));
+        assert!(spec(100.0, 3, Some(8)).validate().unwrap_err().contains("priority 8"));
+        assert_eq!((spec(100.0, 3, None).priority(), spec(100.0, 4, None).priority()), (3, 4));
+        assert_eq!((spec(100.0, 26, None).priority(), spec(100.0, 26, Some(5)).priority()), (3, 5));
+        assert_eq!(spec(2.5, 3, None).interval_ns(), 2_500);
+        let scenario = |pingmesh: &str| {
+            let text = format!(
+                "topology: {{ hosts: {{ h1: {{ ip: 10.0.0.1/24 }}, h2: {{ ip: 10.0.0.2/24 }} }}, links: [h1:eth0 -- h2:eth0] }}\n{pingmesh}\n"
+            );
+            Scenario::parse(&text, "t", "t.yaml", Path::new("."))
+        };
+        let err = scenario("pingmesh: { interval-us: 0 }").unwrap_err().to_string();
+        assert!(err.contains("t.yaml") && err.contains("interval-us 0"), "{err}");
+        let err = scenario("pingmesh: { interval-us: 10, every: 3 }").unwrap_err().to_string();
+        assert!(err.contains("every"), "{err}");
+        let ok = scenario("pingmesh: { interval_us: 10, dscp: 4 }").unwrap();
+        assert_eq!(ok.pingmesh.map(|p| (p.interval_ns(), p.priority())), Some((10_000, 4)));
+    }
+
+    #[test]
+    fn the_matrix_has_every_ordered_pair_and_marks_the_unanswered() {
+        let topology = r#"
+topology:
+  switches:
+    sw1:
+      config:
+        DEVICE_METADATA: { localhost: { mac: "02:4c:53:00:00:01" } }
+        PORT: { Ethernet0: { speed: 1000 }, Ethernet4: { speed: 1000 }, Ethernet8: { speed: 1000 } }
+  hosts:
+    a: { ip: 10.0.0.1/24, attach: "sw1:Ethernet0" }
+    b: { ip: 10.0.0.2/24, attach: "sw1:Ethernet4" }
+    c: { ip: 10.0.0.3/24, attach: "sw1:Ethernet8" }
+"#;
+        let hosts = Scenario::parse(topology, "t", "t.yaml", Path::new(".")).unwrap().topology.hosts;
+        let refs: Vec<&HostNode> = hosts.iter().collect();
+        let probe = |ip: Ipv4Addr, received| ProbeReport {
+            peer: Some(ip),
+            sent: 10,
+            received,
+            rtt: LatencyReport { count: received, p50_ns: 2_000, p99_ns: 3_000, ..LatencyReport::default() },
+            ..ProbeReport::default()
+        };
+        let mut reports = BTreeMap::new();
+        reports.insert(
+            "a".to_owned(),
+            Report { probes: vec![probe(refs[1].ip, 10), probe(refs[2].ip, 0)], ..Report::default() },
+        );
+        let spec = PingmeshSpec { interval_us: 100.0, dscp: 3, priority: None };
+        let m = PingmeshMatrix::from_reports("test", &spec, &refs, &reports);
+        assert_eq!(m.pairs.len(), 6);
+        assert_eq!(m.pair("a", "b").map(|p| (p.received, p.rtt.p99_ns)), Some((10, 3_000)));
+        let unanswered: Vec<_> = m.unmeasured().map(|p| (p.from.as_str(), p.to.as_str())).collect();
+        assert_eq!(unanswered, [("a", "c"), ("b", "a"), ("b", "c"), ("c", "a"), ("c", "b")]);
+        let text = m.describe();
+        assert!(text.contains("2.0/3.0") && text.contains("no answer"), "{text}");
+    }
+}
