@@ -73,6 +73,11 @@ fn the_matrix_is_full_and_the_congested_path_has_the_higher_p99() {
         assert_eq!(f.retransmitted_packets, 0, "{f:?}");
         // The incast's congestion shows in the flow's counters: CE marks, CNPs both ways, PFC pauses.
         assert!(f.ce_packets > 0 && f.cnps_received > 0 && f.cnps_sent > 0 && f.pause_ns > 0, "{f:?}");
+        // Completion times queue behind the incast too: far above the idle RTT.
+        assert!(
+            f.message_completion.count > 0 && f.message_completion.p50_ns > 10 * idle.rtt.p99_ns,
+            "{f:?}"
+        );
         let rtt = f.rtt.expect("probes ran between the flow's hosts");
         assert_eq!(rtt, m.pair(&f.from, &f.to).unwrap().rtt);
     }

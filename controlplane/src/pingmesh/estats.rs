@@ -67,6 +67,9 @@ pub struct FlowEstats {
     pub cnps_sent: u64,
     pub out_of_order: u64,
     pub psn_gaps: u64,
+    /// Message completion on the sender: a message's first transmission to the ACK of its last packet
+    /// (RDMA Estats' per-operation latency), ns.
+    pub message_completion: LatencyReport,
     /// One-way latency of every data packet (sender timestamp to arrival), ns.
     pub packet_latency: LatencyReport,
     /// First transmission of a message's first packet to in-order arrival of its last, ns.
@@ -136,6 +139,7 @@ impl Estats {
                     e.dcqcn_rate_decreases = s.dcqcn.map_or(0, |d| d.rate_decreases);
                     e.goodput_mbps = s.goodput_mbps;
                     e.pause_ns = r.pause_ns(f.priority);
+                    e.message_completion = s.message_completion;
                 }
                 if let (Some(r), Some(src)) = (reports.get(&f.to), src)
                     && let Some(q) = r.receiver(src.ip, flow_qp(i))

@@ -165,6 +165,9 @@ pub struct FlowReport {
     pub finished_ns: Option<u64>,
     /// `None` for a flow that does not react to CNPs.
     pub dcqcn: Option<DcqcnReport>,
+    /// Added with RDMA Estats; absent (zero) in older reports.
+    #[serde(default)]
+    pub message_completion: LatencyReport,
 }
 
 /// DCQCN reaction-point state of a flow (see [`DcqcnStats`]).
@@ -385,6 +388,7 @@ impl From<FlowStats> for FlowReport {
             first_send_ns,
             finished_ns,
             dcqcn,
+            message_completion,
         } = f;
         FlowReport {
             id,
@@ -411,6 +415,7 @@ impl From<FlowStats> for FlowReport {
             first_send_ns,
             finished_ns,
             dcqcn: dcqcn.map(DcqcnReport::from),
+            message_completion: message_completion.into(),
         }
     }
 }

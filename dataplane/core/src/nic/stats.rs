@@ -196,6 +196,9 @@ pub struct FlowStats {
     /// When the last message was acknowledged and no further one will start.
     pub finished_ns: Option<u64>,
     pub dcqcn: Option<DcqcnStats>,
+    /// Message completion time on the sender's clock: the first transmission of a message's first packet
+    /// to the ACK that covers its last (the per-operation latency of RDMA Estats).
+    pub message_completion: LatencySummary,
 }
 
 /// Receiver side of one QP: (source IP, destination QP, requester QP).
