@@ -76,8 +76,8 @@ fn four_hosts_of_a_running_lab_give_the_full_matrix_and_the_heatmap() {
         // 98 bytes + 24 of FCS, preamble and gap = 976 ns each.
         assert!(p.rtt.min_ns >= 2 * 976, "{p:?}");
         // Veths, switchd and two rocehosts on one machine (a debug build, other tests running): well
-        // under 10 ms at the median.
-        assert!(p.rtt.p50_ns < 10_000_000 && p.rtt.p50_ns <= p.rtt.p99_ns, "{p:?}");
+        // under 20 ms at the median.
+        assert!(p.rtt.p50_ns < 20_000_000 && p.rtt.p50_ns <= p.rtt.p99_ns, "{p:?}");
         assert!(p.responder_hold.max_ns <= p.rtt.max_ns, "the turnaround is part of the RTT: {p:?}");
     }
     let svg = std::fs::read_to_string(out_dir.join("pingmesh.svg")).unwrap();
