@@ -110,3 +110,44 @@ fn a_lab_that_is_not_running_is_named() {
     let bad = env.swctl(&["lab", "pingmesh", "nosuchlab", "--interval-ms", "0"]);
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--interval-ms 0"), "{}", text(&bad));
 }
+
+/// A scenario with `pingmesh:` and one flow, run in a lab (`swctl lab run`): the run directory gets the
+/// matrix and estats.json, whose flow statistics match what the sender and receiver did.
+#[test]
+fn a_lab_run_writes_the_matrix_and_estats_into_its_run_directory() {
+    let env = Env::new("pingmesh-run");
+    std::fs::write(env.tmp.join("four.yaml"), FOUR_HOSTS).unwrap();
+    let scenario = env.tmp.join("pm.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "name: {}\nduration-ms: 1000\ntopology: four.yaml\npingmesh: {{ interval-us: 5000 }}\nsteps:\n  - {{ at: 0, traffic: {{ from: h1, to: h3, priority: 3, dscp: 3, rate-mbps: 100 }} }}\nexpect:\n  - psn_gaps: {{ flow: 0, max: 0 }}\n",
+            lab_name("r")
+        ),
+    )
+    .unwrap();
+    let out = env.swctl(&["lab", "run", scenario.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "lab run: {}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_dir = std::path::PathBuf::from(report["run_dir"].as_str().unwrap());
+    let m: PingmeshMatrix =
+        serde_json::from_slice(&std::fs::read(run_dir.join("pingmesh.json")).unwrap()).unwrap();
+    assert_eq!(m.pairs.len(), 12);
+    // Hosts start and stop one after another, so a few pings find no one; most are answered.
+    assert!(m.pairs.iter().all(|p| p.received > 0 && p.rtt.min_ns >= 2 * 976), "{m:?}");
+    assert!(std::fs::metadata(run_dir.join("pingmesh.svg")).unwrap().len() > 0);
+    let e: Estats = serde_json::from_slice(&std::fs::read(run_dir.join("estats.json")).unwrap()).unwrap();
+    assert_eq!(e.flows.len(), 1);
+    let f = &e.flows[0];
+    assert!(f.sender_seen && f.receiver_seen, "{f:?}");
+    assert_eq!((f.from.as_str(), f.to.as_str()), ("h1", "h3"));
+    // 100 Mb/s for about a second on an uncongested 1 Gb/s port: nothing lost in the network (a loaded
+    // machine may still time out and resend, which the counters must then show on both sides).
+    assert!(f.sent_bytes > 8_000_000 && f.sent_bytes < 16_000_000, "{f:?}");
+    assert_eq!(f.psn_gaps, 0, "{f:?}");
+    assert!(f.acked_bytes <= f.received_bytes && f.received_bytes <= f.sent_bytes, "{f:?}");
+    assert!(f.sent_bytes - f.retransmitted_bytes >= f.received_bytes, "{f:?}");
+    assert_eq!(f.retransmitted_packets > 0, f.timeouts + f.naks_received > 0, "{f:?}");
+    assert!(f.message_completion.count > 0 && f.packet_latency.count > 0, "{f:?}");
+    assert_eq!(f.rtt, Some(m.pair("h1", "h3").unwrap().rtt));
+}
