@@ -2,7 +2,8 @@
 //! iproute2, as the other lab tests). A running lab of four hosts on one switch: every host probes every
 //! other, the matrix is full (n × (n − 1) pairs, every pair answered), its values are plausible for veths
 //! and no shorter than the links allow, the heatmap and estats.json are written, the lab's own hosts keep
-//! running, and `lab down` leaves nothing.
+//! running, and `lab down` leaves nothing. A scenario with `pingmesh:` run by `swctl lab run` leaves the
+//! matrix and estats.json in its run directory.
 
 mod common;
 
