@@ -33,9 +33,11 @@
 //!   retransmission timeout (go back to the first unacknowledged packet), and to CNPs (DCQCN reaction
 //!   point, [`dcqcn`]).
 //! * **Answers ARP** requests for its address; **storms** PFC XOFF on demand ([`Nic::set_storm`]).
+//! * **Answers Pingmesh pings** (a UD SEND to the probe QP) with a pong at once, and, when given peers
+//!   ([`Nic::set_probes`]), pings them at an interval and keeps per-peer RTT percentiles ([`probe`]).
 //!
-//! Control frames go before data: PFC storm frames, then ARP replies, ACK/NAKs and CNPs in the order they
-//! became due (skipping those whose priority is paused). Frames from this NIC are untagged unless
+//! Control frames go before data: PFC storm frames, then ARP replies, ACK/NAKs, CNPs and pongs in the
+//! order they became due (skipping those whose priority is paused), then a ping that is due. Frames from this NIC are untagged unless
 //! `vlan_id` is set (then the PCP is the frame's priority). The priority of ACK/NAKs is looked up from the
 //! DSCP of the data they answer (`dscp_to_priority`, default DSCP >> 3, the trust-DSCP mapping of
 //! ConnectX NICs).
