@@ -13,6 +13,7 @@ pub mod demo;
 pub mod diff;
 pub mod headroom;
 pub mod lab;
+pub mod pingmesh;
 pub mod qos_params;
 pub mod show;
 pub mod sim;

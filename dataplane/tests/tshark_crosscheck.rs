@@ -326,3 +326,56 @@ fn pfc_frames_generated_by_the_switch() {
         ],
     );
 }
+
+/// Pingmesh probes (`lossless_core::nic::probe`, docs/pingmesh.md): a UD SEND Only to the probe QP with a
+/// DETH, as tshark's InfiniBand dissector reads it.
+#[test]
+fn pingmesh_ping_and_pong() {
+    use lossless_dataplane::nic::packet::Envelope;
+    use lossless_dataplane::nic::probe::{PROBE_QP, ProbeHeader, ProbeKind, probe_frame};
+    use lossless_dataplane::wire::ip::Ecn;
+    let env = Envelope {
+        src_mac: SRC,
+        dst_mac: DST,
+        vlan: None,
+        priority: 3,
+        src_ip: Ipv4Addr::new(10, 0, 0, 1),
+        dst_ip: Ipv4Addr::new(10, 0, 0, 2),
+        dscp: 3,
+        ecn: Ecn::Ect0,
+        ident: 1,
+        ttl: 64,
+        udp_src_port: 0xd000,
+    };
+    let ping =
+        ProbeHeader { kind: ProbeKind::Ping, seq: 0x12_3456, sent_ns: 1_000_000, responder_hold_ns: 0 };
+    let pong = ProbeHeader { kind: ProbeKind::Pong, responder_hold_ns: 250, ..ping };
+    let expect = |kind: &str| {
+        vec![
+            ("ip.dsfield.dscp", s(3)),
+            ("ip.dsfield.ecn", s(2)),
+            ("udp.dstport", s(4791)),
+            ("infiniband.bth.opcode", s(0x64)),
+            ("infiniband.bth.destqp", s(format!("{PROBE_QP:#08x}"))),
+            ("infiniband.bth.psn", s(0x12_3456)),
+            // tshark prints the 32-bit Q_Key and 24-bit source QP in wider fields.
+            ("infiniband.deth.q_key", s("0x000000004c4c504d")),
+            ("infiniband.deth.srcqp", s(format!("{PROBE_QP:#010x}"))),
+            ("data.data", s(kind)),
+        ]
+    };
+    let payload = |kind: u8, hold: u64| {
+        let mut b = vec![kind, 0, 0, 0, 0, 0, 0, 0];
+        b.extend(0x12_3456u64.to_be_bytes());
+        b.extend(1_000_000u64.to_be_bytes());
+        b.extend(hold.to_be_bytes());
+        b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+    };
+    check(
+        "pingmesh",
+        vec![
+            (probe_frame(&env, &ping), expect(&payload(1, 0))),
+            (probe_frame(&env, &pong), expect(&payload(2, 250))),
+        ],
+    );
+}

@@ -10,10 +10,12 @@
 //! swctl lab down demo                           # or the topology file; also after a crash
 //! swctl lab demo --seconds 10                   # a 2:1 incast: lossless loses nothing, lossy tail-drops
 //! swctl lab run configs/scenarios/pfc-storm.yaml # a timeline of steps and expectations ([`scenario`])
+//! swctl lab pingmesh demo --interval-ms 1 --duration-s 5 --out /tmp/pm   # latency matrix ([`pingmesh`](mod@pingmesh))
 //! ```
 
 pub mod demo;
 pub mod down;
+pub mod pingmesh;
 pub mod scenario;
 pub mod state;
 pub mod status;
@@ -100,6 +102,28 @@ pub enum LabCommand {
         #[arg(long)]
         check: bool,
     },
+    /// Pingmesh on a running lab: every host probes every other (small RDMA ping/pongs) at
+    /// --interval-ms for --duration-s; prints the latency matrix (p50/p99 µs per pair) and writes
+    /// pingmesh.json, pingmesh.svg and estats.json to --out. Exit 1 when a pair got no answer.
+    Pingmesh {
+        /// The lab's name (or its topology file).
+        lab: String,
+        /// One probe from each host to each other host per interval, ms.
+        #[arg(long, default_value_t = 1.0)]
+        interval_ms: f64,
+        /// How long to probe, seconds.
+        #[arg(long, default_value_t = 5.0)]
+        duration_s: f64,
+        /// DSCP of the probes: the class they measure (3: lossless in SONiC's AZURE maps).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=63))]
+        dscp: u8,
+        /// PFC priority of the probes [default: the DSCP's, 3→3, 4→4, else DSCP>>3].
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..=7))]
+        priority: Option<u8>,
+        /// Output directory [default: pingmesh-LAB].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// A 2:1 incast on lossless priority 3 plus lossy priority 0 traffic into one 1 Gb/s port: lossless
     /// loses nothing while PFC pauses the senders and ECN marks; lossy tail-drops. Prints per-class goodput
     /// and plots the queue depth (SVG), then removes the lab.
@@ -161,6 +185,7 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
         LabCommand::Down { .. } => needs_root("down")?,
         LabCommand::Run { check: false, .. } => needs_root("run")?,
         LabCommand::Demo { .. } => needs_root("demo")?,
+        LabCommand::Pingmesh { .. } => needs_root("pingmesh")?,
         LabCommand::Status { .. }
         | LabCommand::Validate { .. }
         | LabCommand::Export { .. }
@@ -259,6 +284,11 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
                 eprintln!("warning: {w}");
             }
             scenario::run(&s, json, tokio)
+        }
+        LabCommand::Pingmesh { lab, interval_ms, duration_s, dscp, priority, out } => {
+            let name = lab_name_of(&lab)?;
+            let options = pingmesh::PingmeshOptions { interval_ms, duration_s, dscp, priority, out };
+            pingmesh::run(&name, &options, json)
         }
         LabCommand::Demo { file, seconds, name } => {
             let topology = match &file {

@@ -10,7 +10,9 @@
 //! ```
 //!
 //! What it writes into `--out` (default `sim-<scenario>` in the current directory): `scenario.json` (the
-//! report), `series.csv` and `series.json` (the time series, [`series`]), one SVG plot per switch port that
+//! report), `series.csv` and `series.json` (the time series, [`series`]), `estats.json` (per-flow RDMA
+//! statistics, [`crate::pingmesh::estats`]), with a scenario's `pingmesh:` the latency matrix
+//! `pingmesh.json` and its heatmap `pingmesh.svg` ([`crate::pingmesh`]), one SVG plot per switch port that
 //! queued or paused ([`plot`]), and `NODE-PORT.pcap` per `--pcap` (both directions of the link, nanosecond
 //! timestamps; tshark decodes PFC quanta, BTH PSNs and ECN).
 //!
@@ -105,6 +107,11 @@ pub fn run(command: SimCommand, json: bool) -> anyhow::Result<ExitCode> {
     std::fs::write(out.join("scenario.json"), serde_json::to_vec_pretty(report)?)?;
     std::fs::write(out.join("series.csv"), outcome.series.to_csv())?;
     std::fs::write(out.join("series.json"), outcome.series.to_json()?)?;
+    std::fs::write(out.join("estats.json"), serde_json::to_vec_pretty(&outcome.estats)?)?;
+    let pingmesh_files = match &outcome.pingmesh {
+        Some(m) => m.write(&out)?,
+        None => Vec::new(),
+    };
     let mut plots = Vec::new();
     if !no_plots {
         plots = plot::write_plots(&outcome.series, &scenario, &out)?;
@@ -116,6 +123,9 @@ pub fn run(command: SimCommand, json: bool) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(report)?);
     } else {
         print!("{}", report.describe());
+        if let Some(m) = &outcome.pingmesh {
+            print!("{}", m.describe());
+        }
         let ratio = outcome.virtual_ns as f64 / elapsed.as_nanos().max(1) as f64;
         println!(
             "  simulated {:.3} ms in {:.3} s of wall time ({ratio:.4}× real time), {} events ({:.2} M/s)",
@@ -124,7 +134,12 @@ pub fn run(command: SimCommand, json: bool) -> anyhow::Result<ExitCode> {
             outcome.events,
             outcome.events as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6
         );
-        println!("  wrote {}/scenario.json, series.csv, series.json{}", out.display(), plot_list(&plots));
+        println!(
+            "  wrote {}/scenario.json, series.csv, series.json, estats.json{}{}",
+            out.display(),
+            pingmesh_files.iter().map(|f| format!(", {f}")).collect::<String>(),
+            plot_list(&plots)
+        );
         for (name, _, frames) in &outcome.captures {
             println!("  wrote {}/{name} ({frames} frames)", out.display());
         }

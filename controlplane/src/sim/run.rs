@@ -50,6 +50,10 @@ pub struct Outcome {
     /// Cyclic buffer dependencies of the topology, and of the configurations its `apply` steps made
     /// (`swctl deadlock-check`'s warning line, with the step).
     pub warnings: Vec<String>,
+    /// The latency matrix, when the scenario has `pingmesh:`.
+    pub pingmesh: Option<crate::pingmesh::PingmeshMatrix>,
+    /// Per-flow RDMA statistics (`estats.json`).
+    pub estats: crate::pingmesh::estats::Estats,
 }
 
 /// A timed thing to do: a storm switched on or off, a receive pipeline stopped or restarted, or a
@@ -79,6 +83,15 @@ pub fn run(
     let duration_ns = scenario.duration_ms * 1_000_000;
     let end = ORIGIN_NS + options.until_ns.unwrap_or(duration_ns + DRAIN_NS);
     let mut f = fabric::build(&scenario.topology, options.seed, ORIGIN_NS + duration_ns)?;
+    if let Some(spec) = &scenario.pingmesh {
+        crate::pingmesh::add_sim_probes(
+            &mut f,
+            &scenario.topology,
+            spec,
+            ORIGIN_NS,
+            ORIGIN_NS + duration_ns,
+        )?;
+    }
     let mut captures = Vec::new();
     for spec in &options.pcap {
         let (ends, name) = capture_ends(&mut f, spec)?;
@@ -227,6 +240,13 @@ pub fn run(
         firsts: &firsts,
     };
     let lab = format!("simulation, seed {}", options.seed);
+    let hosts: Vec<_> = scenario.topology.hosts.iter().collect();
+    let pingmesh = scenario
+        .pingmesh
+        .as_ref()
+        .map(|spec| crate::pingmesh::PingmeshMatrix::from_reports(&lab, spec, &hosts, &reports));
+    let estats =
+        crate::pingmesh::estats::Estats::build(&lab, &scenario.topology, &reports, pingmesh.as_ref());
     let mut report = evaluate(scenario, &lab, &options.out, &observed, &reports, records);
     report.virtual_time = true;
     report.partial = partial || options.until_ns.is_some_and(|u| u < duration_ns);
@@ -245,6 +265,8 @@ pub fn run(
         events: f.sim.wakeups,
         virtual_ns: now.saturating_sub(ORIGIN_NS),
         warnings,
+        pingmesh,
+        estats,
     })
 }
 

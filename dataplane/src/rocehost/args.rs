@@ -2,7 +2,7 @@
 
 use super::{DEFAULT_STORM_INTERVAL_US, FIRST_SRC_PORT};
 use crate::nic::dcqcn::MAX_TIME_SCALE;
-use crate::nic::{DcqcnParams, FlowConfig, NicConfig, NpParams};
+use crate::nic::{DcqcnParams, FlowConfig, NicConfig, NpParams, ProbePeer};
 use crate::wire::EthernetAddress;
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
@@ -138,6 +138,23 @@ pub(super) struct Args {
     /// A one-line status on stderr every second.
     #[arg(long)]
     pub(super) progress: bool,
+    /// Probe this peer (Pingmesh, docs/pingmesh.md): IP, or IP@MAC with the next hop's MAC [default MAC:
+    /// --gateway-mac]; repeatable. Pings are answered whether or not this host probes.
+    #[arg(long = "pingmesh-peer", value_name = "IP[@MAC]")]
+    pub(super) pingmesh_peers: Vec<String>,
+    /// One ping to every peer per interval, µs.
+    #[arg(long, value_name = "US", default_value_t = 1000.0, value_parser = parse_interval_us)]
+    pub(super) pingmesh_interval_us: f64,
+    /// DSCP of the pings: the class they measure [default: 3, the lossless class of SONiC's AZURE map].
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=63))]
+    pub(super) pingmesh_dscp: u8,
+    /// PFC priority of the pings [default: the DSCP's, see --dscp-to-priority].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=7))]
+    pub(super) pingmesh_priority: Option<u8>,
+    /// Take only PFC frames and probe answers from the wire, answer nothing (no ARP, pings or data): a
+    /// prober beside the host's own rocehost on the same interface (`swctl lab pingmesh`).
+    #[arg(long, requires = "pingmesh_peers")]
+    pub(super) probe_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -209,6 +226,40 @@ fn parse_duration(text: &str) -> Result<u64, String> {
         Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok((s * 1e9).round() as u64),
         _ => Err(format!("{text:?}: a duration in seconds > 0 (e.g. 1 or 0.25)")),
     }
+}
+
+fn parse_interval_us(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(us) if us.is_finite() && (1.0..=1e9).contains(&us) => Ok(us),
+        _ => Err(format!("{text:?}: microseconds, 1 or more (e.g. 1000)")),
+    }
+}
+
+/// The `--pingmesh-peer`s as probe peers (next hop: the MAC given, else `gateway_mac`).
+pub(super) fn resolve_probe_peers(
+    peers: &[String],
+    gateway_mac: Option<EthernetAddress>,
+) -> Result<Vec<ProbePeer>, String> {
+    peers
+        .iter()
+        .map(|text| {
+            let (ip, mac) = match text.split_once('@') {
+                Some((ip, mac)) => (ip, Some(mac)),
+                None => (text.as_str(), None),
+            };
+            let ip: Ipv4Addr = ip
+                .trim()
+                .parse()
+                .map_err(|_| format!("--pingmesh-peer {text}: {ip:?} is not an IPv4 address"))?;
+            let mac = match mac {
+                Some(m) => m.trim().parse().map_err(|e| format!("--pingmesh-peer {text}: {m:?}: {e}"))?,
+                None => gateway_mac.ok_or_else(|| {
+                    format!("--pingmesh-peer {text}: give the next hop's MAC (IP@MAC) or --gateway-mac")
+                })?,
+            };
+            Ok(ProbePeer { ip, mac })
+        })
+        .collect()
 }
 
 /// Microseconds (a float) → nanoseconds, at least 1.

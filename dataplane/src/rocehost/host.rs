@@ -47,6 +47,8 @@ pub(super) struct Host {
     pub(super) tx_errors: u64,
     pub(super) storm: Option<StormWindow>,
     pub(super) rx_stuck: Option<StuckWindow>,
+    /// `--probe-only`: only PFC frames and probe answers reach the NIC.
+    pub(super) probe_only: bool,
 }
 
 /// A time window of the run (`--storm-from`/`--storm-until`, `--rx-stuck-from`/`--rx-stuck-until`).
@@ -218,6 +220,9 @@ impl Host {
                 now = monotonic_ns().max(now);
             }
             for frame in &self.rx {
+                if self.probe_only && !crate::nic::probe::is_pfc_or_pong(frame) {
+                    continue;
+                }
                 self.nic.handle_frame(frame, now);
             }
             if n < RX_BATCH {

@@ -5,7 +5,15 @@
 //!          --flow dst=10.0.0.2,dst-mac=02:00:00:00:00:02,message=65536,messages=50 --json
 //! rocehost --interface eth0 --ip 10.0.0.2 --ready-file /run/h2.ready --report /run/h2.json   # receive only
 //! rocehost --interface eth0 --ip 10.0.0.3 --storm 3@100 --duration 1                      # PFC storm
+//! rocehost --interface eth0 --ip 10.0.0.1 --pingmesh-peer 10.0.0.2@02:00:00:00:00:02 \
+//!          --pingmesh-interval-us 1000 --duration 5                                       # Pingmesh
 //! ```
+//!
+//! Every rocehost answers Pingmesh pings (`lossless_core::nic::probe`, docs/pingmesh.md); with
+//! `--pingmesh-peer` it also pings those peers every `--pingmesh-interval-us` at `--pingmesh-dscp` and
+//! reports each peer's RTT percentiles (the report's `probes`). `--probe-only` makes it a pure prober that
+//! takes only PFC frames and pongs from the wire, so it can run beside the host's own rocehost on one
+//! interface (`swctl lab pingmesh`).
 //!
 //! The NIC is the sans-I/O [`Nic`] model; rocehost drives it in real time on one thread, as switchd's
 //! runtime drives the switch: receive a batch → `handle_frame` each frame → `handle_timeout` when due →
@@ -49,10 +57,12 @@ mod text;
 use crate::clock::WallClock;
 use crate::io::runtime::monotonic_ns;
 use crate::io::{self, PortSpec};
-use crate::nic::{Nic, NicConfig, Retransmit};
+use crate::nic::{Nic, NicConfig, ProbeConfig, Retransmit};
 use crate::shutdown::Shutdown;
 use anyhow::{Context, bail};
-use args::{Args, FlowSpec, RetransmitArg, apply_dcqcn_options, apply_rx_options, resolve_flows};
+use args::{
+    Args, FlowSpec, RetransmitArg, apply_dcqcn_options, apply_rx_options, resolve_flows, resolve_probe_peers,
+};
 use clap::Parser as _;
 use host::{Host, LoopOptions, Stop, StormWindow, StuckWindow, Window};
 use report::{Ready, Report, RunStart, write_atomically};
@@ -76,6 +86,8 @@ pub(crate) const DRAIN_NS: u64 = 500_000_000;
 pub(crate) const STALL_WAIT_NS: u64 = 50_000;
 pub(crate) const PROGRESS_NS: u64 = 1_000_000_000;
 const DEFAULT_STORM_INTERVAL_US: f64 = 100.0;
+/// Probing stops this long (at most a quarter of `--duration`) before the end, for the last answers.
+const PROBE_DRAIN_NS: u64 = 100_000_000;
 /// UDP source port of the first flow; the next flows count up (ECMP entropy).
 pub(crate) const FIRST_SRC_PORT: u16 = 49152;
 
@@ -166,6 +178,22 @@ fn run(args: Args) -> anyhow::Result<()> {
     for (flow, text) in flows.into_iter().zip(&args.flows) {
         nic.add_flow(flow).with_context(|| format!("--flow {text}"))?;
     }
+    let peers = resolve_probe_peers(&args.pingmesh_peers, args.gateway_mac).map_err(anyhow::Error::msg)?;
+    if !peers.is_empty() {
+        let interval_ns = ((args.pingmesh_interval_us * 1e3).round() as u64).max(1);
+        // The last pings leave early enough for their answers to arrive before --duration ends.
+        let until_ns = args.duration.map(|d| epoch + d - (d / 4).min(PROBE_DRAIN_NS));
+        nic.set_probes(ProbeConfig {
+            interval_ns,
+            dscp: args.pingmesh_dscp,
+            priority: args.pingmesh_priority.unwrap_or(cfg.priority_of_dscp(args.pingmesh_dscp)),
+            start_ns: epoch,
+            until_ns,
+            peers,
+            ..ProbeConfig::default()
+        })
+        .context("--pingmesh-peer")?;
+    }
     nic.handle_timeout(epoch);
     let storm = args.storm.map(|storm| StormWindow {
         storm,
@@ -185,7 +213,9 @@ fn run(args: Args) -> anyhow::Result<()> {
 
     let options = LoopOptions {
         end_ns: args.duration.map(|d| epoch + d),
-        stop_when_finished: args.duration.is_none() && !args.flows.is_empty(),
+        stop_when_finished: args.duration.is_none()
+            && !args.flows.is_empty()
+            && args.pingmesh_peers.is_empty(),
         progress: args.progress,
         ready: args
             .ready_file
@@ -200,6 +230,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         tx_errors: 0,
         storm,
         rx_stuck,
+        probe_only: args.probe_only,
     };
     let stop = host.run(&options, &signals, epoch);
     let end = monotonic_ns();

@@ -9,7 +9,9 @@
 //! Times (`now_ns`, `first_send_ns`, `first_ns`, ...) are `CLOCK_MONOTONIC` nanoseconds, the clock of
 //! switchd's events and counters too (see [`crate::clock`]); [`RunStart`] ties that clock to the wall clock.
 
-use crate::nic::{DcqcnStats, FlowStats, LatencySummary, NicCounters, NicReport, PriorityPause, RxStats};
+use crate::nic::{
+    DcqcnStats, FlowStats, LatencySummary, NicCounters, NicReport, PriorityPause, ProbeStats, RxStats,
+};
 use crate::wire::EthernetAddress;
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -29,6 +31,24 @@ pub struct Report {
     pub flows: Vec<FlowReport>,
     /// Receiver side, one per QP: (source IP, QP, requester QP); closed (idle) QPs first.
     pub receivers: Vec<ReceiverReport>,
+    /// Pingmesh probing (`--pingmesh-peer`), one per peer; absent (empty) in older reports.
+    #[serde(default)]
+    pub probes: Vec<ProbeReport>,
+}
+
+/// What the probes measured towards one peer (see [`ProbeStats`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub peer: Option<Ipv4Addr>,
+    pub dscp: u8,
+    pub priority: u8,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub outstanding: u64,
+    pub unexpected: u64,
+    pub rtt: LatencyReport,
+    pub responder_hold: LatencyReport,
 }
 
 /// When a run began, on both clocks: `unix_ns - monotonic_ns` turns any time of the report into wall-clock
@@ -85,6 +105,15 @@ pub struct FrameCounters {
     pub rx_page_misses: u64,
     #[serde(default)]
     pub rx_pause_watchdog_events: u64,
+    /// Added with Pingmesh probes; absent (0) in older reports.
+    #[serde(default)]
+    pub rx_probe_frames: u64,
+    #[serde(default)]
+    pub rx_probe_reply_frames: u64,
+    #[serde(default)]
+    pub tx_probe_frames: u64,
+    #[serde(default)]
+    pub tx_probe_reply_frames: u64,
 }
 
 /// PFC state of one priority (see [`PriorityPause`]).
@@ -136,6 +165,9 @@ pub struct FlowReport {
     pub finished_ns: Option<u64>,
     /// `None` for a flow that does not react to CNPs.
     pub dcqcn: Option<DcqcnReport>,
+    /// Added with RDMA Estats; absent (zero) in older reports.
+    #[serde(default)]
+    pub message_completion: LatencyReport,
 }
 
 /// DCQCN reaction-point state of a flow (see [`DcqcnStats`]).
@@ -216,7 +248,7 @@ impl Report {
 
 impl From<NicReport> for Report {
     fn from(r: NicReport) -> Report {
-        let NicReport { now_ns, counters, pfc, flows, receivers } = r;
+        let NicReport { now_ns, counters, pfc, flows, receivers, probes } = r;
         Report {
             start: None,
             now_ns,
@@ -224,6 +256,36 @@ impl From<NicReport> for Report {
             pfc: pfc.into_iter().map(PriorityReport::from).collect(),
             flows: flows.into_iter().map(FlowReport::from).collect(),
             receivers: receivers.into_iter().map(ReceiverReport::from).collect(),
+            probes: probes.into_iter().map(ProbeReport::from).collect(),
+        }
+    }
+}
+
+impl From<ProbeStats> for ProbeReport {
+    fn from(p: ProbeStats) -> ProbeReport {
+        let ProbeStats {
+            peer,
+            dscp,
+            priority,
+            sent,
+            received,
+            lost,
+            outstanding,
+            unexpected,
+            rtt,
+            responder_hold,
+        } = p;
+        ProbeReport {
+            peer,
+            dscp,
+            priority,
+            sent,
+            received,
+            lost,
+            outstanding,
+            unexpected,
+            rtt: rtt.into(),
+            responder_hold: responder_hold.into(),
         }
     }
 }
@@ -252,6 +314,10 @@ impl From<NicCounters> for FrameCounters {
             rx_buffer_drops,
             rx_page_misses,
             rx_pause_watchdog_events,
+            rx_probe_frames,
+            rx_probe_reply_frames,
+            tx_probe_frames,
+            tx_probe_reply_frames,
         } = c;
         FrameCounters {
             rx_frames,
@@ -275,6 +341,10 @@ impl From<NicCounters> for FrameCounters {
             rx_buffer_drops,
             rx_page_misses,
             rx_pause_watchdog_events,
+            rx_probe_frames,
+            rx_probe_reply_frames,
+            tx_probe_frames,
+            tx_probe_reply_frames,
         }
     }
 }
@@ -318,6 +388,7 @@ impl From<FlowStats> for FlowReport {
             first_send_ns,
             finished_ns,
             dcqcn,
+            message_completion,
         } = f;
         FlowReport {
             id,
@@ -344,6 +415,7 @@ impl From<FlowStats> for FlowReport {
             first_send_ns,
             finished_ns,
             dcqcn: dcqcn.map(DcqcnReport::from),
+            message_completion: message_completion.into(),
         }
     }
 }
@@ -451,7 +523,7 @@ pub fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nic::{FlowConfig, Nic, NicConfig};
+    use crate::nic::{FlowConfig, Nic, NicConfig, ProbeConfig, ProbePeer};
     use crate::sim::{Device, Sim};
 
     /// A NIC that sent and received something, with DCQCN on: every part of the report is filled in.
@@ -481,6 +553,12 @@ mod tests {
             dcqcn: true,
         })
         .unwrap();
+        a.set_probes(ProbeConfig {
+            interval_ns: 100_000,
+            peers: vec![ProbePeer { ip: ip(2), mac: mac_b }],
+            ..ProbeConfig::default()
+        })
+        .unwrap();
         let mut sim = Sim::new();
         let (a, b) = (sim.add(Device::Nic(Box::new(a))), sim.add(Device::Nic(Box::new(b))));
         sim.connect((a, 0), 1000, (b, 0), 1000, 1_000);
@@ -495,6 +573,7 @@ mod tests {
         let model = busy_report();
         assert!(!model.flows.is_empty() && model.flows[0].dcqcn.is_some(), "{model:?}");
         assert!(!model.receivers.is_empty(), "{model:?}");
+        assert!(model.probes.first().is_some_and(|p| p.received > 0), "{model:?}");
         let file = Report::from(model.clone());
         assert_eq!(
             serde_json::to_string_pretty(&file).unwrap(),

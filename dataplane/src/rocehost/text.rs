@@ -116,6 +116,41 @@ pub(super) fn human_report(r: &Report, nic: &Nic, m: &Meta<'_>) -> String {
             );
         }
     }
+    if !r.probes.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n{:<15} {:>4} {:>4} {:>8} {:>8} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "pingmesh peer",
+            "dscp",
+            "prio",
+            "sent",
+            "answered",
+            "lost",
+            "min µs",
+            "p50 µs",
+            "p99 µs",
+            "max µs",
+            "hold p99 µs"
+        );
+        for p in &r.probes {
+            let peer = p.peer.map_or_else(|| "-".into(), |ip| ip.to_string());
+            let _ = writeln!(
+                s,
+                "{:<15} {:>4} {:>4} {:>8} {:>8} {:>6} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+                peer,
+                p.dscp,
+                p.priority,
+                p.sent,
+                p.received,
+                p.lost,
+                us(p.rtt.min_ns),
+                us(p.rtt.p50_ns),
+                us(p.rtt.p99_ns),
+                us(p.rtt.max_ns),
+                us(p.responder_hold.p99_ns)
+            );
+        }
+    }
     let pfc: Vec<_> = r.pfc.iter().filter(|p| p.counters.rx > 0 || p.counters.tx > 0).collect();
     if !pfc.is_empty() {
         let _ = writeln!(

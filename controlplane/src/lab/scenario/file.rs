@@ -29,6 +29,9 @@ pub struct ScenarioFile {
     /// `- { name: {...} }` entries (one-key mappings, not YAML tags).
     #[serde(default, deserialize_with = "serde_yaml::with::singleton_map_recursive::deserialize")]
     pub expect: Vec<ExpectFile>,
+    /// Every host probes every other throughout (docs/pingmesh.md).
+    #[serde(default)]
+    pub pingmesh: Option<crate::pingmesh::PingmeshSpec>,
 }
 
 fn default_duration_ms() -> u64 {
@@ -548,6 +551,10 @@ impl Scenario {
             FileOrInline::Inline(m) => (m, dir.to_path_buf(), format!("{source}: topology")),
         };
         let name = file.name.unwrap_or_else(|| default_name.to_owned());
+        if let Some(p) = &file.pingmesh {
+            p.validate().map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+        }
+        let pingmesh = file.pingmesh;
         let mut flows = Vec::new();
         let mut storms = Vec::new();
         let mut rx_stuck_windows = Vec::new();
@@ -702,6 +709,7 @@ impl Scenario {
             rx_stuck: rx_stuck_windows,
             actions,
             expect,
+            pingmesh,
         })
     }
 }

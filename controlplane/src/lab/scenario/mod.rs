@@ -29,6 +29,7 @@
 //!   - pfc_paused_at_end: { switch: t0a, port: [Ethernet0, Ethernet4], priority: 3, paused: true }  # sim only
 //!   - flow_rate_mbps: { flow: [0, 1], of: sent, value: 50000, within_percent: 5, from_ms: 4, to_ms: 10 }
 //!   - ecn_before_xoff: { switch: sw1, port: Ethernet8, queue: 3 }
+//! pingmesh: { interval-us: 100, dscp: 3 }    # every host probes every other (docs/pingmesh.md)
 //! ```
 //!
 //! Metrics (`min`/`max` bounds, or the two sides of a `ratio`):
@@ -110,6 +111,8 @@ pub struct Scenario {
     /// Timed actions on switches and hosts, in time order (file order for equal times).
     pub actions: Vec<Action>,
     pub expect: Vec<Expect>,
+    /// Every host probes every other during the run (docs/pingmesh.md).
+    pub pingmesh: Option<crate::pingmesh::PingmeshSpec>,
 }
 
 #[derive(Debug, Clone)]

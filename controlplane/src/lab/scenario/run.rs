@@ -143,6 +143,13 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
             args.extend(["--rx-stuck-until".into(), format!("{}", stop as f64 / 1000.0)]);
         }
     }
+    if let Some(spec) = &scenario.pingmesh {
+        let hosts: Vec<_> = scenario.topology.hosts.iter().collect();
+        for h in &hosts {
+            let args = host_args.entry(h.name.clone()).or_default();
+            args.extend(crate::lab::pingmesh::prober_args(h, &hosts, spec));
+        }
+    }
     let seconds = scenario.duration_ms.div_ceil(1000).max(1) as u32;
     let name = lab_name(&scenario.name);
     let up = UpOptions { name: Some(name.clone()), traffic_seconds: Some(seconds), host_args };
@@ -250,6 +257,18 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
     };
     let report = evaluate(scenario, &lab.state.name, &lab.dir, &observed, &reports, records);
     std::fs::write(lab.dir.join("scenario.json"), serde_json::to_vec_pretty(&report)?)?;
+    let source = format!("lab {}", lab.state.name);
+    let hosts: Vec<_> = scenario.topology.hosts.iter().collect();
+    let matrix = scenario
+        .pingmesh
+        .as_ref()
+        .map(|spec| crate::pingmesh::PingmeshMatrix::from_reports(&source, spec, &hosts, &reports));
+    if let Some(m) = &matrix {
+        m.write(&lab.dir)?;
+    }
+    let estats =
+        crate::pingmesh::estats::Estats::build(&source, &scenario.topology, &reports, matrix.as_ref());
+    std::fs::write(lab.dir.join("estats.json"), serde_json::to_vec_pretty(&estats)?)?;
     let down = lab.down(true);
     if !down.problems.is_empty() {
         eprintln!("swctl: lab {}: {}", report.lab, down.summary());
@@ -258,6 +277,9 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", report.describe());
+        if let Some(m) = &matrix {
+            print!("{}", m.describe());
+        }
     }
     Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -33,9 +33,11 @@
 //!   retransmission timeout (go back to the first unacknowledged packet), and to CNPs (DCQCN reaction
 //!   point, [`dcqcn`]).
 //! * **Answers ARP** requests for its address; **storms** PFC XOFF on demand ([`Nic::set_storm`]).
+//! * **Answers Pingmesh pings** (a UD SEND to the probe QP) with a pong at once, and, when given peers
+//!   ([`Nic::set_probes`]), pings them at an interval and keeps per-peer RTT percentiles ([`probe`]).
 //!
-//! Control frames go before data: PFC storm frames, then ARP replies, ACK/NAKs and CNPs in the order they
-//! became due (skipping those whose priority is paused). Frames from this NIC are untagged unless
+//! Control frames go before data: PFC storm frames, then ARP replies, ACK/NAKs, CNPs and pongs in the
+//! order they became due (skipping those whose priority is paused), then a ping that is due. Frames from this NIC are untagged unless
 //! `vlan_id` is set (then the PCP is the frame's priority). The priority of ACK/NAKs is looked up from the
 //! DSCP of the data they answer (`dscp_to_priority`, default DSCP >> 3, the trust-DSCP mapping of
 //! ConnectX NICs).
@@ -44,6 +46,7 @@ mod config;
 pub mod dcqcn;
 pub mod flow;
 pub mod packet;
+pub mod probe;
 mod receiver;
 pub mod rx_pipeline;
 #[cfg(test)]
@@ -58,6 +61,7 @@ mod transmit;
 pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use flow::{FlowConfig, WIRE_OVERHEAD_BYTES};
 pub use packet::{Aeth, DataHeader};
+pub use probe::{ProbeConfig, ProbePeer, ProbeStats};
 pub use stats::{
     DcqcnStats, FlowStats, Histogram, LatencySummary, NicCounters, NicReport, PriorityPause, RxStats,
 };
@@ -94,6 +98,8 @@ enum Control {
     Ack(RxKey),
     Nak(RxKey),
     Cnp(RxKey),
+    /// The answer to a ping ([`probe`]).
+    Pong(probe::Pong),
 }
 
 /// The NIC. See the module documentation.
@@ -119,6 +125,8 @@ pub struct Nic {
     next_expiry_ns: u64,
     /// The receive buffer and pipeline; `None` = frames consumed on arrival (`rx_pipeline.rs`).
     rx_pipe: Option<RxPipeline>,
+    /// Pingmesh probing, when configured ([`Nic::set_probes`]); answering pings needs none.
+    prober: Option<probe::Prober>,
     counters: NicCounters,
 }
 
@@ -141,6 +149,7 @@ impl Nic {
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
             next_expiry_ns: 0,
+            prober: None,
             counters: NicCounters::default(),
         })
     }
@@ -219,6 +228,23 @@ impl Nic {
             self.rr_next -= 1;
         }
         Some(stats)
+    }
+
+    /// Starts (or replaces) Pingmesh probing: a ping to every peer per interval ([`probe`]). The NIC
+    /// answers pings whether it probes or not.
+    pub fn set_probes(&mut self, cfg: ProbeConfig) -> Result<(), NicError> {
+        self.prober = Some(probe::Prober::new(cfg).map_err(|e| NicError::Config(format!("probes: {e}")))?);
+        Ok(())
+    }
+
+    /// What the probes measured, one entry per peer (empty without probing).
+    pub fn probe_stats(&self) -> Vec<ProbeStats> {
+        self.prober.as_ref().map(|p| p.stats(self.now_ns)).unwrap_or_default()
+    }
+
+    /// The probes' RTT histogram towards `peer` (to merge or take other percentiles).
+    pub fn probe_rtt_histogram(&self, peer: Ipv4Addr) -> Option<&Histogram> {
+        self.prober.as_ref()?.rtt_histogram(peer)
     }
 
     /// Storm mode (the misbehaving NIC of Microsoft's "RDMA over Commodity Ethernet at Scale", SIGCOMM
@@ -310,6 +336,10 @@ impl Nic {
     }
 
     fn handle_roce(&mut self, p: &Roce, payload: &[u8], now_ns: u64) {
+        if p.bth.opcode == Opcode::UdSendOnly && p.bth.dest_qp == probe::PROBE_QP {
+            self.handle_probe(p, payload, now_ns);
+            return;
+        }
         if let Some(position) = data_position(p.bth.opcode) {
             let Some(header) = DataHeader::parse(payload) else {
                 self.counters.rx_malformed += 1;
@@ -364,6 +394,34 @@ impl Nic {
             _ => self.counters.rx_ignored += 1,
         }
         self.reschedule_flow(i);
+    }
+
+    /// A ping is answered (a pong queued with the ping's class); a pong goes to the prober.
+    fn handle_probe(&mut self, p: &Roce, payload: &[u8], now_ns: u64) {
+        let Some(header) = probe::parse_probe(payload) else {
+            self.counters.rx_ignored += 1;
+            return;
+        };
+        match header.kind {
+            probe::ProbeKind::Ping => {
+                self.counters.rx_probe_frames += 1;
+                self.control.push_back(Control::Pong(probe::Pong {
+                    to_mac: p.src_mac,
+                    to_ip: p.src_ip,
+                    dscp: p.dscp,
+                    udp_src_port: p.udp_src_port,
+                    seq: header.seq,
+                    sent_ns: header.sent_ns,
+                    arrived_ns: now_ns,
+                }));
+            }
+            probe::ProbeKind::Pong => {
+                self.counters.rx_probe_reply_frames += 1;
+                if let Some(prober) = &mut self.prober {
+                    prober.on_pong(p.src_ip, &header, now_ns);
+                }
+            }
+        }
     }
 
     /// Refreshes what the scans read of flow `i` after it changed.
@@ -464,6 +522,9 @@ impl Nic {
             debug_assert_eq!(ready, f.ready_at(now, window));
             earliest(ready.and_then(|r| gate(s.priority, r)));
         }
+        if let Some(prober) = &self.prober {
+            earliest(prober.next_due().and_then(|t| gate(prober.config().priority, t.max(now))));
+        }
         let transmit = transmit.map(|t| t.max(self.line_free_ns()));
         let rx = self.rx_pipe.as_ref().and_then(RxPipeline::poll_at);
         self.schedules.iter().filter_map(|s| s.timer_at).chain(transmit).chain(rx).min()
@@ -560,6 +621,7 @@ impl Nic {
                 .chain(self.receivers.values())
                 .map(RxQp::stats)
                 .collect(),
+            probes: self.probe_stats(),
         }
     }
 }

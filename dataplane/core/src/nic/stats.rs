@@ -196,6 +196,9 @@ pub struct FlowStats {
     /// When the last message was acknowledged and no further one will start.
     pub finished_ns: Option<u64>,
     pub dcqcn: Option<DcqcnStats>,
+    /// Message completion time on the sender's clock: the first transmission of a message's first packet
+    /// to the ACK that covers its last (the per-operation latency of RDMA Estats).
+    pub message_completion: LatencySummary,
 }
 
 /// Receiver side of one QP: (source IP, destination QP, requester QP).
@@ -268,6 +271,12 @@ pub struct NicCounters {
     pub rx_page_misses: u64,
     /// Times the NIC's PFC watchdog stopped its pauses.
     pub rx_pause_watchdog_events: u64,
+    /// Pingmesh pings received (each answered) and pongs received.
+    pub rx_probe_frames: u64,
+    pub rx_probe_reply_frames: u64,
+    /// Pings sent and pongs sent.
+    pub tx_probe_frames: u64,
+    pub tx_probe_reply_frames: u64,
 }
 
 /// PFC state of one priority as the NIC saw it.
@@ -287,6 +296,8 @@ pub struct NicReport {
     pub pfc: Vec<PriorityPause>,
     pub flows: Vec<FlowStats>,
     pub receivers: Vec<RxStats>,
+    /// Pingmesh probing, one entry per peer (empty when the NIC does not probe).
+    pub probes: Vec<super::ProbeStats>,
 }
 
 #[cfg(test)]

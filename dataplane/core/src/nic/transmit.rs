@@ -3,6 +3,7 @@
 
 use super::flow::Local;
 use super::packet::{self, Envelope};
+use super::probe;
 use super::{
     ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
 };
@@ -58,6 +59,11 @@ impl Nic {
                 return Some(frame);
             }
         }
+        if let Some(frame) = self.poll_probe(now_ns, paused) {
+            self.occupy_line(now_ns, frame.len());
+            self.counters.tx_probe_frames += 1;
+            return Some(frame);
+        }
         let n = self.flows.len();
         for k in 0..n {
             let i = (self.rr_next + k) % n;
@@ -99,7 +105,32 @@ impl Nic {
             Control::Ack(key) | Control::Nak(key) => {
                 self.receivers.get(key).map_or(0, |rx| self.cfg.priority_of_dscp(rx.dscp))
             }
+            Control::Pong(pong) => self.cfg.priority_of_dscp(pong.dscp),
         }
+    }
+
+    /// The ping due now, unless its priority is paused. Sent at `now` (the line is free, see
+    /// [`Nic::poll_transmit`]), which is the time it carries.
+    fn poll_probe(&mut self, now_ns: u64, paused: u8) -> Option<Vec<u8>> {
+        let prober = self.prober.as_mut()?;
+        let cfg = prober.config();
+        let (priority, dscp) = (cfg.priority, cfg.dscp);
+        if paused & (1 << priority) != 0 || prober.next_due().is_none_or(|t| t > now_ns) {
+            return None;
+        }
+        let (peer, src_port, header) = prober.take_due(now_ns, now_ns)?;
+        let ident = self.next_control_ident();
+        let env = Envelope {
+            dst_mac: self.cfg.gateway_mac.unwrap_or(peer.mac),
+            priority,
+            dst_ip: peer.ip,
+            dscp,
+            ecn: Ecn::Ect0,
+            ident,
+            udp_src_port: src_port,
+            ..self.envelope()
+        };
+        Some(probe::probe_frame(&env, &header))
     }
 
     fn next_control_ident(&mut self) -> u16 {
@@ -162,6 +193,28 @@ impl Nic {
                     self.counters.tx_ack_frames += 1;
                 }
                 Some(frame)
+            }
+            Control::Pong(pong) => {
+                // The line is free at the latest `now` (poll_transmit checked): the pong leaves then.
+                let hold = self.now_ns.saturating_sub(pong.arrived_ns);
+                let env = Envelope {
+                    dst_mac: self.cfg.gateway_mac.unwrap_or(pong.to_mac),
+                    priority: self.cfg.priority_of_dscp(pong.dscp),
+                    dst_ip: pong.to_ip,
+                    dscp: pong.dscp,
+                    ecn: Ecn::Ect0,
+                    ident,
+                    udp_src_port: pong.udp_src_port,
+                    ..self.envelope()
+                };
+                let header = probe::ProbeHeader {
+                    kind: probe::ProbeKind::Pong,
+                    seq: pong.seq,
+                    sent_ns: pong.sent_ns,
+                    responder_hold_ns: hold,
+                };
+                self.counters.tx_probe_reply_frames += 1;
+                Some(probe::probe_frame(&env, &header))
             }
             Control::Cnp(key) => {
                 let base = self.envelope();
