@@ -96,3 +96,15 @@ fn a_rate_increase_shortens_the_gap_the_minimum_rate_left() {
     assert!(after.len() >= 14, "{}", after.len());
     assert!(after.windows(2).all(|w| (707..=709).contains(&(w[1] - w[0]))), "{after:?}");
 }
+
+#[test]
+fn min_time_between_cnps_is_set_by_name_scaled_and_bounded() {
+    let mut cfg = nic_config(B_MAC, B_IP);
+    assert_eq!(cfg.np.min_time_between_cnps_ns, 0, "off by default: the paper's per-QP interval only");
+    cfg.set_dcqcn_param("min_time_between_cnps_ns", "4000").unwrap();
+    cfg.set_dcqcn_param("time_scale", "500").unwrap();
+    assert_eq!(cfg.min_time_between_cnps_ns(), 2_000_000, "4 µs × 500");
+    let e = cfg.set_dcqcn_param("min_time_between_cnps_ns", &(1u64 << 48).to_string()).unwrap_err();
+    assert!(e.starts_with("min_time_between_cnps_ns: 281474976710656 is above"), "{e}");
+    assert_eq!(cfg.np.min_time_between_cnps_ns, 4_000, "a refused value changes nothing");
+}
