@@ -176,11 +176,13 @@ pub fn run(
                 Todo::FlowSnapshot(ms) => {
                     let bytes = (0..scenario.topology.traffic.len())
                         .map(|i| {
-                            let host = f.hosts[&scenario.topology.traffic[i].from];
-                            let stats = f.sim.nic(host).flow_stats(i as u32 + 1);
+                            let flow = &scenario.topology.traffic[i];
+                            let nic = f.sim.nic(f.hosts[&flow.from]);
+                            let stats = nic.flow_stats(i as u32 + 1);
                             stats.map_or(FlowBytes::default(), |s| FlowBytes {
                                 sent_bytes: s.sent_bytes,
                                 acked_bytes: s.acked_bytes,
+                                paused_ns: nic.pause_ns_at(s.priority, t),
                             })
                         })
                         .collect();

@@ -3,7 +3,7 @@
 //! flows resolved against the topology, every error naming the step or expectation (`steps[2]`,
 //! `expect[0].pfc_tx`).
 
-use super::timed::{EcnBeforeXoffFile, FlowRateFile};
+use super::timed::{EcnBeforeXoffFile, FlowRateFile, PausedPercentFile};
 use super::{Action, ActionKind, Expect, FlowMetric, Metric, RxStuck, Scenario, Storm, Table};
 use crate::lab::topology::{RelativeTo, Topology};
 use anyhow::{Context, bail};
@@ -165,6 +165,7 @@ pub enum ExpectFile {
     ThroughputMbps(Throughput),
     PfcPausedAtEnd(PausedAtEnd),
     FlowRateMbps(FlowRateFile),
+    PausedPercent(PausedPercentFile),
     EcnBeforeXoff(EcnBeforeXoffFile),
 }
 
@@ -387,6 +388,7 @@ impl ExpectFile {
             ExpectFile::ThroughputMbps(_) => "throughput_mbps",
             ExpectFile::PfcPausedAtEnd(_) => "pfc_paused_at_end",
             ExpectFile::FlowRateMbps(_) => "flow_rate_mbps",
+            ExpectFile::PausedPercent(_) => "paused_percent",
             ExpectFile::EcnBeforeXoff(_) => "ecn_before_xoff",
         }
     }
@@ -484,6 +486,7 @@ impl ExpectFile {
                 Expect::Ratio { of: side(r.of, "of")?, to: side(r.to, "to")?, min, max }
             }
             ExpectFile::FlowRateMbps(f) => f.resolve(t, duration_ms, what)?,
+            ExpectFile::PausedPercent(f) => f.resolve(t, duration_ms, what)?,
             ExpectFile::EcnBeforeXoff(e) => e.resolve(what)?,
             bounded => unreachable!("{} is a bounded metric", bounded.name()),
         })
@@ -693,7 +696,7 @@ impl Scenario {
                 Expect::Throughput { .. } => {}
                 Expect::Bounds { metric, .. } => checks.extend(metric.switch()),
                 Expect::Ratio { of, to, .. } => checks.extend(of.switch().into_iter().chain(to.switch())),
-                Expect::FlowRate { .. } => {}
+                Expect::FlowRate { .. } | Expect::PausedPercent { .. } => {}
             }
             for (sw, ports) in checks {
                 check_switch_port(&topology, sw, None)

@@ -28,6 +28,7 @@
 //!   - throughput_mbps: { flow: [2, 3], from_ms: 6, to_ms: 10, max: 0 }      # swctl sim run only
 //!   - pfc_paused_at_end: { switch: t0a, port: [Ethernet0, Ethernet4], priority: 3, paused: true }  # sim only
 //!   - flow_rate_mbps: { flow: [0, 1], of: sent, value: 50000, within_percent: 5, from_ms: 4, to_ms: 10 }
+//!   - paused_percent: { flow: [0, 1], max: 1, from_ms: 4, to_ms: 10 }       # swctl sim run only
 //!   - ecn_before_xoff: { switch: sw1, port: Ethernet8, queue: 3 }
 //! pingmesh: { interval-us: 100, dscp: 3 }    # every host probes every other (docs/pingmesh.md)
 //! ```
@@ -59,7 +60,8 @@
 //! Over time ([`timed`]): `flow_rate_mbps` checks each listed flow's rate between `from_ms` and `to_ms`
 //! (`of: sent`, payload bytes put on the wire, or `of: acked`, payload bytes acknowledged) against `value`
 //! ± `within_percent` %; only `swctl sim run` has the byte counts at those instants (in a lab it fails,
-//! saying so). `ecn_before_xoff` holds when the queue's first CE mark came before the switch's first PFC
+//! saying so). `paused_percent` bounds the share of `from_ms..to_ms` each listed flow's sender was paused
+//! by PFC on the flow's priority (sim only, likewise). `ecn_before_xoff` holds when the queue's first CE mark came before the switch's first PFC
 //! XOFF on any port, or when there was a mark and no XOFF at all (both modes: the switch's events).
 //!
 //! Steps:
@@ -189,6 +191,13 @@ pub enum Expect {
         of: timed::RateOf,
         value_mbps: f64,
         within_percent: f64,
+        from_ms: u64,
+        to_ms: u64,
+    },
+    /// Each flow's sender paused by PFC at most `max_percent` % of `from_ms..to_ms`.
+    PausedPercent {
+        flows: Vec<usize>,
+        max_percent: f64,
         from_ms: u64,
         to_ms: u64,
     },

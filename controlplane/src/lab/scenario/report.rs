@@ -526,6 +526,9 @@ pub(crate) fn evaluate(
             Expect::FlowRate { flows: list, of, value_mbps, within_percent, from_ms, to_ms } => {
                 timed::flow_rate(seen, list, *of, (*value_mbps, *within_percent), (*from_ms, *to_ms))
             }
+            Expect::PausedPercent { flows: list, max_percent, from_ms, to_ms } => {
+                timed::paused_percent(seen, list, *max_percent, (*from_ms, *to_ms))
+            }
             Expect::EcnBeforeXoff { switch, port, queue } => {
                 timed::ecn_before_xoff(seen, switch, port, *queue)
             }

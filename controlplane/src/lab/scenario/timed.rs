@@ -1,5 +1,6 @@
-//! Expectations on what happened when: a flow's rate over a window of the run (`flow_rate_mbps`), and
-//! whether a queue's ECN marking began before the switch's first PFC XOFF (`ecn_before_xoff`).
+//! Expectations on what happened when: a flow's rate over a window of the run (`flow_rate_mbps`), how much
+//! of a window a flow's sender was paused by PFC (`paused_percent`), and whether a queue's ECN marking
+//! began before the switch's first PFC XOFF (`ecn_before_xoff`).
 //!
 //! ```yaml
 //! expect:
@@ -9,13 +10,16 @@
 //!   - ecn_before_xoff: { switch: sw1, port: Ethernet32, queue: 3 }
 //!   # Flow 8 had nothing acknowledged between 1 and 5 ms (value 0: exactly 0).
 //!   - flow_rate_mbps: { flow: 8, of: acked, value: 0, within_percent: 1, from_ms: 1, to_ms: 5 }
+//!   # The senders of flows 0-7 were each paused by PFC (on the flow's priority) at most 1 % of 20-50 ms.
+//!   - paused_percent: { flow: [0, 1, 2, 3, 4, 5, 6, 7], max: 1, from_ms: 20, to_ms: 50 }
 //! ```
 //!
 //! `of: sent` counts the payload bytes the sender put on the wire (retransmissions included), `of: acked` the
 //! payload bytes acknowledged (with go-back-0 only whole messages are). The byte counts come from
 //! snapshots of every flow at `from_ms` and `to_ms`, which `swctl sim run` takes at exactly those
 //! instants; a lab's hosts report their flows only at the end, so in `swctl lab run` the expectation fails
-//! and says so. The instants of the first CE mark of a queue and of a switch's first XOFF come from the
+//! and says so. `paused_percent` reads the sender NIC's pause time on the flow's priority from the same
+//! snapshots. The instants of the first CE mark of a queue and of a switch's first XOFF come from the
 //! switch's `ecn_first_mark` and `xoff` events, in both modes (a lab's Subscribe stream, stamped by the
 //! switch; the simulator's exact virtual time).
 
@@ -61,6 +65,18 @@ pub struct FlowRateFile {
     pub to_ms: u64,
 }
 
+/// `paused_percent: { flow, max, from_ms, to_ms }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PausedPercentFile {
+    pub flow: OneOrMany<u64>,
+    /// Percent of the window, each flow.
+    pub max: f64,
+    /// ms after the hosts were up.
+    pub from_ms: u64,
+    pub to_ms: u64,
+}
+
 /// `ecn_before_xoff: { switch, port, queue }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,38 +86,60 @@ pub struct EcnBeforeXoffFile {
     pub queue: u64,
 }
 
+/// The flows listed, checked against the topology's traffic (numbered from 0 in step order).
+fn flow_list(flow: OneOrMany<u64>, t: &Topology, what: &str) -> anyhow::Result<Vec<usize>> {
+    let flows = match flow {
+        OneOrMany::One(n) => vec![n],
+        OneOrMany::Many(v) if v.is_empty() => bail!("{what}.flow: an empty list"),
+        OneOrMany::Many(v) => v,
+    };
+    flows
+        .into_iter()
+        .map(|n| {
+            let i = usize::try_from(n).unwrap_or(usize::MAX);
+            if i >= t.traffic.len() {
+                bail!(
+                    "{what}: flow {n}: there are {} flows (numbered from 0 in step order)",
+                    t.traffic.len()
+                );
+            }
+            Ok(i)
+        })
+        .collect()
+}
+
+/// `from_ms..to_ms` is a window inside the scenario.
+fn check_window(from_ms: u64, to_ms: u64, duration_ms: u64, what: &str) -> anyhow::Result<()> {
+    if from_ms >= to_ms {
+        bail!("{what}: from_ms {from_ms} must be before to_ms {to_ms}");
+    }
+    if to_ms > duration_ms {
+        bail!("{what}.to_ms: {to_ms} is after the scenario's end (duration-ms {duration_ms})");
+    }
+    Ok(())
+}
+
+impl PausedPercentFile {
+    pub(super) fn resolve(self, t: &Topology, duration_ms: u64, what: &str) -> anyhow::Result<Expect> {
+        let flows = flow_list(self.flow, t, what)?;
+        if !(0.0..=100.0).contains(&self.max) {
+            bail!("{what}.max: {} is outside 0-100 (percent of the window)", self.max);
+        }
+        check_window(self.from_ms, self.to_ms, duration_ms, what)?;
+        Ok(Expect::PausedPercent { flows, max_percent: self.max, from_ms: self.from_ms, to_ms: self.to_ms })
+    }
+}
+
 impl FlowRateFile {
     pub(super) fn resolve(self, t: &Topology, duration_ms: u64, what: &str) -> anyhow::Result<Expect> {
-        let flows = match self.flow {
-            OneOrMany::One(n) => vec![n],
-            OneOrMany::Many(v) if v.is_empty() => bail!("{what}.flow: an empty list"),
-            OneOrMany::Many(v) => v,
-        };
-        let flows = flows
-            .into_iter()
-            .map(|n| {
-                let i = usize::try_from(n).unwrap_or(usize::MAX);
-                if i >= t.traffic.len() {
-                    bail!(
-                        "{what}: flow {n}: there are {} flows (numbered from 0 in step order)",
-                        t.traffic.len()
-                    );
-                }
-                Ok(i)
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let flows = flow_list(self.flow, t, what)?;
         if !(self.value.is_finite() && self.value >= 0.0) {
             bail!("{what}.value: {} is not a rate (Mb/s, 0 or more)", self.value);
         }
         if !(self.within_percent > 0.0 && self.within_percent <= 100.0) {
             bail!("{what}.within_percent: {} is outside (0, 100]", self.within_percent);
         }
-        if self.from_ms >= self.to_ms {
-            bail!("{what}: from_ms {} must be before to_ms {}", self.from_ms, self.to_ms);
-        }
-        if self.to_ms > duration_ms {
-            bail!("{what}.to_ms: {} is after the scenario's end (duration-ms {duration_ms})", self.to_ms);
-        }
+        check_window(self.from_ms, self.to_ms, duration_ms, what)?;
         Ok(Expect::FlowRate {
             flows,
             of: self.of,
@@ -129,9 +167,9 @@ impl Scenario {
         self.expect
             .iter()
             .filter_map(|e| match e {
-                Expect::FlowRate { from_ms, to_ms, .. } | Expect::Throughput { from_ms, to_ms, .. } => {
-                    Some([*from_ms, *to_ms])
-                }
+                Expect::FlowRate { from_ms, to_ms, .. }
+                | Expect::Throughput { from_ms, to_ms, .. }
+                | Expect::PausedPercent { from_ms, to_ms, .. } => Some([*from_ms, *to_ms]),
                 _ => None,
             })
             .flatten()
@@ -139,11 +177,12 @@ impl Scenario {
     }
 }
 
-/// One flow's byte counts at an instant.
+/// One flow's byte counts at an instant, and its sender's PFC pause time so far on the flow's priority.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FlowBytes {
     pub sent_bytes: u64,
     pub acked_bytes: u64,
+    pub paused_ns: u64,
 }
 
 /// Per instant (ms after the hosts were up), every flow's byte counts in flow order.
@@ -211,6 +250,36 @@ pub(super) fn flow_rate(
         }
     }
     (expectation, holds, format!("{} Mb/s; bounds {low:.0}-{high:.0}", rates.join(", ")))
+}
+
+/// `(expectation, holds, evidence)` of a `paused_percent`.
+pub(super) fn paused_percent(
+    seen: &Observed,
+    flows: &[usize],
+    max_percent: f64,
+    (from_ms, to_ms): (u64, u64),
+) -> (String, bool, String) {
+    let list = flows.iter().map(usize::to_string).collect::<Vec<_>>().join("+");
+    let expectation =
+        format!("flow {list} sender paused by PFC at most {max_percent} % of {from_ms}-{to_ms} ms (each)");
+    let (Some(from), Some(to)) = (seen.flow_snapshots.get(&from_ms), seen.flow_snapshots.get(&to_ms)) else {
+        let why = if seen.flow_snapshots.is_empty() {
+            "no per-flow pause times during the run (a lab's hosts report at the end only; swctl sim run has them)"
+        } else {
+            "the run ended before the window did"
+        };
+        return (expectation, false, why.into());
+    };
+    let window_ns = (to_ms - from_ms) as f64 * 1e6;
+    let mut holds = true;
+    let mut each = Vec::new();
+    for &i in flows {
+        let (a, b) = (from.get(i).copied().unwrap_or_default(), to.get(i).copied().unwrap_or_default());
+        let percent = b.paused_ns.saturating_sub(a.paused_ns) as f64 / window_ns * 100.0;
+        holds &= percent <= max_percent;
+        each.push(format!("flow {i} {percent:.2} %"));
+    }
+    (expectation, holds, each.join(", "))
 }
 
 /// `(expectation, holds, evidence)` of an `ecn_before_xoff`.
@@ -313,7 +382,7 @@ mod tests {
 
     #[test]
     fn flow_rate_is_the_bytes_of_the_window_over_its_length_and_fails_without_snapshots() {
-        let bytes = |sent_bytes, acked_bytes| FlowBytes { sent_bytes, acked_bytes };
+        let bytes = |sent_bytes, acked_bytes| FlowBytes { sent_bytes, acked_bytes, paused_ns: 0 };
         // 4 ms: flow 0 sent 5,000,000 bytes (10,000 Mb/s), acknowledged 4,750,000 (9,500 Mb/s).
         let snapshots = FlowSnapshots::from([
             (1, vec![bytes(1_000_000, 900_000), bytes(0, 0)]),
@@ -333,5 +402,25 @@ mod tests {
         let (_, holds, evidence) =
             with(&firsts, &FlowSnapshots::new(), |s| flow_rate(s, &[0], RateOf::Sent, (1.0, 5.0), (1, 5)));
         assert!(!holds && evidence.contains("a lab's hosts report at the end only"), "{evidence}");
+    }
+
+    #[test]
+    fn paused_percent_is_the_pause_time_of_the_window_over_its_length() {
+        let paused = |paused_ns| FlowBytes { paused_ns, ..FlowBytes::default() };
+        // 2-6 ms (4 ms): flow 0 paused 40 µs more (1 %), flow 1 400 µs more (10 %).
+        let snapshots = FlowSnapshots::from([
+            (2, vec![paused(500_000), paused(0)]),
+            (6, vec![paused(540_000), paused(400_000)]),
+        ]);
+        let firsts = BTreeMap::new();
+        let check =
+            |flows: &[usize], max| with(&firsts, &snapshots, |s| paused_percent(s, flows, max, (2, 6)));
+        let (_, holds, evidence) = check(&[0], 1.0);
+        assert!(holds && evidence == "flow 0 1.00 %", "{evidence}");
+        assert!(!check(&[0], 0.9).1);
+        let (_, holds, evidence) = check(&[0, 1], 5.0);
+        assert!(!holds && evidence == "flow 0 1.00 %, flow 1 10.00 %", "{evidence}");
+        let (_, holds, evidence) = with(&firsts, &snapshots, |s| paused_percent(s, &[0], 1.0, (2, 8)));
+        assert!(!holds && evidence.contains("ended before the window"), "{evidence}");
     }
 }

@@ -31,6 +31,13 @@ pub struct NpParams {
     /// every CE packet.
     /// The NIC multiplies it by `DcqcnParams::time_scale` ([`NicConfig::cnp_interval_ns`]).
     pub cnp_interval_ns: u64,
+    /// At most one CNP from the port per interval, whichever QP it is for: NVIDIA's
+    /// `min_time_between_cnps` ("minimum time between sending CNPs from the port", Mellanox/mstflint
+    /// `tools_open_roce_cc_ecn`; debugfs `np_min_time_between_cnps` of the Linux mlx5 driver), in µs
+    /// there. The firmware's NVConfig default is 4 µs (`MIN_TIME_BETWEEN_CNPS_P1`); 0 = no port limit.
+    /// A mark inside the interval is absorbed. Multiplied by `DcqcnParams::time_scale` like
+    /// `cnp_interval_ns` ([`NicConfig::min_time_between_cnps_ns`]).
+    pub min_time_between_cnps_ns: u64,
     /// DSCP of CNPs (NVIDIA `cnp_dscp`, common default 48).
     pub cnp_dscp: u8,
     /// Priority CNPs travel on (NVIDIA `cnp_802p_prio`, common default 6).
@@ -39,7 +46,7 @@ pub struct NpParams {
 
 impl Default for NpParams {
     fn default() -> Self {
-        NpParams { cnp_interval_ns: 50_000, cnp_dscp: 48, cnp_priority: 6 }
+        NpParams { cnp_interval_ns: 50_000, min_time_between_cnps_ns: 0, cnp_dscp: 48, cnp_priority: 6 }
     }
 }
 
@@ -52,12 +59,13 @@ impl NpParams {
         if self.cnp_priority > 7 {
             return Err(format!("cnp_priority: {} is above 7", self.cnp_priority));
         }
-        if self.cnp_interval_ns > dcqcn::MAX_PERIOD_NS {
-            return Err(format!(
-                "cnp_interval_ns: {} is above {}",
-                self.cnp_interval_ns,
-                dcqcn::MAX_PERIOD_NS
-            ));
+        for (name, v) in [
+            ("cnp_interval_ns", self.cnp_interval_ns),
+            ("min_time_between_cnps_ns", self.min_time_between_cnps_ns),
+        ] {
+            if v > dcqcn::MAX_PERIOD_NS {
+                return Err(format!("{name}: {v} is above {}", dcqcn::MAX_PERIOD_NS));
+            }
         }
         Ok(())
     }
@@ -200,6 +208,12 @@ impl NicConfig {
     /// The notification point's CNP interval in effect: `np.cnp_interval_ns × dcqcn.time_scale`.
     pub fn cnp_interval_ns(&self) -> u64 {
         self.np.cnp_interval_ns.saturating_mul(u64::from(self.dcqcn.time_scale.max(1)))
+    }
+
+    /// The notification point's port-wide CNP interval in effect: `np.min_time_between_cnps_ns ×
+    /// dcqcn.time_scale`.
+    pub fn min_time_between_cnps_ns(&self) -> u64 {
+        self.np.min_time_between_cnps_ns.saturating_mul(u64::from(self.dcqcn.time_scale.max(1)))
     }
 
     /// The names [`NicConfig::set_dcqcn_param`] takes: the reaction point's ([`DcqcnParams`]) and the

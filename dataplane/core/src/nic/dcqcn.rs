@@ -6,18 +6,20 @@
 //! which models ConnectX-4+ firmware, with NVIDIA's parameter names and defaults (DOCA "DCQCN CC
 //! Parameters", Mellanox DOC-2790; `docs/nic.md`, "Reaction point"):
 //!
-//! * **α** is kept in 1/1024 units as the firmware does. It is updated every `dce_tcp_rtt` (1 µs) from the
-//!   first CNP on: `α ← G·α/1024 + (1024 − G)` if a CNP arrived in the period, else `α ← G·α/1024`
-//!   (`dce_tcp_g` = G = 1019, i.e. g = 5/1024). The first CNP sets `α = initial_alpha_value` (1023). The
-//!   1 µs timer is never scheduled: ticks are applied lazily when α is needed (`docs/nic.md`: per-QP 1 µs
-//!   timers would dominate a simulation), which gives the same values.
+//! * **α** is given in 1/1024 units as the firmware's parameters are, and kept with 20 more fractional
+//!   bits (`ALPHA_EXTRA_BITS` says why). It is updated every `dce_tcp_rtt` (1 µs) from the first CNP on:
+//!   `α ← G·α/1024 + (1024 − G)` if a CNP arrived in the period, else `α ← G·α/1024` (`dce_tcp_g` = G =
+//!   1019, i.e. g = 5/1024). The first CNP sets `α = initial_alpha_value` (1023). The 1 µs timer is never
+//!   scheduled: ticks are applied lazily when α is needed (`docs/nic.md`: per-QP 1 µs timers would
+//!   dominate a simulation), which gives the same values.
 //! * **Decrease**: at most one per `rate_reduce_monitor_period` (4 µs). The checks run on a grid that
 //!   starts 1 ns after the first CNP (so a check sees the α tick of the same microsecond, as in HPCC);
-//!   a check after a CNP sets `target ← current` (if `clamp_tgt_rate`, or if
-//!   `clamp_tgt_rate_after_time_inc` and the rate timer has fired since the last decrease; HPCC's
-//!   `CLAMP_TARGET_RATE = 0` rule), then `current ← current − current·α / 2^rpg_gd` (α/2 for `rpg_gd` =
-//!   11), bounded below by `rpg_min_dec_fac` % of the old rate and by `rpg_min_rate`. It resets the increase
-//!   stages and the byte counter and restarts the rate timer. The first CNP itself sets
+//!   a check after a CNP sets `target ← current` (if `clamp_tgt_rate`, or if the byte counter has
+//!   raised the rate since the last decrease, or if `clamp_tgt_rate_after_time_inc` and the rate timer
+//!   has; `clamps_target` below gives the sources), then `current ← current − current·α / 2^rpg_gd`
+//!   (α/2 for `rpg_gd` = 11), bounded below by `rpg_min_dec_fac` % of the old rate and by
+//!   `rpg_min_rate`. It resets the increase stages and the byte counter and restarts the rate timer.
+//!   The first CNP itself sets
 //!   `current = target = rate_to_set_on_first_cnp` (0 = keep the current rate) and only arms the check.
 //! * **Increase** events come from the rate timer (`rpg_time_reset`, 300 µs after the decrease and then
 //!   periodically) and from the byte counter (every `rpg_byte_reset` bytes sent while rate-limited; 0
@@ -63,8 +65,14 @@ mod tests;
 pub use params::DcqcnParams;
 pub(crate) use params::set_field;
 
-/// α is a fixed-point fraction with 10 fractional bits.
+/// α as the parameters give it (`initial_alpha_value`, `dce_tcp_g`): a fixed-point fraction with 10
+/// fractional bits.
 pub const ALPHA_ONE: u32 = 1024;
+/// Extra fractional bits α is kept with inside (30 in all). With g = 5/1024 a 10-bit α truncated at
+/// every 1 µs update would lose one unit per update below 205/1024, so a CNP's +5/1024 would be gone in
+/// 5 µs whatever g says: the EWMA g describes needs the finer α that the HPCC simulator keeps in a
+/// double. The parameters stay in NVIDIA's 1/1024 units.
+const ALPHA_EXTRA_BITS: u32 = 20;
 /// The largest [`DcqcnParams::time_scale`] (100 Gb/s down to 100 kb/s).
 pub const MAX_TIME_SCALE: u32 = 1_000_000;
 
@@ -107,8 +115,8 @@ pub struct Dcqcn {
     target_bps: u64,
     /// A CNP has been received at least once (α and the decrease grid exist).
     active: bool,
-    /// α in 1/1024, as of tick `alpha_ticks_done`.
-    alpha: u32,
+    /// α in 1/2^30 (1/1024 with [`ALPHA_EXTRA_BITS`] more), as of tick `alpha_ticks_done`.
+    alpha: u64,
     alpha_cnp_arrived: bool,
     /// α tick k happens at `alpha_origin_ns + k × dce_tcp_rtt` (k ≥ 1).
     alpha_origin_ns: u64,
@@ -153,7 +161,7 @@ impl Dcqcn {
             current_bps: max_rate_bps,
             target_bps: max_rate_bps,
             active: false,
-            alpha: params.initial_alpha_value,
+            alpha: u64::from(params.initial_alpha_value) << ALPHA_EXTRA_BITS,
             alpha_cnp_arrived: false,
             alpha_origin_ns: 0,
             alpha_ticks_done: 0,
@@ -188,6 +196,15 @@ impl Dcqcn {
 
     /// α (in 1/1024) as it is at `now`, pending ticks applied.
     pub fn alpha_at(&self, now_ns: u64) -> u32 {
+        (self.alpha_fraction_at(now_ns) >> ALPHA_EXTRA_BITS) as u32
+    }
+
+    /// α as a fraction of 1 at `now`, with the precision it is kept in.
+    pub fn alpha_f64_at(&self, now_ns: u64) -> f64 {
+        self.alpha_fraction_at(now_ns) as f64 / f64::from(ALPHA_ONE << ALPHA_EXTRA_BITS)
+    }
+
+    fn alpha_fraction_at(&self, now_ns: u64) -> u64 {
         let mut copy = self.clone();
         copy.settle_alpha(now_ns);
         copy.alpha
@@ -215,7 +232,7 @@ impl Dcqcn {
         self.cnps += 1;
         if !self.active {
             self.active = true;
-            self.alpha = self.params.initial_alpha_value;
+            self.alpha = u64::from(self.params.initial_alpha_value) << ALPHA_EXTRA_BITS;
             self.alpha_cnp_arrived = false;
             self.alpha_origin_ns = now_ns;
             self.alpha_ticks_done = 0;
@@ -289,14 +306,15 @@ impl Dcqcn {
             return;
         }
         let g = u64::from(self.params.dce_tcp_g);
-        let decay = |a: u32| ((g * u64::from(a)) >> 10) as u32;
+        let decay = |a: u64| (g * a) >> 10;
         self.alpha = decay(self.alpha);
         if self.alpha_cnp_arrived {
-            self.alpha += ALPHA_ONE - self.params.dce_tcp_g;
+            self.alpha += u64::from(ALPHA_ONE - self.params.dce_tcp_g) << ALPHA_EXTRA_BITS;
             self.alpha_cnp_arrived = false;
         }
         pending -= 1;
-        // Without CNPs α only decays; it reaches 0 within a few thousand ticks, so this loop is bounded.
+        // Without CNPs α only decays; it reaches 0 within ~4,500 ticks (g = 5/1024 from 1 in 2^-30
+        // steps), so this loop is bounded.
         while pending > 0 && self.alpha > 0 {
             let next = decay(self.alpha);
             if next == self.alpha {
@@ -312,11 +330,11 @@ impl Dcqcn {
         self.next_decrease_ns = None;
         self.settle_alpha(at_ns);
         let p = self.params;
-        if p.clamp_tgt_rate || (p.clamp_tgt_rate_after_time_inc && self.time_stage > 0) {
+        if self.clamps_target() {
             self.target_bps = self.current_bps;
         }
         let old = u128::from(self.current_bps);
-        let cut = (old * u128::from(self.alpha)) >> p.rpg_gd;
+        let cut = (old * u128::from(self.alpha)) >> (p.rpg_gd + ALPHA_EXTRA_BITS);
         let floor = old * u128::from(p.rpg_min_dec_fac) / 100;
         let new = old.saturating_sub(cut).max(floor) as u64;
         self.current_bps = new.clamp(self.min_rate_bps, self.max_rate_bps);
@@ -325,6 +343,17 @@ impl Dcqcn {
         self.bytes_since_event = 0;
         self.rate_timer_ns = Some(at_ns + self.scaled.timer_ns);
         self.decreases += 1;
+    }
+
+    /// Whether a decrease first sets target = current. NVIDIA's text for `clamp_tgt_rate_after_time_inc`
+    /// ("the target rate should be updated if the transmission rate was increased due to the timer, and
+    /// not only due to the byte counter"; Mellanox/mstflint `tools_layouts/tools_open_layouts.h`,
+    /// `tools_open_roce_cc_ecn`) makes an increase by the byte counter clamp in any case, and the flag add
+    /// the timer's; the DCQCN authors' simulator does exactly that (bobzhuyb/ns3-rdma
+    /// `qbb-net-device.cc`, `rpr_cnm_received`). With no increase since the last cut the target stays.
+    fn clamps_target(&self) -> bool {
+        let p = &self.params;
+        p.clamp_tgt_rate || self.byte_stage > 0 || (p.clamp_tgt_rate_after_time_inc && self.time_stage > 0)
     }
 
     fn increase(&mut self, event: IncreaseEvent) {

@@ -111,6 +111,10 @@ pub(crate) struct SendFlow {
     /// Pacing: the earliest start of the next packet, in ps, and the division remainder carried.
     next_send_ps: u128,
     pace_remainder: u128,
+    /// The last packet's gap before it was divided by the rate: where it counts from (ps), its line bits
+    /// × 10^12 plus the remainder carried in. A rate change re-divides it ([`Self::repace`]).
+    gap_base_ps: u128,
+    gap_scaled: u128,
     rto_deadline_ns: Option<u64>,
     ip_ident: u16,
     stats: FlowStats,
@@ -160,6 +164,8 @@ impl SendFlow {
             message_base: 0,
             next_send_ps: 0,
             pace_remainder: 0,
+            gap_base_ps: 0,
+            gap_scaled: 0,
             rto_deadline_ns: None,
             ip_ident: 0,
             stats,
@@ -276,9 +282,7 @@ impl SendFlow {
             self.rto_deadline_ns = Some(now_ns + self.rto_ns);
         }
         self.pace(frame.len() as u64, now_ns, start_ps);
-        if let Some(d) = &mut self.dcqcn {
-            d.on_sent(frame.len() as u64);
-        }
+        self.with_dcqcn(|d| d.on_sent(frame.len() as u64));
         frame
     }
 
@@ -288,11 +292,30 @@ impl SendFlow {
     fn pace(&mut self, frame_len: u64, now_ns: u64, start_ps: u128) {
         let on_time = u128::from(now_ns) <= self.next_send_ps.div_ceil(1000);
         let base = if on_time && self.next_send_ps > 0 { self.next_send_ps } else { start_ps };
-        let rate = u128::from(self.rate_bps().max(1));
-        let scaled =
+        self.gap_base_ps = base;
+        self.gap_scaled =
             u128::from((frame_len + WIRE_OVERHEAD_BYTES) * 8) * 1_000_000_000_000 + self.pace_remainder;
-        self.next_send_ps = base + scaled / rate;
-        self.pace_remainder = scaled % rate;
+        self.repace();
+    }
+
+    /// The gap after the last packet at the rate in force now. A rate limiter spaces the next packet by
+    /// the current rate: when DCQCN raises the rate during a gap, the gap shrinks. Without this a packet
+    /// sent at the minimum rate (1 Mb/s: 33 ms for 4 KiB) would hold the flow for that long, however soon
+    /// the rate recovered.
+    fn repace(&mut self) {
+        let rate = u128::from(self.rate_bps().max(1));
+        self.next_send_ps = self.gap_base_ps + self.gap_scaled / rate;
+        self.pace_remainder = self.gap_scaled % rate;
+    }
+
+    /// Runs `f` on the reaction point, then re-spaces the pending gap if the rate changed.
+    fn with_dcqcn(&mut self, f: impl FnOnce(&mut Dcqcn)) {
+        let Some(d) = &mut self.dcqcn else { return };
+        let before = d.rate_bps();
+        f(d);
+        if d.rate_bps() != before && self.gap_scaled > 0 {
+            self.repace();
+        }
     }
 
     fn advance(&mut self, new_una: u64, now_ns: u64) {
@@ -394,16 +417,12 @@ impl SendFlow {
 
     pub fn on_cnp(&mut self, now_ns: u64) {
         self.stats.cnps_received += 1;
-        if let Some(d) = &mut self.dcqcn {
-            d.on_cnp(now_ns);
-        }
+        self.with_dcqcn(|d| d.on_cnp(now_ns));
     }
 
     /// DCQCN timers, the retransmission timeout, and completion of a flow bounded by `until_ns`.
     pub fn handle_timeout(&mut self, now_ns: u64) {
-        if let Some(d) = &mut self.dcqcn {
-            d.handle_timeout(now_ns);
-        }
+        self.with_dcqcn(|d| d.handle_timeout(now_ns));
         if let Some(deadline) = self.rto_deadline_ns.filter(|&t| t <= now_ns) {
             if self.una < self.max {
                 self.stats.timeouts += 1;
@@ -446,7 +465,7 @@ impl SendFlow {
             }
         }
         s.dcqcn = self.dcqcn.as_ref().map(|d| DcqcnStats {
-            alpha: f64::from(d.alpha_at(now_ns)) / 1024.0,
+            alpha: d.alpha_f64_at(now_ns),
             current_rate_mbps: d.rate_bps() as f64 / 1e6,
             target_rate_mbps: d.target_bps() as f64 / 1e6,
             cnps: d.cnps(),

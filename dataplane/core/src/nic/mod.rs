@@ -114,6 +114,8 @@ pub struct Nic {
     storm_interval_ns: u64,
     control: VecDeque<Control>,
     control_ident: u16,
+    /// When this port last made a CNP due (for `min_time_between_cnps_ns`).
+    last_port_cnp_ns: Option<u64>,
     flows: Vec<SendFlow>,
     /// Beside each flow, what the scans read of it ([`FlowSchedule`]), refreshed whenever it changes.
     schedules: Vec<FlowSchedule>,
@@ -143,6 +145,7 @@ impl Nic {
             storm_interval_ns: 0,
             control: VecDeque::new(),
             control_ident: 0,
+            last_port_cnp_ns: None,
             flows: Vec::new(),
             schedules: Vec::new(),
             rr_next: 0,
@@ -349,6 +352,9 @@ impl Nic {
                 ack_every: self.cfg.ack_every,
                 nak_interval_ns: self.cfg.nak_interval_ns,
                 cnp_interval_ns: self.cfg.cnp_interval_ns(),
+                port_cnp_held: self
+                    .last_port_cnp_ns
+                    .is_some_and(|t| now_ns.saturating_sub(t) < self.cfg.min_time_between_cnps_ns()),
                 mode: self.cfg.retransmit,
             };
             let key = RxKey { src_ip: p.src_ip, qp: p.bth.dest_qp, src_qp: header.src_qp };
@@ -359,6 +365,7 @@ impl Nic {
             rx.dscp = p.dscp;
             let out = rx.on_data(p.bth.psn, position, p.bth.ack_request, &header, p.ce, now_ns, &params);
             if out.cnp {
+                self.last_port_cnp_ns = Some(now_ns);
                 self.control.push_back(Control::Cnp(key));
             }
             if out.nak && !rx.nak_queued {
@@ -584,6 +591,12 @@ impl Nic {
     /// included).
     pub fn pause_ns(&self, priority: u8) -> u64 {
         self.pfc.paused_ns(usize::from(priority & 7), self.now_ns)
+    }
+
+    /// [`Nic::pause_ns`] up to `now_ns` (not before the latest `now`): a driver's reading at an instant
+    /// the NIC had no event.
+    pub fn pause_ns_at(&self, priority: u8, now_ns: u64) -> u64 {
+        self.pfc.paused_ns(usize::from(priority & 7), now_ns.max(self.now_ns))
     }
 
     /// PFC counters of a priority: frames received (`rx`, `rx_xon`, transitions, completed pause time)

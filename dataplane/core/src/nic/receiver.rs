@@ -13,7 +13,8 @@
 //!   stuck (the ns3-rdma livelock of issue #8).
 //! * CE-marked packets (any of the above) make a CNP due unless one was sent for this QP within
 //!   `cnp_interval_ns` (DCQCN paper NP; NVIDIA `min_time_between_cnps`): marks inside the interval are
-//!   absorbed, not deferred.
+//!   absorbed, not deferred. The NIC also holds CNPs port-wide (`min_time_between_cnps_ns`): a mark
+//!   while the port's interval runs is absorbed the same way.
 //!
 //! **Which QP.** A real responder learns its peer at connection setup: the requester's IP and QPN, and its
 //! first PSN. The model has no setup; the in-payload [`DataHeader`] stands in for it. A receiving QP is
@@ -42,6 +43,8 @@ pub(crate) struct RxParams {
     pub ack_every: u32,
     pub nak_interval_ns: u64,
     pub cnp_interval_ns: u64,
+    /// The port's CNP interval ([`super::NpParams::min_time_between_cnps_ns`]) still runs: no CNP now.
+    pub port_cnp_held: bool,
     pub mode: Retransmit,
 }
 
@@ -178,7 +181,9 @@ impl RxQp {
         self.latency.record(now_ns.saturating_sub(header.sent_ns));
         if ce {
             s.ce_packets += 1;
-            if self.last_cnp_ns.is_none_or(|t| now_ns.saturating_sub(t) >= params.cnp_interval_ns) {
+            if !params.port_cnp_held
+                && self.last_cnp_ns.is_none_or(|t| now_ns.saturating_sub(t) >= params.cnp_interval_ns)
+            {
                 self.last_cnp_ns = Some(now_ns);
                 out.cnp = true;
             }

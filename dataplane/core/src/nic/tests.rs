@@ -7,6 +7,8 @@ use super::*;
 use crate::sim::{self, Device, Sim};
 use crate::wire::{BthRepr, Decoded, EtherType, Ipv4Packet, PfcRepr, decode, mac_control};
 
+mod dcqcn_loop;
+
 const A_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0a]);
 const B_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0b]);
 const A_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -304,8 +306,10 @@ fn cnp_cuts_the_rate_as_dcqcn_says_and_the_timer_recovers_it() {
     let line = 25_000_000_000u64;
     assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), line, "first CNP: no change before the check");
     h.run_until(t0 + 4_001);
-    // α = 1003/1024 after four 1 µs decays; rate × (1 − α/2).
-    let cut = line - line * 1003 / 2048;
+    // α = 1023/1024 × (1019/1024)^4 after four 1 µs decays (kept in 2^-30); rate × (1 − α/2).
+    let alpha = (0..4).fold(1023u64 << 20, |a, _| (1019 * a) >> 10);
+    let cut = line - ((u128::from(line) * u128::from(alpha)) >> 31) as u64;
+    assert_eq!(cut / 1_000_000, 12_754, "25 G × (1 − 0.97964/2)");
     let s = h.nic(A).flow_stats(1).unwrap();
     assert_eq!(s.cnps_received, 1);
     assert_eq!(h.nic(A).flow_dcqcn(1).unwrap().rate_bps(), cut);

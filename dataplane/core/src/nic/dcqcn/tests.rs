@@ -8,12 +8,24 @@ fn timer_only() -> DcqcnParams {
     DcqcnParams { rpg_byte_reset_bytes: 0, ..DcqcnParams::default() }
 }
 
-/// The firmware's α update, applied `n` times without a CNP.
-fn decay(mut a: u32, n: u32) -> u32 {
+/// The firmware's α update, applied `n` times without a CNP, on α in 1/1024 with 20 more fractional bits
+/// (as the reaction point keeps it).
+fn decay_fine(a_1024: u32, n: u32) -> u64 {
+    let mut a = u64::from(a_1024) << 20;
     for _ in 0..n {
         a = (1019 * a) >> 10;
     }
     a
+}
+
+/// The same in 1/1024.
+fn decay(a_1024: u32, n: u32) -> u32 {
+    (decay_fine(a_1024, n) >> 20) as u32
+}
+
+/// `rate` cut by α/2 (α in 2^-30).
+fn cut(rate: u64, alpha_fine: u64) -> u64 {
+    rate - ((u128::from(rate) * u128::from(alpha_fine)) >> 31) as u64
 }
 
 #[test]
@@ -28,8 +40,9 @@ fn first_cnp_cuts_after_the_monitor_period_with_decayed_alpha() {
     assert_eq!(rp.alpha_at(4_001), 1003);
     assert_eq!(decay(1023, 4), 1003);
     rp.handle_timeout(4_001);
-    // 100 G × (1 − 1003/2048) = 100 G − 48 974 609 375.
-    assert_eq!(rp.rate_bps(), 51_025_390_625);
+    // 100 G × (1 − α/2), α = 1023/1024 × (1019/1024)^4 = 0.97964: 51.018 Gb/s.
+    assert_eq!(rp.rate_bps(), cut(G100, decay_fine(1023, 4)));
+    assert_eq!(rp.rate_bps() / 1_000_000, 51_017);
     assert_eq!(rp.target_bps(), G100, "no clamp before a timer increase");
     assert_eq!(rp.decreases(), 1);
     assert_eq!(rp.poll_at(), Some(304_001), "rate timer armed");
@@ -40,7 +53,7 @@ fn recovery_follows_the_timer_stages() {
     let mut rp = Dcqcn::new(timer_only(), G100);
     rp.on_cnp(0);
     rp.handle_timeout(4_001);
-    let r0 = 51_025_390_625u64;
+    let r0 = cut(G100, decay_fine(1023, 4));
     // Stage 0 < F: fast recovery.
     rp.handle_timeout(304_000);
     assert_eq!(rp.rate_bps(), r0);
@@ -59,12 +72,14 @@ fn recovery_follows_the_timer_stages() {
     rp.on_cnp(1_000_000);
     assert_eq!(rp.poll_at(), Some(1_000_001));
     rp.handle_timeout(1_000_001);
-    let alpha = decay(1023, 1000);
-    assert_eq!(rp.alpha_at(1_000_001), alpha);
-    let r4 = r3 - ((u128::from(r3) * u128::from(alpha)) >> 11) as u64;
+    let alpha = decay_fine(1023, 1000);
+    assert_eq!(rp.alpha_at(1_000_001), decay(1023, 1000));
+    // (1019/1024)^1000 = 0.0076: α is 7/1024 and more, which a 10-bit α would not keep.
+    assert_eq!((alpha >> 20, (rp.alpha_f64_at(1_000_001) * 1e4).round()), (7, 75.0));
+    let r4 = cut(r3, alpha);
     assert_eq!((rp.rate_bps(), rp.target_bps()), (r4, r3));
-    // The CNP flag raises α at the next tick: G·α/1024 + 5.
-    assert_eq!(rp.alpha_at(1_001_000), ((1019 * alpha) >> 10) + 5);
+    // The CNP flag raises α at the next tick: G·α/1024 + 5/1024.
+    assert_eq!(rp.alpha_at(1_001_000), ((((1019 * alpha) >> 10) + (5 << 20)) >> 20) as u32);
     assert_eq!(rp.poll_at(), Some(1_300_001));
 }
 
@@ -130,6 +145,48 @@ fn byte_counter_drives_increases_while_limited() {
     // Byte stage 1 = F, time stage 0 → additive increase (target capped at 100 G).
     assert_eq!(rp.rate_bps(), ((r0 + G100).div_ceil(2) + G100).div_ceil(2));
     assert_eq!(rp.increases(), 2);
+}
+
+/// NVIDIA's text for `clamp_tgt_rate_after_time_inc` ("the target rate should be updated if the
+/// transmission rate was increased due to the timer, and not only due to the byte counter") and ns3-rdma's
+/// `rpr_cnm_received`: a byte-counter increase since the last cut makes the next cut clamp the target,
+/// whatever the flags; a cut with no increase since the previous one leaves it.
+#[test]
+fn a_cut_after_a_byte_counter_increase_clamps_the_target() {
+    for (clamp_after_timer, label) in [(true, "NVIDIA's flags"), (false, "both flags off")] {
+        let p = DcqcnParams { clamp_tgt_rate_after_time_inc: clamp_after_timer, ..DcqcnParams::default() };
+        let mut rp = Dcqcn::new(p, G100);
+        rp.on_cnp(0);
+        rp.handle_timeout(4_001);
+        let r0 = rp.rate_bps();
+        assert_eq!(rp.target_bps(), G100, "{label}: no increase yet, no clamp");
+        // A second cut with no increase in between: the target stays at the line rate.
+        rp.on_cnp(5_000);
+        rp.handle_timeout(8_001);
+        let r1 = rp.rate_bps();
+        assert!(r1 < r0);
+        assert_eq!(
+            rp.target_bps(),
+            G100,
+            "{label}: a cut without an increase since the last keeps the target"
+        );
+        // One byte-counter event (fast recovery toward the target), then a CNP.
+        rp.on_sent(32_767);
+        let r2 = (r1 + G100).div_ceil(2);
+        assert_eq!(rp.rate_bps(), r2);
+        rp.on_cnp(9_000);
+        rp.handle_timeout(12_001);
+        assert_eq!(rp.target_bps(), r2, "{label}: the cut after a byte-counter increase clamps the target");
+        assert!(rp.rate_bps() < r2);
+    }
+    // Without a byte counter (HPCC's model of the firmware) only the timer rule is left, as before.
+    let mut rp = Dcqcn::new(timer_only(), G100);
+    rp.on_cnp(0);
+    rp.handle_timeout(4_001);
+    rp.on_sent(1_000_000);
+    rp.on_cnp(5_000);
+    rp.handle_timeout(8_001);
+    assert_eq!(rp.target_bps(), G100);
 }
 
 #[test]
