@@ -162,6 +162,8 @@ def test_params(test, db, qos_json, port_map_file, switch, pool_names, extra=Non
     if len(ports) < 2:
         raise Skip("needs two PFC-enabled VLAN ports, the lab has %d" % len(ports))
     meta = (db.get("DEVICE_METADATA") or {}).get("localhost") or {}
+    # SAI object ids of the pools; passed as hex strings, as qos_sai_base.py reads them from
+    # COUNTERS_BUFFER_POOL_NAME_MAP (the tests parse them with int(x, 0)).
     pools = layout.pool_oids(pool_names)
     ids = [p[0] for p in ports]
     p = {
@@ -207,7 +209,7 @@ def test_params(test, db, qos_json, port_map_file, switch, pool_names, extra=Non
         p.update(_section(q, "lossy_queue_1", name))
         p["dst_sys_ports"] = None
         if egress_lossy:
-            p["lossy_buf_pool_roid"] = pools[egress_lossy]
+            p["lossy_buf_pool_roid"] = hex(pools[egress_lossy])
     elif name == "PGSharedWatermarkTest":
         s = _section(q, "wm_pg_shared_lossless", name)
         p.update(s)
@@ -226,10 +228,12 @@ def test_params(test, db, qos_json, port_map_file, switch, pool_names, extra=Non
             raise Skip("BufferPoolWatermarkTest: no ingress lossless pool in the profile")
         p.update({"dscp": s["dscp"], "ecn": s["ecn"], "pg": s["pg"], "queue": s["pg"],
                   "pkts_num_fill_min": s["pkts_num_fill_min"], "pkts_num_fill_shared": s["pkts_num_trig_pfc"] - 1,
-                  "pkts_num_margin": 0, "cell_size": s["cell_size"], "buf_pool_roid": pools[ingress_lossless]})
+                  "pkts_num_margin": 0, "cell_size": s["cell_size"], "buf_pool_roid": hex(pools[ingress_lossless])})
     elif name in ("HdrmPoolSizeTest", "SharedResSizeTest"):
         section = "hdrm_pool_size" if name == "HdrmPoolSizeTest" else "shared_res_size_1"
         p.update(_section(q, section, name))
+    elif test.partition(".")[0] != "sai_qos_tests":
+        pass  # a test of the user's own: the basic params and the port roles above
     else:
         raise Skip("%s: the runner does not know the parameters test_qos_sai.py passes it (known: PFCtest, "
                    "PFCXonTest, LossyQueueTest, PGSharedWatermarkTest, PGHeadroomWatermarkTest, "
