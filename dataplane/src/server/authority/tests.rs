@@ -228,3 +228,45 @@ fn what_is_not_http2_or_cannot_be_read_passes_unchanged() {
         [PREFACE.to_vec(), frame(TYPE_CONTINUATION, FLAG_END_HEADERS, 1, &grpc_block(b"%2F"))].concat();
     assert_eq!(run(&mut AuthorityFix::new(), &stray, 2), stray);
 }
+
+/// The connection adapter: what the server reads is the rewriter's output, whatever the client's writes were
+/// cut into, and the client's end of stream is the server's.
+#[tokio::test(flavor = "current_thread")]
+async fn a_connection_reads_the_rewritten_stream_to_its_end() {
+    let (client, server) = tokio::net::UnixStream::pair().unwrap();
+    let input = [
+        PREFACE.to_vec(),
+        frame(TYPE_HEADERS, FLAG_END_HEADERS, 1, &grpc_block(b"%2Frun%2Flossless%2Fsw.sock")),
+        frame(0x0, 0x1, 1, &[0, 0, 0, 0, 0]),
+    ]
+    .concat();
+    let expected = run(&mut AuthorityFix::new(), &input, input.len());
+    assert_ne!(expected, input);
+    let writer = tokio::spawn(async move {
+        for chunk in input.chunks(7) {
+            let mut rest = chunk;
+            while !rest.is_empty() {
+                client.writable().await.unwrap();
+                match client.try_write(rest) {
+                    Ok(n) => rest = &rest[n..],
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        // Dropping the client ends the stream.
+    });
+    let mut fixed = FixedAuthority::new(server);
+    let mut got = Vec::new();
+    let mut buf = [0u8; 5];
+    loop {
+        let mut read = ReadBuf::new(&mut buf);
+        std::future::poll_fn(|cx| Pin::new(&mut fixed).poll_read(cx, &mut read)).await.unwrap();
+        if read.filled().is_empty() {
+            break;
+        }
+        got.extend_from_slice(read.filled());
+    }
+    writer.await.unwrap();
+    assert_eq!(got, expected);
+}
