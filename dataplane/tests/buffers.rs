@@ -468,3 +468,31 @@ fn dscp_ecn_marking_follows_the_wred_curve() {
     assert_eq!(ce, marked, "every counted mark is a CE on the wire (checksums valid: decode verifies them)");
     assert_eq!(out.len() as u64, n);
 }
+
+/// SAI's `QUEUE_STAT_CURR_OCCUPANCY_BYTES` and `INGRESS_PRIORITY_GROUP_STAT_CURR_OCCUPANCY_BYTES` as the gRPC
+/// API reports them: a held queue and the PG that fed it hold one cell per 60-byte frame (th_balanced's cell
+/// is larger than a frame), reserved, shared and headroom alike; both are back to 0 after the release.
+#[test]
+fn occupancy_bytes_of_a_held_queue_and_its_pg() {
+    use lossless_dataplane::server::CountersSnapshot;
+    let mut rig = Rig::new(TH);
+    let (src, dst) = (rig.src, rig.dst);
+    let p = rig.profile("pg_lossless_100000_40m_profile");
+    let cell = rig.cell();
+    assert!(cell >= 60);
+    rig.sw.set_port_hold(dst, true);
+    // Past XOFF into headroom: reserved, the whole shared allowance, 5 more.
+    let n = p.reserved + p.shared_to_xoff() + 5;
+    rig.send(src, 3, n);
+    let occupancy = |sw: &Switch| {
+        let c = CountersSnapshot::take(sw, 0).to_proto();
+        let port = |name: &str| c.ports.iter().find(|p| p.name == name).unwrap().clone();
+        (port("Ethernet8").queue_occupancy_bytes, port("Ethernet0").pg_occupancy_bytes)
+    };
+    let (queues, pgs) = occupancy(&rig.sw);
+    assert_eq!(queues, [0, 0, 0, n * cell, 0, 0, 0, 0]);
+    assert_eq!(pgs, [0, 0, 0, n * cell, 0, 0, 0, 0]);
+    rig.sw.set_port_hold(dst, false);
+    drain(&mut rig.sw, dst, rig.now);
+    assert_eq!(occupancy(&rig.sw), (vec![0; 8], vec![0; 8]));
+}

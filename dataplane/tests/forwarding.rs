@@ -587,3 +587,30 @@ fn transit_udp_with_an_inconsistent_header_is_routed_not_dropped() {
     let c0 = sw.port_counters(port(&sw, "Ethernet0")).unwrap();
     assert_eq!((c0.rx_err, c0.rx_drp), (0, 0), "{:?}", c0.drop_reasons);
 }
+
+/// SAI's `IF_IN_NON_UCAST_PKTS` / `IF_OUT_NON_UCAST_PKTS`: frames to a group destination MAC (the I/G bit,
+/// IEEE 802: broadcast and multicast) count apart from unicast, on the way in and on every copy out.
+/// sonic-mgmt's sai_qos_tests.py forgives ingress drops only as far as the non-unicast count grew, so it
+/// must count exactly those frames.
+#[test]
+fn group_addressed_frames_count_as_non_unicast_in_and_out() {
+    let mut sw = t0_switch();
+    let (e8, e12, e16) = (port(&sw, "Ethernet8"), port(&sw, "Ethernet12"), port(&sw, "Ethernet16"));
+    let multicast = wire::EthernetAddress([0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]);
+    // Each of the three floods to Ethernet12 and Ethernet16: an unknown unicast, a broadcast, a multicast.
+    for dst in [HOST3_MAC, wire::EthernetAddress::BROADCAST, multicast] {
+        sw.handle_frame(e8, l2_frame(HOST2_MAC, dst, None), 0);
+    }
+    assert_eq!(drain_all(&mut sw, 0).len(), 6);
+    let c = sw.port_counters(e8).unwrap();
+    assert_eq!((c.rx_ok, c.rx_non_ucast), (3, 2));
+    for out in [e12, e16] {
+        let c = sw.port_counters(out).unwrap();
+        assert_eq!((c.tx_ok, c.tx_non_ucast), (3, 2), "{out}");
+    }
+    // Known unicast: neither counter of non-unicast moves.
+    sw.handle_frame(e12, l2_frame(HOST3_MAC, HOST2_MAC, None), 0);
+    assert_eq!(drain_all(&mut sw, 0).len(), 1);
+    assert_eq!(sw.port_counters(e12).unwrap().rx_non_ucast, 0);
+    assert_eq!(sw.port_counters(e8).unwrap().tx_non_ucast, 0);
+}

@@ -1,5 +1,6 @@
-"""The switch side of the Lossless PTF tests: `swctl --json` as the only window on the switch, the
-running configuration resolved the way the switch resolves it, and waits on counters with deadlines.
+"""The switch side of the Lossless PTF tests: counters over gRPC (the `lossless` package of
+ptf-tests/sai-shim), configuration and operations through `swctl --json`, the running configuration resolved
+the way the switch resolves it, and waits on counters with deadlines.
 
 Nothing here knows a profile's numbers: classification and addresses come from the configuration that
 `swctl get` returns (the applied profile); the buffer tests' expected numbers are sonic-mgmt's published
@@ -40,6 +41,7 @@ class Swctl:
     def __init__(self, binary, endpoint):
         self.binary = binary
         self.endpoint = endpoint
+        self._switch = None
 
     def run(self, *args, json_out=True):
         cmd = [self.binary, "--switch", self.endpoint]
@@ -59,29 +61,38 @@ class Swctl:
         """`swctl --json get`: the running CONFIG_DB as config_db.json tables."""
         return self.run("get") or {}
 
-    # ---- counters (each a fresh read; deltas are the tests' business) -----------------------------
+    # ---- counters (each a fresh read over gRPC, one GetCounters; deltas are the tests' business) -----
+
+    def _ports(self):
+        """{port name: lossless.v1.PortCounters}: one GetCounters on a channel kept open (the `lossless`
+        package of ptf-tests/sai-shim), not a swctl process per read."""
+        if self._switch is None:
+            import lossless
+
+            self._switch = lossless.connect(self.endpoint)
+            self._pb = lossless.pb
+        reply = self._switch.stub.GetCounters(self._pb.GetCountersRequest(), timeout=30)
+        return {p.name: p for p in reply.ports}
 
     def queue_counters(self, port):
-        """{queue: (packets, dropped packets)} of one port, from `show queue counters PORT`."""
-        data = self.run("show", "queue", "counters", port)[port]
-        return {int(k[2:]): (v["totalpacket"], v["droppacket"]) for k, v in data.items()}
+        """{queue: (packets, dropped packets)} of one port (`show queue counters PORT`'s totals)."""
+        return {i: (q.packets, q.dropped_packets) for i, q in enumerate(self._ports()[port].queues)}
 
     def pfc_counters(self):
-        """{'rx'|'tx': {port: [frames per priority 0..7]}} from `show pfc counters`."""
-        data = self.run("show", "pfc", "counters")
-        out = {}
-        for direction, key in (("rx", "Port Rx"), ("tx", "Port Tx")):
-            out[direction] = {p: [v["PFC%d" % i] for i in range(8)] for p, v in data[key].items()}
-        return out
+        """{'rx'|'tx': {port: [frames per priority 0..7]}} (`show pfc counters`)."""
+        ports = self._ports()
+        return {"rx": {n: [c.rx for c in p.pfc] for n, p in ports.items()},
+                "tx": {n: [c.tx for c in p.pfc] for n, p in ports.items()}}
 
     def pg_drops(self):
-        """{port: [ingress drops per PG 0..7]} from `show priority-group drop counters`."""
-        return {row["Port"]: [row["PG%d" % i] for i in range(8)] for row in self.run("show", "priority-group", "drop", "counters")}
+        """{port: [ingress drops per PG 0..7]} (`show priority-group drop counters`)."""
+        return {n: [g.dropped_packets for g in p.pgs] for n, p in self._ports().items()}
 
     def interfaces(self):
-        """{port: {RX_OK, RX_DRP, TX_OK, TX_DRP, ...}} from `show interfaces counters -p 0` (one sample,
-        no rates)."""
-        return self.run("show", "interfaces", "counters", "-p", "0")
+        """{port: {RX_OK, RX_DRP, RX_ERR, RX_OVR, TX_OK, TX_DRP, TX_ERR}} (`show interfaces counters`'
+        columns, one sample, no rates)."""
+        return {n: {"RX_OK": p.rx_ok, "RX_DRP": p.rx_drp, "RX_ERR": p.rx_err, "RX_OVR": p.rx_ovr,
+                    "TX_OK": p.tx_ok, "TX_DRP": p.tx_drp, "TX_ERR": p.tx_err} for n, p in self._ports().items()}
 
     def pfcwd_stats(self):
         """{'Ethernet4:3': {status, detected, restored, tx_ok, tx_drop, rx_ok, rx_drop, *_last}}."""

@@ -13,9 +13,9 @@
 # Environment: PTF_PARAMS extra --test-params (e.g. "pkts_num_margin=2"), PTF_TIMEOUT seconds
 # per profile (default 600), PTF_CARGO_PROFILE (release, the default, or debug), PTF_VENV, PYTHON,
 # CARGO_TARGET_DIR.
-# Needs root (namespaces), iproute2, python3 with venv; installs ptf into a venv (PTF_VENV, default
-# target/ptf-venv) from requirements.txt. Exits with ptf's status (non-zero if any profile failed); the lab
-# is removed on every exit, also on failure or interruption.
+# Needs root (namespaces), iproute2, python3 with venv; installs ptf (requirements.txt) and the `lossless`
+# gRPC client (ptf-tests/sai-shim) into a venv (PTF_VENV, default target/ptf-venv). Exits with ptf's status
+# (non-zero if any profile failed); the lab is removed on every exit, also on failure or interruption.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -60,11 +60,15 @@ for b in switchd swctl; do
   [ -x "$BIN/$b" ] || { echo "run.sh: $BIN/$b missing (build it, or drop --no-build)" >&2; exit 2; }
 done
 
-if ! cmp -s "$HERE/requirements.txt" "$VENV/.lossless-requirements" 2>/dev/null; then
-  log "installing ptf into $VENV"
+# ptf, and the `lossless` gRPC client (ptf-tests/sai-shim) the tests read counters with; reinstalled when
+# the requirements, the client's sources or the .proto files change.
+stamp=$(cat "$HERE/requirements.txt" "$REPO/ptf-tests/sai-shim/pyproject.toml" "$REPO"/ptf-tests/sai-shim/lossless/*.py \
+  "$REPO"/proto/proto/lossless/v1/*.proto | cksum)
+if [ "$(cat "$VENV/.lossless-stamp" 2>/dev/null)" != "$stamp" ]; then
+  log "installing ptf and the lossless client into $VENV"
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
-  cp "$HERE/requirements.txt" "$VENV/.lossless-requirements"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" "$REPO/ptf-tests/sai-shim"
+  echo "$stamp" >"$VENV/.lossless-stamp"
 fi
 # No __pycache__ in the source tree (ptf imports every module of --test-dir); ptf's output as it comes.
 export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1

@@ -361,6 +361,11 @@ fn subtract_port(n: &PortCounters, b: &PortCounters) -> PortCounters {
         pfc_wd: subtract_each(&n.pfc_wd, &b.pfc_wd, subtract_pfc_wd),
         drop_reasons,
         queue_depth: n.queue_depth.clone(),
+        rx_non_ucast: n.rx_non_ucast.saturating_sub(b.rx_non_ucast),
+        tx_non_ucast: n.tx_non_ucast.saturating_sub(b.tx_non_ucast),
+        // Gauges, like queue_depth: what is held now.
+        queue_occupancy_bytes: n.queue_occupancy_bytes.clone(),
+        pg_occupancy_bytes: n.pg_occupancy_bytes.clone(),
     }
 }
 

@@ -88,6 +88,7 @@ fn port(name: &str, k: u64, admin_up: bool, speed_mbps: u32) -> PortCounters {
         pfc_wd: vec![PfcWdCounters::default(); 8],
         drop_reasons: Default::default(),
         queue_depth: vec![0, 0, 0, 5, 0, 0, 0, 0],
+        ..Default::default()
     }
 }
 

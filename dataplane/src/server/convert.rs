@@ -83,6 +83,8 @@ pub(super) struct PortSnapshot {
     pub(super) speed_mbps: u32,
     pub(super) counters: PortCounters,
     pub(super) queue_depth: [u64; 8],
+    pub(super) queue_occupancy_bytes: [u64; 8],
+    pub(super) pg_occupancy_bytes: [u64; 8],
     /// Per queue: `None` unmonitored, `Some(stormed)`.
     pub(super) pfc_wd_status: [Option<bool>; 8],
 }
@@ -99,6 +101,11 @@ impl CountersSnapshot {
                 speed_mbps: config.speed_mbps,
                 counters: switch.port_counters(p).unwrap_or_default(),
                 queue_depth: std::array::from_fn(|q| switch.queue_depth(p, q as u8) as u64),
+                queue_occupancy_bytes: std::array::from_fn(|q| switch.queue_occupancy_bytes(p, q as u8)),
+                pg_occupancy_bytes: std::array::from_fn(|g| {
+                    let o = switch.mmu().pg_occupancy(p, g as u8);
+                    o.reserved_bytes + o.shared_bytes + o.headroom_bytes
+                }),
                 pfc_wd_status: std::array::from_fn(|q| switch.pfc_wd_status(p, q as u8)),
             })
             .collect();
@@ -206,6 +213,10 @@ impl PortSnapshot {
             pfc_wd: pfc_wd.collect(),
             drop_reasons: c.drop_reasons.iter().map(|(r, n)| (r.as_str().to_owned(), *n)).collect(),
             queue_depth: self.queue_depth.to_vec(),
+            rx_non_ucast: c.rx_non_ucast,
+            tx_non_ucast: c.tx_non_ucast,
+            queue_occupancy_bytes: self.queue_occupancy_bytes.to_vec(),
+            pg_occupancy_bytes: self.pg_occupancy_bytes.to_vec(),
         }
     }
 }

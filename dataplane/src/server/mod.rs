@@ -13,6 +13,7 @@
 //! grpcurl -plaintext -unix /run/lossless/switchd.sock lossless.v1.Switch/GetCounters
 //! ```
 
+mod authority;
 mod convert;
 pub mod metrics;
 mod service;
@@ -256,7 +257,12 @@ pub async fn serve(
         Listen::Unix(path) => {
             let (listener, _socket_file) = bind_unix(path, &options)?;
             tracing::info!("gRPC server listening on {listen}");
-            let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+            // Below h2: the `:authority` gRPC clients send on Unix sockets, which h2 would refuse, rewritten
+            // (see `authority`).
+            let incoming = tokio_stream::StreamExt::map(
+                tokio_stream::wrappers::UnixListenerStream::new(listener),
+                |conn| conn.map(authority::FixedAuthority::new),
+            );
             run(router.serve_with_incoming_shutdown(incoming, server_stop), stop).await
             // `_socket_file` removes the socket here.
         }

@@ -147,6 +147,8 @@ class Client:
                 out.append(self._port(index).queues[q].packets - self._queue_base.get((index, q), 0))
             elif name == "SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES":
                 out.append(self._port_wm(index).queue_shared_bytes[q])
+            elif name == "SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES":
+                out.append(self._port(index).queue_occupancy_bytes[q])
             else:
                 raise SaiShimError("queue statistic %s is not served by the Lossless shim (docs/sonic-mgmt-shim.md "
                                    "section 5)" % name)
@@ -169,6 +171,8 @@ class Client:
                 out.append(port.pgs[g].packets)
             elif name == "SAI_INGRESS_PRIORITY_GROUP_STAT_DROPPED_PACKETS":
                 out.append(port.pgs[g].dropped_packets)
+            elif name == "SAI_INGRESS_PRIORITY_GROUP_STAT_CURR_OCCUPANCY_BYTES":
+                out.append(port.pg_occupancy_bytes[g])
             elif name == "SAI_INGRESS_PRIORITY_GROUP_STAT_SHARED_WATERMARK_BYTES":
                 out.append(wm.pg_shared_bytes[g])
             elif name == "SAI_INGRESS_PRIORITY_GROUP_STAT_XOFF_ROOM_WATERMARK_BYTES":

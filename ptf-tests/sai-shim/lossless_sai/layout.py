@@ -55,8 +55,8 @@ def sai_stat(port, sai_id):
     if sai_id == "SAI_PORT_STAT_IF_OUT_OCTETS":
         return port.tx_bytes
     if sai_id == "SAI_PORT_STAT_IF_OUT_UCAST_PKTS":
-        # Lossless counts every frame sent; no unicast split yet (docs/sonic-mgmt-shim.md section 5, gap 1).
-        return port.tx_ok
+        # tx_ok counts every frame sent; tx_non_ucast those to a group MAC.
+        return port.tx_ok - port.tx_non_ucast
     if sai_id == "SAI_PORT_STAT_IN_DROPPED_PKTS":
         # Ingress buffer (admission) drops: the PGs' drops.
         return sum(pg.dropped_packets for pg in port.pgs)
@@ -64,11 +64,13 @@ def sai_stat(port, sai_id):
         # Egress buffer drops: the queues' drops.
         return sum(q.dropped_packets for q in port.queues)
     if sai_id == "SAI_PORT_STAT_IF_IN_UCAST_PKTS":
-        return port.rx_ok
-    if sai_id in ("SAI_PORT_STAT_IF_IN_NON_UCAST_PKTS", "SAI_PORT_STAT_IF_OUT_NON_UCAST_PKTS"):
-        # Not counted apart yet (gap 1). 0 keeps sai_qos_tests' ingress-drop checks strict: it forgives
-        # ingress drops only when the non-unicast RX count grew.
-        return 0
+        return port.rx_ok - port.rx_non_ucast
+    if sai_id == "SAI_PORT_STAT_IF_IN_NON_UCAST_PKTS":
+        # Frames to a group (multicast, broadcast) MAC: sai_qos_tests forgives ingress drops only as far as
+        # this grew, so it is the switch's real count.
+        return port.rx_non_ucast
+    if sai_id == "SAI_PORT_STAT_IF_OUT_NON_UCAST_PKTS":
+        return port.tx_non_ucast
     if sai_id == "SAI_PORT_STAT_IF_OUT_QLEN":
         # Frames waiting in the port's egress queues now (SAI's unit is packets).
         return sum(port.queue_depth)

@@ -9,6 +9,7 @@ Which switch: test param `lossless_switch` (unix:PATH or tcp:HOST:PORT), else $L
 
 import json
 import os
+import time
 
 import ptf
 import ptf.testutils as testutils
@@ -16,9 +17,13 @@ from ptf import config
 from ptf.base_tests import BaseTest
 
 import lossless
+from lossless.v1 import switch_pb2 as pb
 from lossless_sai.client import Client
 from lossless_sai.switch import (sai_thrift_credit_wd_disable, sai_thrift_credit_wd_enable,
                                  sai_thrift_port_tx_disable, sai_thrift_port_tx_enable)
+
+# How long a release waits, at most, for the switch to take in what ptf sent (wait_ingested).
+INGEST_TIMEOUT_S = 10.0
 
 # {"src": {"<ptf port>": "EthernetN"}, "dst": ...}, read by switch.switch_init.
 interface_to_front_mapping = {}
@@ -83,6 +88,7 @@ class ThriftInterface(BaseTest):
         self.src_client = self.dst_client = self.client = Client(self._switch.stub)
         self.clients = {"src": self.src_client, "dst": self.dst_client}
         self.platform_asic = self.test_params.get("platform_asic")
+        self._rx_base = None
 
     def tearDown(self):
         BaseTest.tearDown(self)
@@ -99,6 +105,7 @@ class ThriftInterface(BaseTest):
     def sai_thrift_port_tx_enable(self, client, asic_type, port_list, target="dst", last_port=True,
                                   enable_port_by_unblock_queue=True):
         # A whole-port hold for every asic_type (mellanox's scheduler edits included); no credit watchdog.
+        self.wait_ingested()
         sai_thrift_port_tx_enable(client, asic_type, port_list, target=target)
         if self.platform_asic == "broadcom-dnx" and last_port:
             sai_thrift_credit_wd_enable(self.src_client)
@@ -107,6 +114,36 @@ class ThriftInterface(BaseTest):
         if self.platform_asic == "broadcom-dnx":
             sai_thrift_credit_wd_disable(self.src_client)
         sai_thrift_port_tx_disable(client, asic_type, port_list, target=target)
+
+    # ---- ingress barrier ------------------------------------------------------------------------------
+
+    def _switch_rx(self):
+        """{ptf port: frames the switch has taken in on it} (every frame the interface delivered: RX_OK, RX_ERR
+        and those its receive ring lost, RX_OVR)."""
+        names = {front: int(ptf) for ptf, front in interface_to_front_mapping.get("src", {}).items()}
+        out = {}
+        for p in self.src_client.stub.GetCounters(pb.GetCountersRequest(), timeout=10).ports:
+            if p.name in names:
+                out[names[p.name]] = p.rx_ok + p.rx_err + p.rx_ovr
+        return out
+
+    def wait_ingested(self, timeout_s=INGEST_TIMEOUT_S):
+        """Waits until the switch has taken in every frame ptf sent since the test began. A hardware switch
+        ingests at line rate, so sai_qos_tests.py releases a held port right after its last send_packet; a
+        software switch may still be reading frames from its interfaces then, and the release would let the
+        queue drain before the burst is in (a watermark short by the frames still on their way). Bounded: a
+        frame the switch never counts (a MAC control frame ptf sent) costs at most timeout_s."""
+        dataplane = getattr(self, "dataplane", None)
+        if dataplane is None or self._rx_base is None:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:
+            rx = self._switch_rx()
+            behind = {port: dataplane.get_counters(0, port)[1] - (rx.get(port, 0) - self._rx_base.get(port, 0))
+                      for port in rx}
+            if all(n <= 0 for n in behind.values()) or time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
 
     def get_dut_port(self, ptf_port):
         for group in interface_to_front_mapping.values():
@@ -122,6 +159,8 @@ class ThriftInterfaceDataPlane(ThriftInterface):
         ThriftInterface.setUp(self)
         self.dataplane = ptf.dataplane_instance
         self.dataplane.flush()
+        # ptf counts what it sends from its start; the switch from its own (wait_ingested compares them).
+        self._rx_base = {port: n - self.dataplane.get_counters(0, port)[1] for port, n in self._switch_rx().items()}
         if config["log_dir"] is not None:
             self.dataplane.start_pcap(os.path.join(config["log_dir"], str(self)) + ".pcap")
 

@@ -108,13 +108,13 @@ def sai_thrift_read_pg_shared_watermark(client, asic_type, port_id):
 
 
 def sai_thrift_read_pg_occupancy(client, port_id):
-    return _per_pg(client, port_id, h.SAI_INGRESS_PRIORITY_GROUP_STAT_CURR_OCCUPANCY_BYTES)  # refused: API gap
+    return _per_pg(client, port_id, h.SAI_INGRESS_PRIORITY_GROUP_STAT_CURR_OCCUPANCY_BYTES)
 
 
 def sai_thrift_read_queue_occupancy(client, target, port_id):
     """Takes a ptf port number (looked up in port_list[target]), as switch.py's does."""
     return [client.sai_thrift_get_queue_stats(q, [h.SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES], 1)[0]
-            for q in _queues(client, port_list[target][port_id])]  # refused by the client: API gap
+            for q in _queues(client, port_list[target][port_id])]
 
 
 def _pool_stat(client, pool_id, stat):

@@ -31,6 +31,8 @@ class FakeStub:
                 p.pgs.add(packets=100 + i, dropped_packets=200 + i)
                 p.pfc.add()
                 p.queue_depth.append(0)
+                p.queue_occupancy_bytes.append(4000 + i)
+                p.pg_occupancy_bytes.append(5000 + i)
             ports.append(p)
         return pb.GetCountersResponse(ports=ports)
 
@@ -97,8 +99,10 @@ def test_pg_and_watermark_reads(fake):
                                          h.SAI_INGRESS_PRIORITY_GROUP_STAT_PACKETS], 3)
     assert got == [2005, 1005, 105]
     assert c.sai_thrift_get_queue_stats(layout.queue_oid(0, 6), [h.SAI_QUEUE_STAT_SHARED_WATERMARK_BYTES], 1) == [3006]
-    with pytest.raises(SaiShimError, match="SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES is not served"):
-        c.sai_thrift_get_queue_stats(layout.queue_oid(0, 6), [h.SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES], 1)
+    assert c.sai_thrift_get_queue_stats(layout.queue_oid(0, 6), [h.SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES], 1) == [4006]
+    assert c.sai_thrift_get_pg_stats(layout.pg_oid(1, 3), [h.SAI_INGRESS_PRIORITY_GROUP_STAT_CURR_OCCUPANCY_BYTES], 1) == [5003]
+    with pytest.raises(SaiShimError, match="SAI_QUEUE_STAT_PACKETS_NOT_A_STAT|not served"):
+        c.sai_thrift_get_queue_stats(layout.queue_oid(0, 6), [0x7fff_ffff], 1)
 
 
 def test_buffer_pools_by_name_ordered_id(fake):

@@ -90,5 +90,10 @@ def test_unserved_helpers_say_so(inited):
     _, c = inited
     with pytest.raises(switch.ShimConfigError, match="VOQ"):
         switch.sai_thrift_get_voq_port_id(c, 1)
-    with pytest.raises(shim_client.SaiShimError, match="CURR_OCCUPANCY_BYTES"):
-        switch.sai_thrift_read_queue_occupancy(c, "dst", 1)
+
+
+def test_occupancy_helpers_take_what_switch_py_takes(inited):
+    _, c = inited
+    # read_queue_occupancy takes a ptf port (looked up in port_list), read_pg_occupancy a port id.
+    assert switch.sai_thrift_read_queue_occupancy(c, "dst", 1) == [4000 + i for i in range(8)]
+    assert switch.sai_thrift_read_pg_occupancy(c, switch.port_list["src"][2]) == [5000 + i for i in range(8)]

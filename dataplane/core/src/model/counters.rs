@@ -173,6 +173,11 @@ pub struct PortCounters {
     pub tx_bytes: u64,
     pub tx_err: u64,
     pub tx_drp: u64,
+    /// Of `rx_ok`, frames to a group (multicast or broadcast) destination MAC: `rx_ok - rx_non_ucast` is
+    /// `SAI_PORT_STAT_IF_IN_UCAST_PKTS`, this is `SAI_PORT_STAT_IF_IN_NON_UCAST_PKTS`.
+    pub rx_non_ucast: u64,
+    /// Of `tx_ok`, frames sent to a group destination MAC (`SAI_PORT_STAT_IF_OUT_NON_UCAST_PKTS`).
+    pub tx_non_ucast: u64,
     /// Frames the switch itself consumed (ARP for its addresses, PFC/PAUSE, LLDP and other link-local
     /// control frames, packets to its own IP addresses).
     pub trapped: u64,

@@ -179,7 +179,9 @@ impl Switch {
 
     /// The buffer a queue occupies, bytes: its cells × cell size when a profile manages it (what WRED on
     /// an ASIC compares), else the bytes of its frames.
-    fn queue_occupancy_bytes(&self, port: PortId, queue: u8) -> u64 {
+    /// Bytes a queue holds now (`SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES`): its buffer cells times the cell size
+    /// when a buffer profile manages it, else the bytes of the frames waiting in it.
+    pub fn queue_occupancy_bytes(&self, port: PortId, queue: u8) -> u64 {
         if self.mmu.queue_is_managed(port, queue) {
             self.mmu.queue_cells(port, queue) * self.mmu.cell_bytes()
         } else {
@@ -347,6 +349,10 @@ impl Switch {
         let c = &mut self.ports[port.index()].counters;
         c.tx_ok += 1;
         c.tx_bytes += len;
+        // The group bit of the destination MAC (the frame's first byte; a frame is at least 14 bytes here).
+        if item.frame.first().is_some_and(|b| b & 1 == 1) {
+            c.tx_non_ucast += 1;
+        }
         c.queues[usize::from(queue)].packets += 1;
         c.queues[usize::from(queue)].bytes += len;
         Some(Transmit { frame: item.frame, queue: Some(queue) })

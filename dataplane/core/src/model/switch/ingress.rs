@@ -34,6 +34,9 @@ impl Switch {
         let counters = &mut self.ports[port.index()].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
+        if decoded.ethernet.dst_addr.is_multicast() {
+            counters.rx_non_ucast += 1;
+        }
         if !port_cfg.admin_up {
             return self.drop_ingress(port, DropReason::PortAdminDown);
         }
