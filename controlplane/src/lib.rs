@@ -14,6 +14,7 @@ pub mod diff;
 pub mod headroom;
 pub mod lab;
 pub mod qos_params;
+pub mod score;
 pub mod show;
 pub mod sim;
 pub mod snapshot;

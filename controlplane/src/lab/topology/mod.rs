@@ -36,6 +36,7 @@ mod file;
 mod tests;
 
 use anyhow::{Context, bail};
+pub(crate) use file::parse_end;
 use file::{RawTopology, check_interface_name};
 use lossless_dataplane::model::config::{ConfigDb, SwitchConfig, check_config_text};
 use lossless_dataplane::nic::{Retransmit, RxPipelineConfig};
