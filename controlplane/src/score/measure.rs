@@ -211,7 +211,9 @@ impl Probe {
         let mut end = EndState::default();
         let failed: Vec<(usize, usize)> =
             self.failed.iter().filter_map(|e| f.endpoint(e)).collect();
-        for &(ref name, ref port, id, p) in &self.ports {
+        let mut worst = (0, None);
+        for (name, port, id, p) in &self.ports {
+            let (id, p) = (*id, *p);
             let sw = f.sim.switch(id);
             let pid = PortId::new(p);
             let c = sw.port_counters(pid).unwrap_or_default();
@@ -221,26 +223,41 @@ impl Probe {
             let config = sw.config();
             let qos = &config.qos[p];
             let is_failed = failed.contains(&(id, p));
-            for prio in 0..8usize {
-                let lossless = qos.pfc_enable & (1 << prio) != 0;
-                let pg = usize::from(qos.pfc_to_pg[prio]);
-                let queue = usize::from(qos.pfc_to_queue[prio]);
-                let wd = c.pfc_wd[queue];
-                let pg_drops = c.pgs[pg].dropped_packets;
-                let queue_drops = c.queues[queue].dropped_packets;
-                if lossless {
-                    let by_design = (wd.rx_dropped_packets + wd.tx_dropped_packets)
-                        + if is_failed { queue_drops } else { 0 };
-                    let all = pg_drops + queue_drops;
-                    end.drops.lossless += all.saturating_sub(by_design);
-                    end.drops.lossless_by_design += by_design.min(all);
-                }
-            }
-            let lossless_pgs: u8 =
-                (0..8).filter(|&prio| qos.pfc_enable & (1 << prio) != 0).fold(0, |m, prio| m | 1 << qos.pfc_to_pg[prio]);
+            let lossless_pgs: u8 = (0..8)
+                .filter(|&prio| qos.pfc_enable & (1 << prio) != 0)
+                .fold(0, |m, prio| m | 1 << qos.pfc_to_pg[prio]);
             let lossless_queues: u8 = (0..8)
                 .filter(|&prio| qos.pfc_enable & (1 << prio) != 0)
                 .fold(0, |m, prio| m | 1 << qos.pfc_to_queue[prio]);
+            let (mut all, mut by_design) = (0, 0);
+            for g in (0..8).filter(|g| lossless_pgs & (1 << g) != 0) {
+                all += c.pgs[g].dropped_packets;
+            }
+            for q in (0..8).filter(|q| lossless_queues & (1 << q) != 0) {
+                let queue_drops = c.queues[q].dropped_packets;
+                all += queue_drops;
+                end.drops.lossless_wred += c.queues[q].wred_dropped_packets;
+                // The watchdog counts per queue what its drop action discarded, at egress and ingress.
+                by_design += c.pfc_wd[q].rx_dropped_packets + c.pfc_wd[q].tx_dropped_packets;
+                if is_failed {
+                    by_design += queue_drops;
+                }
+            }
+            let lost = all.saturating_sub(by_design);
+            end.drops.lossless += lost;
+            end.drops.lossless_by_design += by_design.min(all);
+            if lost > worst.0 {
+                let pg: u64 = (0..8).filter(|g| lossless_pgs & (1 << g) != 0).map(|g| c.pgs[g].dropped_packets).sum();
+                let wred: u64 =
+                    (0..8).filter(|q| lossless_queues & (1 << q) != 0).map(|q| c.queues[q].wred_dropped_packets).sum();
+                worst = (
+                    lost,
+                    Some(format!(
+                        "{name}:{port}: {pg} at ingress PGs, {} at egress queues ({wred} of them WRED)",
+                        lost - pg.min(lost)
+                    )),
+                );
+            }
             for q in (0..8).filter(|q| lossless_queues & (1 << q) == 0) {
                 end.drops.lossy += c.queues[q].dropped_packets;
             }
@@ -275,6 +292,7 @@ impl Probe {
                 }
             }
         }
+        end.drops.lossless_where = worst.1;
         for &id in f.hosts.values() {
             let c = f.sim.nic(id).counters();
             end.drops.lossless += c.rx_buffer_drops;

@@ -141,6 +141,11 @@ pub struct Drops {
     /// Lossless packets the buffers dropped: ingress PG drops of lossless PGs and egress drops of lossless
     /// queues, without the PFC watchdog's and a failed link's; plus receive-buffer drops of host NICs.
     pub lossless: u64,
+    /// Of `lossless`, WRED drops in lossless queues: packets that are not ECN-capable (the NICs' ACKs,
+    /// NAKs and CNPs) dropped where ECN-capable ones are marked, by a WRED profile that drops.
+    pub lossless_wred: u64,
+    /// The switch port that dropped most of them.
+    pub lossless_where: Option<String>,
     /// Lossless packets dropped by design: the PFC watchdog's drop action, queues of a failed link.
     pub lossless_by_design: u64,
     /// Lossy packets dropped (allowed).

@@ -146,15 +146,15 @@ pub fn cases(quick: bool) -> Vec<Case> {
         ];
     }
     vec![
-        case("incast-2", Kind::Incast { senders: 2 }, 3),
-        case("incast-8", Kind::Incast { senders: 8 }, 3),
-        case("incast-32", Kind::Incast { senders: 32 }, 3),
-        case("shuffle-8", Kind::Shuffle { hosts: 8 }, 3),
-        case("storage", Kind::Storage { servers: 4, clients: 8 }, 3),
-        case("mixed-classes", Kind::Mixed, 3),
+        case("incast-2", Kind::Incast { senders: 2 }, 10),
+        case("incast-8", Kind::Incast { senders: 8 }, 10),
+        case("incast-32", Kind::Incast { senders: 32 }, 10),
+        case("shuffle-8", Kind::Shuffle { hosts: 8 }, 5),
+        case("storage", Kind::Storage { servers: 4, clients: 8 }, 10),
+        case("mixed-classes", Kind::Mixed, 10),
         case("pfc-storm", Kind::PfcStorm, 0),
-        case("slow-receiver", Kind::SlowReceiver, 3),
-        case("link-failure", Kind::LinkFailure, 4),
+        case("slow-receiver", Kind::SlowReceiver, 10),
+        case("link-failure", Kind::LinkFailure, 10),
     ]
 }
 
@@ -459,8 +459,10 @@ fn link_failure(
     }
     let (failed, spine_end) = uplinks[0];
     failed_ports.extend([failed.clone(), spine_end.clone()]);
+    // Half way through: the window (from a third on) sees the flows before and after.
+    let at_ms = (case.traffic_ms / 2).max(1);
     actions.push(Action {
-        at_ms: 1,
+        at_ms,
         step: "link-failure".into(),
         kind: ActionKind::LinkState { end: failed.clone(), up: false },
     });
@@ -492,7 +494,7 @@ fn link_failure(
                     let mut db = ConfigDb::default();
                     db.set("STATIC_ROUTE", p, "nexthop", kept.join(","));
                     actions.push(Action {
-                        at_ms: 1,
+                        at_ms,
                         step: "routing converges".into(),
                         kind: ActionKind::Apply {
                             switch: other.name.clone(),
@@ -507,8 +509,8 @@ fn link_failure(
     }
     measured_ports.extend(dst.iter().map(|d| end(d)));
     let description = format!(
-        "{} and {} send to {} and {} at line rate; at 1 ms the link {failed} -- {spine_end} fails, {a} \
-         rehashes over its other uplinks and the other leaves' routes converge at once",
+        "{} and {} send to {} and {} at line rate; at {at_ms} ms the link {failed} -- {spine_end} fails, \
+         {a} rehashes over its other uplinks and the other leaves' routes converge at once",
         src[0].host, src[1].host, dst[0].host, dst[1].host
     );
     let flows = vec![
