@@ -123,7 +123,9 @@ fn a_failed_uplink_leaves_the_ecmp_group_and_its_flows_rehash_to_the_other_spine
     let mut f = fabric::build(&topology, 1, ORIGIN_NS + 2_000_000).unwrap();
     let (leaf0, leaf1) = (f.switches["leaf0"], f.switches["leaf1"]);
     // Leaf 0's uplinks: Ethernet8 to spine0, Ethernet12 to spine1 (ports 2 and 3).
-    let tx = |f: &mut fabric::Fabric, port: usize| f.sim.switch(leaf0).port_counters(PortId::new(port)).unwrap().tx_ok;
+    let tx = |f: &mut fabric::Fabric, port: usize| {
+        f.sim.switch(leaf0).port_counters(PortId::new(port)).unwrap().tx_ok
+    };
     f.sim.run_until(ORIGIN_NS + 500_000);
     let (to_spine0, to_spine1) = (tx(&mut f, 2), tx(&mut f, 3));
     assert!(to_spine0 > 0 && to_spine1 > 0, "before: {to_spine0} and {to_spine1} frames");
@@ -134,7 +136,11 @@ fn a_failed_uplink_leaves_the_ecmp_group_and_its_flows_rehash_to_the_other_spine
     db.set("STATIC_ROUTE", "10.1.0.0/24", "nexthop", "10.2.1.2");
     f.sim.apply(leaf1, &db).unwrap();
     let acked = |f: &mut fabric::Fabric| -> u64 {
-        (0..8u32).map(|i| f.sim.nic(f.hosts[&ClosSpec::host_name(1 + i % 2)]).flow_stats(i + 1).unwrap().acked_bytes).sum()
+        (0..8u32)
+            .map(|i| {
+                f.sim.nic(f.hosts[&ClosSpec::host_name(1 + i % 2)]).flow_stats(i + 1).unwrap().acked_bytes
+            })
+            .sum()
     };
     let acked_at_failure = acked(&mut f);
     let (spine0_at_failure, spine1_at_failure) = (tx(&mut f, 2), tx(&mut f, 3));

@@ -30,7 +30,12 @@ const COLOURS: [RGBColor; 6] = [
 ];
 
 /// Lines over time (µs); an empty chart is not drawn.
-fn line_chart(path: &Path, title: &str, y_desc: &str, lines: &[(String, Vec<(f64, f64)>)]) -> anyhow::Result<bool> {
+fn line_chart(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    lines: &[(String, Vec<(f64, f64)>)],
+) -> anyhow::Result<bool> {
     if lines.iter().all(|(_, p)| p.is_empty()) {
         return Ok(false);
     }
@@ -144,7 +149,17 @@ pub fn write(report: &mut ScoreReport, measured: &[Vec<Measured>], dir: &Path) -
         if report.pass { "PASS" } else { "FAIL" }
     );
     // Side by side: one row per case and metric, one column per profile; differing cells outlined.
-    let headers = ["throughput %", "PFC p99 /s", "lossless latency p99 µs", "lossless drops", "headroom peak %", "shared peak %", "ECN before XOFF", "watchdog storms", "score"];
+    let headers = [
+        "throughput %",
+        "PFC p99 /s",
+        "lossless latency p99 µs",
+        "lossless drops",
+        "headroom peak %",
+        "shared peak %",
+        "ECN before XOFF",
+        "watchdog storms",
+        "score",
+    ];
     let _ = write!(h, "<h2>Profiles side by side</h2><table><tr><th>case</th><th>metric</th>");
     for p in &report.profiles {
         let _ = write!(h, "<th>{}</th>", escape(&p.profile));
@@ -221,7 +236,8 @@ pub fn write(report: &mut ScoreReport, measured: &[Vec<Measured>], dir: &Path) -
         let _ = i;
     }
     h.push_str("</body></html>\n");
-    std::fs::write(dir.join("report.html"), h).with_context(|| format!("writing {}/report.html", dir.display()))?;
+    std::fs::write(dir.join("report.html"), h)
+        .with_context(|| format!("writing {}/report.html", dir.display()))?;
     Ok(())
 }
 

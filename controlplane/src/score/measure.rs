@@ -38,8 +38,9 @@ pub fn measure(base: &Base, plan: &Plan, targets: &Targets, seed: u64) -> anyhow
     };
     let mut probe = Probe::new(plan, base.lossless.priority);
     let wall = Instant::now();
-    let outcome =
-        run::run_observed(&plan.scenario, &options, &mut |_, _| true, &mut |f, moment| probe.observe(f, moment))?;
+    let outcome = run::run_observed(&plan.scenario, &options, &mut |_, _| true, &mut |f, moment| {
+        probe.observe(f, moment)
+    })?;
     let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
     let metrics = probe.metrics();
     let checks = targets.check(&metrics, &plan.applies);
@@ -197,7 +198,8 @@ impl Probe {
             self.pfc_in_window += total;
         }
         if t == self.window_ns.0 || t == self.window_ns.1 {
-            let bytes: Vec<u64> = (0..self.measured.len()).map(|m| self.wire_bytes(f, self.measured[m].0)).collect();
+            let bytes: Vec<u64> =
+                (0..self.measured.len()).map(|m| self.wire_bytes(f, self.measured[m].0)).collect();
             let acked = self.acked(f);
             if t == self.window_ns.0 {
                 (self.at_start, self.acked_start) = (bytes, acked);
@@ -209,8 +211,7 @@ impl Probe {
 
     fn finish(&mut self, f: &mut Fabric) {
         let mut end = EndState::default();
-        let failed: Vec<(usize, usize)> =
-            self.failed.iter().filter_map(|e| f.endpoint(e)).collect();
+        let failed: Vec<(usize, usize)> = self.failed.iter().filter_map(|e| f.endpoint(e)).collect();
         let mut worst = (0, None);
         for (name, port, id, p) in &self.ports {
             let (id, p) = (*id, *p);
@@ -247,9 +248,12 @@ impl Probe {
             end.drops.lossless += lost;
             end.drops.lossless_by_design += by_design.min(all);
             if lost > worst.0 {
-                let pg: u64 = (0..8).filter(|g| lossless_pgs & (1 << g) != 0).map(|g| c.pgs[g].dropped_packets).sum();
-                let wred: u64 =
-                    (0..8).filter(|q| lossless_queues & (1 << q) != 0).map(|q| c.queues[q].wred_dropped_packets).sum();
+                let pg: u64 =
+                    (0..8).filter(|g| lossless_pgs & (1 << g) != 0).map(|g| c.pgs[g].dropped_packets).sum();
+                let wred: u64 = (0..8)
+                    .filter(|q| lossless_queues & (1 << q) != 0)
+                    .map(|q| c.queues[q].wred_dropped_packets)
+                    .sum();
                 worst = (
                     lost,
                     Some(format!(
@@ -270,7 +274,9 @@ impl Probe {
                 let xoff = buffers.and_then(|b| b.pg_profile[g]).map_or(0, |i| config.profiles[i].xoff_bytes);
                 let peak = wm.pg_headroom_bytes[g];
                 let percent = if xoff > 0 { peak as f64 * 100.0 / xoff as f64 } else { 0.0 };
-                if percent > end.buffer.headroom_peak_percent || end.buffer.headroom_where.is_none() && peak > 0 {
+                if percent > end.buffer.headroom_peak_percent
+                    || end.buffer.headroom_where.is_none() && peak > 0
+                {
                     end.buffer.headroom_peak_bytes = peak;
                     end.buffer.headroom_bytes = xoff;
                     end.buffer.headroom_peak_percent = percent;

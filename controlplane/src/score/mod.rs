@@ -74,12 +74,17 @@ pub fn clos_spec(quick: bool, speed_mbps: u32) -> ClosSpec {
 /// The profile's port speed: its lowest-numbered port's `PORT|speed`.
 pub fn profile_speed_mbps(profile: &ConfigDb) -> Option<u32> {
     let ports = profile.tables.get("PORT")?;
-    let number = |name: &str| name.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
+    let number =
+        |name: &str| name.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
     ports.iter().min_by_key(|(name, _)| number(name)).and_then(|(_, f)| f.get("speed")?.parse().ok())
 }
 
 /// The fabric for a profile: generated, or the topology file with the profile's tables.
-pub fn fabric(profile_path: &Path, topology: Option<&Path>, quick: bool) -> anyhow::Result<(Topology, String)> {
+pub fn fabric(
+    profile_path: &Path,
+    topology: Option<&Path>,
+    quick: bool,
+) -> anyhow::Result<(Topology, String)> {
     let text = std::fs::read_to_string(profile_path)
         .with_context(|| format!("cannot read {}", profile_path.display()))?;
     let profile =
@@ -91,7 +96,8 @@ pub fn fabric(profile_path: &Path, topology: Option<&Path>, quick: bool) -> anyh
             let spec = clos_spec(quick, speed);
             let generated = clos::generate("score", &spec, &profile)
                 .with_context(|| format!("{}: building the fabric", profile_path.display()))?;
-            let topology = generated.to_topology().with_context(|| format!("{}: the fabric", profile_path.display()))?;
+            let topology =
+                generated.to_topology().with_context(|| format!("{}: the fabric", profile_path.display()))?;
             let description = format!(
                 "generated two-tier Clos: {} leaves of {} hosts, {} spines, {} Mb/s",
                 spec.leaves, spec.hosts_per_leaf, spec.spines, spec.speed_mbps
@@ -104,10 +110,21 @@ pub fn fabric(profile_path: &Path, topology: Option<&Path>, quick: bool) -> anyh
                 let mut db = clos::with_profile(&sw.config, &profile)
                     .with_context(|| format!("{}: switch {}", path.display(), sw.name))?;
                 crate::lab::topology::resolve_switch_config(&mut db).map_err(|issues| {
-                    anyhow::anyhow!("{}: switch {} with {}: {}", path.display(), sw.name, profile_path.display(), issues.join("; "))
+                    anyhow::anyhow!(
+                        "{}: switch {} with {}: {}",
+                        path.display(),
+                        sw.name,
+                        profile_path.display(),
+                        issues.join("; ")
+                    )
                 })?;
                 let compiled = lossless_dataplane::model::config::compile(&db).map_err(|e| {
-                    anyhow::anyhow!("{}: switch {} with {}: {e}", path.display(), sw.name, profile_path.display())
+                    anyhow::anyhow!(
+                        "{}: switch {} with {}: {e}",
+                        path.display(),
+                        sw.name,
+                        profile_path.display()
+                    )
                 })?;
                 sw.config = db;
                 sw.compiled = compiled.config;
@@ -164,8 +181,9 @@ pub fn score(args: &ScoreArgs) -> anyhow::Result<(ScoreReport, Vec<Vec<measure::
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(job) = jobs.get(i) else { break };
-                    let r = measure::measure(job.base, &job.plan, &targets, args.seed)
-                        .with_context(|| format!("{}: case {}", args.profiles[job.profile].display(), job.plan.case.name));
+                    let r = measure::measure(job.base, &job.plan, &targets, args.seed).with_context(|| {
+                        format!("{}: case {}", args.profiles[job.profile].display(), job.plan.case.name)
+                    });
                     results.lock().expect("no thread panics holding it")[i] = Some(r);
                 }
             });
@@ -177,7 +195,9 @@ pub fn score(args: &ScoreArgs) -> anyhow::Result<(ScoreReport, Vec<Vec<measure::
     for (i, (base, description)) in bases.iter().enumerate() {
         let mut cases_of = Vec::new();
         for (j, job) in jobs.iter().enumerate().filter(|(_, j)| j.profile == i) {
-            let m = results[j].take().unwrap_or_else(|| Err(anyhow::anyhow!("case {} did not run", job.plan.case.name)))?;
+            let m = results[j]
+                .take()
+                .unwrap_or_else(|| Err(anyhow::anyhow!("case {} did not run", job.plan.case.name)))?;
             cases_of.push(m);
         }
         let reports: Vec<_> = cases_of.iter().map(|m| m.report.clone()).collect();

@@ -210,9 +210,11 @@ const COLUMNS: [Column; 9] = [
     }),
     ("PFC p99/s", |c| mark(c, "pfc_pps_p99", format!("{:.0}", c.metrics.pfc.p99_pps))),
     ("lat p50/p99/p99.9 µs", |c| {
-        let text = c.metrics.latency.lossless.map_or("-".into(), |l| {
-            format!("{:.1}/{:.1}/{:.1}", l.p50_us, l.p99_us, l.p999_us)
-        });
+        let text = c
+            .metrics
+            .latency
+            .lossless
+            .map_or("-".into(), |l| format!("{:.1}/{:.1}/{:.1}", l.p50_us, l.p99_us, l.p999_us));
         mark(c, "latency_p99_us", text)
     }),
     ("lossy p99 µs", |c| opt(c.metrics.latency.lossy.map(|l| l.p99_us), 1)),
@@ -232,13 +234,15 @@ fn verdict(pass: bool) -> &'static str {
 }
 
 fn table(rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for r in rows {
-        let line: Vec<String> =
-            r.iter().zip(&widths).map(|(cell, w)| format!("{cell}{}", " ".repeat(w - cell.chars().count()))).collect();
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell}{}", " ".repeat(w - cell.chars().count())))
+            .collect();
         let _ = writeln!(out, "  {}", line.join("  ").trim_end());
     }
     out
@@ -290,7 +294,11 @@ impl ScoreReport {
                 }
             }
             for s in &p.suggestions {
-                let _ = writeln!(out, "  suggestion ({}): {}: {} -> {} ({})", s.rule, s.field, s.current, s.suggested, s.why);
+                let _ = writeln!(
+                    out,
+                    "  suggestion ({}): {}: {} -> {} ({})",
+                    s.rule, s.field, s.current, s.suggested, s.why
+                );
             }
             let _ = writeln!(out, "  {}: {}", p.profile, verdict(p.pass));
         }
@@ -317,12 +325,17 @@ impl ScoreReport {
                 Some(()),
             )]);
             for (header, value, is_verdict) in metrics {
-                let values: Vec<String> =
-                    cases.iter().map(|c| c.map_or("(not run)".into(), value)).collect();
+                let values: Vec<String> = cases.iter().map(|c| c.map_or("(not run)".into(), value)).collect();
                 let differs = values.windows(2).any(|w| w[0] != w[1]);
                 let verdicts_differ = is_verdict.is_some() && differs
                     || values.iter().any(|v| v.ends_with('✗')) && values.iter().any(|v| !v.ends_with('✗'));
-                let flag = if verdicts_differ { "!" } else if differs { "*" } else { "" };
+                let flag = if verdicts_differ {
+                    "!"
+                } else if differs {
+                    "*"
+                } else {
+                    ""
+                };
                 let mut row = vec![flag.to_owned(), name.to_owned(), header.to_owned()];
                 row.extend(values);
                 rows.push(row);

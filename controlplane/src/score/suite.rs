@@ -83,16 +83,20 @@ impl Base {
         let dscp_to_tc = qos.dscp_to_tc.unwrap_or([0; 64]);
         // A DSCP whose TC is the lossless priority (the convention of every shipped profile: TC = PFC
         // priority); the lossy class: DSCP 0 if its TC is not lossless, else the first DSCP that is not.
-        let lossless_dscp = (0..64u8).find(|&d| dscp_to_tc[usize::from(d)] == lossless_priority).with_context(
-            || format!("{}: no DSCP maps to the lossless TC {lossless_priority}", first.switch),
-        )?;
+        let lossless_dscp =
+            (0..64u8).find(|&d| dscp_to_tc[usize::from(d)] == lossless_priority).with_context(|| {
+                format!("{}: no DSCP maps to the lossless TC {lossless_priority}", first.switch)
+            })?;
         let lossy_dscp = (0..64u8)
             .find(|&d| qos.pfc_enable & (1 << dscp_to_tc[usize::from(d)]) == 0)
             .context("every DSCP maps to a lossless TC: no lossy class to test")?;
         let lossy_tc = dscp_to_tc[usize::from(lossy_dscp)];
-        let watchdog_ms = config.pfc_wd.get(index).copied().flatten().map(|wd| {
-            (wd.detection_time_ms, config.pfc_wd_global.poll_interval_ms)
-        });
+        let watchdog_ms = config
+            .pfc_wd
+            .get(index)
+            .copied()
+            .flatten()
+            .map(|wd| (wd.detection_time_ms, config.pfc_wd_global.poll_interval_ms));
         let line_rate_mbps = topology.hosts.first().map_or(0, |h| h.line_rate_mbps);
         Ok(Base {
             topology,
@@ -239,7 +243,10 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
             );
             measured_ports.push(end(&hosts[0]));
             incast_flows = (0..senders).collect();
-            hosts[1..=senders].iter().map(|s| flow(s, &hosts[0], lossless, None, BULK_MESSAGE_BYTES)).collect()
+            hosts[1..=senders]
+                .iter()
+                .map(|s| flow(s, &hosts[0], lossless, None, BULK_MESSAGE_BYTES))
+                .collect()
         }
         Kind::Shuffle { hosts: n } => {
             need(n)?;
@@ -292,9 +299,10 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
         }
         Kind::PfcStorm => {
             // The stormer must share a switch with the victims' receiver: the next host on hosts[0]'s switch.
-            let stormer = hosts[1..].iter().find(|h| h.switch == hosts[0].switch).with_context(|| {
-                format!("case {}: needs two hosts on {}", case.name, hosts[0].switch)
-            })?;
+            let stormer = hosts[1..]
+                .iter()
+                .find(|h| h.switch == hosts[0].switch)
+                .with_context(|| format!("case {}: needs two hosts on {}", case.name, hosts[0].switch))?;
             let senders: Vec<&Place> =
                 hosts[1..].iter().filter(|h| h.switch != hosts[0].switch).take(2).collect();
             if senders.len() < 2 {
@@ -337,7 +345,10 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
             senders
                 .iter()
                 .flat_map(|s| {
-                    [flow(s, stormer, lossless, rate, BULK_MESSAGE_BYTES), flow(s, &hosts[0], lossless, rate, BULK_MESSAGE_BYTES)]
+                    [
+                        flow(s, stormer, lossless, rate, BULK_MESSAGE_BYTES),
+                        flow(s, &hosts[0], lossless, rate, BULK_MESSAGE_BYTES),
+                    ]
                 })
                 .collect()
         }
@@ -473,7 +484,9 @@ fn link_failure(
         .compiled
         .interfaces
         .iter()
-        .filter(|i| hosts.iter().any(|h| h.switch == *a && port_name(&leaf_a.compiled, i) == Some(h.port.as_str())))
+        .filter(|i| {
+            hosts.iter().any(|h| h.switch == *a && port_name(&leaf_a.compiled, i) == Some(h.port.as_str()))
+        })
         .flat_map(|i| i.addrs.iter().map(|n| n.trunc().to_string()))
         .collect();
     let lost_spine = &spine_end.node;
@@ -521,10 +534,19 @@ fn link_failure(
 }
 
 /// Whether `hop` (a next-hop address of `switch`) is reached through a port linked to `node`.
-fn next_hop_is_on(topology: &Topology, switch: &crate::lab::topology::SwitchNode, hop: &str, node: &str) -> bool {
+fn next_hop_is_on(
+    topology: &Topology,
+    switch: &crate::lab::topology::SwitchNode,
+    hop: &str,
+    node: &str,
+) -> bool {
     let Ok(ip) = hop.parse::<std::net::IpAddr>() else { return false };
     let config = &switch.compiled;
-    let port = config.interfaces.iter().find(|i| i.addrs.iter().any(|n| n.contains(&ip))).and_then(|i| port_name(config, i));
+    let port = config
+        .interfaces
+        .iter()
+        .find(|i| i.addrs.iter().any(|n| n.contains(&ip)))
+        .and_then(|i| port_name(config, i));
     let Some(port) = port else { return false };
     topology.links.iter().any(|l| {
         (l.a.node == switch.name && l.a.port == port && l.b.node == node)

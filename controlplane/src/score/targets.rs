@@ -71,7 +71,9 @@ impl Targets {
         let mut out = Vec::new();
         let throughput = m.throughput.as_ref().map(|t| t.min_percent);
         out.push(match throughput {
-            Some(v) if applies.throughput => Check::at_least("throughput_percent", v, self.throughput_percent),
+            Some(v) if applies.throughput => {
+                Check::at_least("throughput_percent", v, self.throughput_percent)
+            }
             _ => na("throughput_percent", throughput),
         });
         out.push(if applies.pfc {
@@ -125,7 +127,9 @@ impl Check {
     }
 
     pub fn describe(&self) -> String {
-        let value = self.value.map_or("-".into(), |v| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") });
+        let value = self
+            .value
+            .map_or("-".into(), |v| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.2}") });
         match self.verdict {
             Verdict::Pass => format!("{} {value} {} PASS", self.target, self.limit),
             Verdict::Fail => format!("{} {value} (target {}) FAIL", self.target, self.limit),

@@ -218,3 +218,33 @@ fn rate_windows_and_ecn_onsets_parse_and_say_what_is_wrong() {
     ));
     assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
 }
+
+#[test]
+fn a_link_down_step_takes_a_linked_switch_port_down_and_back_up() {
+    let s = parse("steps:\n  - { at: 2, link-down: { end: \"sw1:Ethernet4\", stop: 5 } }\n").unwrap();
+    let end = crate::lab::topology::End { node: "sw1".into(), port: "Ethernet4".into() };
+    let got: Vec<(u64, bool)> = s
+        .actions
+        .iter()
+        .map(|a| match &a.kind {
+            ActionKind::LinkState { end: e, up } if *e == end => (a.at_ms, *up),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, [(2, false), (5, true)]);
+    for (step, needle) in [
+        (
+            "{ at: 2, link-down: { end: \"sw1:Ethernet8\" } }",
+            "steps[0]: link-down: sw1:Ethernet8 is not a linked switch port",
+        ),
+        (
+            "{ at: 2, link-down: { end: \"h1:eth0\" } }",
+            "steps[0]: link-down: h1:eth0 is not a linked switch port",
+        ),
+        ("{ at: 2, link-down: { end: \"sw1\" } }", "steps[0].link-down.end: \"sw1\": expected NODE:PORT"),
+        ("{ at: 5, link-down: { end: \"sw1:Ethernet4\", stop: 5 } }", "steps[0]: stop must be after at"),
+    ] {
+        let e = error_of(&format!("steps:\n  - {step}\n"));
+        assert!(e.contains(needle), "{step}: {e}");
+    }
+}

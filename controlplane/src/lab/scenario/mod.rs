@@ -145,11 +145,24 @@ pub struct Action {
 
 #[derive(Debug, Clone)]
 pub enum ActionKind {
-    FlushFdb { switch: String, port: Option<String> },
-    StopHost { host: String },
-    Apply { switch: String, config: ConfigDb, replace: bool, source: String },
+    FlushFdb {
+        switch: String,
+        port: Option<String>,
+    },
+    StopHost {
+        host: String,
+    },
+    Apply {
+        switch: String,
+        config: ConfigDb,
+        replace: bool,
+        source: String,
+    },
     /// The link at a switch port goes down (`up: false`) or comes back (simulator only: `link-down`).
-    LinkState { end: super::topology::End, up: bool },
+    LinkState {
+        end: super::topology::End,
+        up: bool,
+    },
 }
 
 #[derive(Debug, Clone)]
