@@ -140,7 +140,9 @@ fn errors_name_the_step_or_expectation() {
     assert!(e.contains("steps[0].apply.config: cannot read ./missing.yaml"), "{e}");
     let e = error_of("steps: [ { at: 1 } ]");
     assert!(
-        e.contains("steps[0]: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb or apply"),
+        e.contains(
+            "steps[0]: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb, apply or link-down"
+        ),
         "{e}"
     );
     let e = error_of("steps: [ { at: 1, stop-host: { host: h1 }, colour: red } ]");
