@@ -147,7 +147,7 @@ impl Probe {
     fn wire_bytes(&self, f: &mut Fabric, i: usize) -> u64 {
         let (_, _, id, p) = self.ports[i];
         let c = f.sim.switch(id).port_counters(PortId::new(p)).unwrap_or_default();
-        c.tx_bytes + c.tx_ok * u64::from(WIRE_OVERHEAD_BYTES)
+        c.tx_bytes + c.tx_ok * WIRE_OVERHEAD_BYTES
     }
 
     /// Acknowledged bytes of the incast's flows now.
