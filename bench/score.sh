@@ -19,7 +19,7 @@ start=$(date +%s.%N)
 /usr/bin/time -f '%U %S' -o "$out/time" "$swctl" --json score "$profile" ${jobs:+--jobs "$jobs"} \
     > "$out/report.json" || [ $? -eq 1 ]
 end=$(date +%s.%N)
-read -r user sys < "$out/time"
+read -r user sys < <(tail -1 "$out/time")
 python3 - "$out/report.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -117,7 +117,8 @@ fn cell_class(c: &CaseReport, target: &str) -> &'static str {
     match c.checks.iter().find(|k| k.target == target).map(|k| k.verdict) {
         Some(Verdict::Fail) => "fail",
         Some(Verdict::Pass) => "pass",
-        _ => "",
+        Some(Verdict::NotApplicable) => "na",
+        None => "",
     }
 }
 
@@ -136,7 +137,7 @@ pub fn write(report: &mut ScoreReport, measured: &[Vec<Measured>], dir: &Path) -
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>swctl score</title><style>\
          body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}\
          td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}\
-         td.fail{background:#fbb}td.pass{background:#dfd}td.diff{outline:2px solid #e90}\
+         td.fail{background:#fbb}td.pass{background:#dfd}td.na{color:#888}td.diff{outline:2px solid #e90}\
          td:first-child,th:first-child{text-align:left}svg{max-width:100%;height:auto}</style></head><body>",
     );
     let _ = write!(

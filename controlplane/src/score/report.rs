@@ -200,6 +200,7 @@ fn check_of<'a>(c: &'a CaseReport, target: &str) -> Option<&'a Check> {
 fn mark(c: &CaseReport, target: &str, text: String) -> String {
     match check_of(c, target).map(|k| k.verdict) {
         Some(Verdict::Fail) => format!("{text}✗"),
+        Some(Verdict::NotApplicable) if text != "-" => format!("({text})"),
         _ => text,
     }
 }
@@ -341,7 +342,9 @@ impl ScoreReport {
                 rows.push(row);
             }
         }
-        let mut out = String::from("\nside by side (* values differ, ! verdicts differ, ✗ target failed):\n");
+        let mut out = String::from(
+            "\nside by side (* values differ, ! verdicts differ, ✗ target failed, (value) target n/a for the case):\n",
+        );
         out.push_str(&table(&rows));
         let mut row = vec!["".to_owned(), "deadlock".to_owned(), "cycle".to_owned()];
         row.extend(self.profiles.iter().map(|p| p.deadlock.describe()));

@@ -8,6 +8,8 @@
 //!   PG sends XOFF when it is the only one filling (the earliest XOFF: one congested ingress, the dynamic
 //!   limit α·free settles at α/(1+α) of the free pool): marking cannot reach its full probability before
 //!   PFC acts. The value: that depth, rounded down to a cell.
+//! - **wred-drop**: a lossless queue whose WRED profile drops (`wred_green_enable`) packets that are not
+//!   ECN-capable, when a case lost lossless packets that way: `false` (marking goes on, drops stop).
 //! - **alpha**: an incast in which a sender got less than half its fair share while the lossless PG's
 //!   `dynamic_th` is above 0 (α > 1: one PG may take more than half the free pool): `dynamic_th` 0.
 
@@ -33,6 +35,11 @@ pub fn suggest(base: &Base, cases: &[CaseReport]) -> Vec<Suggestion> {
         .iter()
         .filter(|c| c.metrics.drops.lossless > 0)
         .map(|c| format!("{} ({})", c.case.name, c.metrics.drops.lossless))
+        .collect();
+    let wred_drops: Vec<String> = cases
+        .iter()
+        .filter(|c| c.metrics.drops.lossless_wred > 0)
+        .map(|c| format!("{} lost {} that way", c.case.name, c.metrics.drops.lossless_wred))
         .collect();
     let starved: Vec<String> = cases
         .iter()
@@ -97,6 +104,26 @@ pub fn suggest(base: &Base, cases: &[CaseReport]) -> Vec<Suggestion> {
                         }
                         Threshold::Static(_) => th.xoff_bytes,
                     };
+                    // Dropping non-ECT packets in a lossless queue: what the NICs send without ECT (their
+                    // ACKs, NAKs and CNPs in this model) is lost once the queue passes Kmin.
+                    let field = format!("WRED_PROFILE|{}|wred_green_enable", wred.name);
+                    if wred.colours[0].enabled && !wred_drops.is_empty() && seen.insert(field.clone()) {
+                        out.push(Suggestion {
+                            rule: "wred-drop",
+                            field,
+                            current: "true".into(),
+                            suggested: "false".into(),
+                            why: format!(
+                                "queue {queue} of {} {} is lossless, but its WRED profile drops packets that are not \
+                                 ECN-capable (the NICs' ACKs, NAKs and CNPs) above {} bytes: {}; with it false, \
+                                 ECN-capable packets are still marked and nothing is dropped",
+                                sw.name,
+                                port.name,
+                                wred.colours[0].min_bytes,
+                                wred_drops.join(", ")
+                            ),
+                        });
+                    }
                     let kmax = wred.colours[0].max_bytes;
                     let field = format!("WRED_PROFILE|{}|green_max_threshold", wred.name);
                     if kmax > earliest && seen.insert(field.clone()) {
