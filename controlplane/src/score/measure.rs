@@ -3,8 +3,8 @@
 //! at the window's edges) and at the end (latency histograms, drops, watermarks, watchdog counters).
 
 use super::report::{
-    BufferPeaks, CaseReport, ClassLatency, Drops, EcnVsXoff, Latency, Metrics, PfcRate, PortRate, Throughput,
-    WatchdogEvents,
+    BufferPeaks, CaseReport, ClassLatency, Drops, EcnVsXoff, FailedLink, Latency, Metrics, PfcRate, PortRate,
+    Throughput, WatchdogEvents,
 };
 use super::suite::{Base, Plan};
 use super::targets::{Targets, Verdict};
@@ -104,6 +104,7 @@ struct EndState {
     buffer: BufferPeaks,
     watchdog: WatchdogEvents,
     host_pfc_frames: u64,
+    failed_link: Option<FailedLink>,
 }
 
 impl Probe {
@@ -299,6 +300,14 @@ impl Probe {
             }
         }
         end.drops.lossless_where = worst.1;
+        if !failed.is_empty() {
+            let mut link = FailedLink::default();
+            for &(id, p) in &failed {
+                link.frames_before += f.sim.switch(id).port_counters(PortId::new(p)).map_or(0, |c| c.tx_ok);
+                link.lost += f.sim.link_stats((id, p)).map_or(0, |s| s.lost);
+            }
+            end.failed_link = Some(link);
+        }
         for &id in f.hosts.values() {
             let c = f.sim.nic(id).counters();
             end.drops.lossless += c.rx_buffer_drops;
@@ -395,6 +404,7 @@ impl Probe {
             buffer: end.buffer,
             watchdog: end.watchdog,
             incast_fairness: fairness,
+            failed_link: end.failed_link,
         }
     }
 }

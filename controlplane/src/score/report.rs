@@ -71,6 +71,16 @@ pub struct Metrics {
     pub watchdog: WatchdogEvents,
     /// Incasts: the least-served sender's acknowledged bytes in the window over the senders' mean.
     pub incast_fairness: Option<f64>,
+    /// The link failure: what the failed link carried and lost.
+    pub failed_link: Option<FailedLink>,
+}
+
+/// Frames the switch ports of the failed link sent before it failed (both directions), and frames lost on
+/// it (on the wire when it failed, or put on it while down).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FailedLink {
+    pub frames_before: u64,
+    pub lost: u64,
 }
 
 /// Transmit rate of the measured switch ports (frames, preamble, inter-frame gap and FCS on the wire),

@@ -522,14 +522,15 @@ fn link_failure(
     }
     measured_ports.extend(dst.iter().map(|d| end(d)));
     let description = format!(
-        "{} and {} send to {} and {} at line rate; at {at_ms} ms the link {failed} -- {spine_end} fails, \
+        "{} and {} each send to {} and {} at line rate; at {at_ms} ms the link {failed} -- {spine_end} fails, \
          {a} rehashes over its other uplinks and the other leaves' routes converge at once",
         src[0].host, src[1].host, dst[0].host, dst[1].host
     );
-    let flows = vec![
-        flow(src[0], dst[0], base.lossless, None, BULK_MESSAGE_BYTES),
-        flow(src[1], dst[1], base.lossless, None, BULK_MESSAGE_BYTES),
-    ];
+    // Four flows (each sender to each receiver) over the uplinks: some cross the one that fails.
+    let flows = src
+        .iter()
+        .flat_map(|s| dst.iter().map(|d| flow(s, d, base.lossless, None, BULK_MESSAGE_BYTES)))
+        .collect();
     Ok((description, flows))
 }
 
