@@ -410,6 +410,8 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
     } else {
         ((traffic_ns / 3).div_ceil(resolution_ns) * resolution_ns, traffic_ns)
     };
+    // The rest (on other branches Scenario gains fields, such as Pingmesh probes) as a file without them.
+    #[allow(clippy::needless_update)]
     let scenario = Scenario {
         name: case.name.clone(),
         topology,
@@ -418,6 +420,7 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
         rx_stuck: std::mem::take(&mut rx_stuck),
         actions,
         expect: Vec::new(),
+        ..Scenario::default()
     };
     Ok(Plan {
         case: Case { traffic_ms, ..case.clone() },

@@ -103,7 +103,7 @@ pub use run::run;
 /// Counter sampling period of a scenario run.
 pub const SAMPLE_INTERVAL_MS: u32 = 10;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Scenario {
     pub name: String,
     pub topology: Topology,
