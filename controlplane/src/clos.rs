@@ -258,6 +258,32 @@ fn qos_tables(profile: &ConfigDb, template: &str, same_speed: bool, ports: &[Str
     db
 }
 
+/// A switch configuration with its QoS and buffer tables replaced by the profile's (as a generated switch
+/// takes them, the template port chosen by the speed of the switch's lowest-numbered port), its forwarding
+/// tables and `DEVICE_METADATA` kept.
+pub fn with_profile(db: &ConfigDb, profile: &ConfigDb) -> anyhow::Result<ConfigDb> {
+    let ports = db.tables.get("PORT").filter(|p| !p.is_empty()).context("the switch has no PORT")?;
+    let number =
+        |name: &str| name.trim_start_matches(|c: char| !c.is_ascii_digit()).parse::<u64>().unwrap_or(0);
+    let mut names: Vec<String> = ports.keys().cloned().collect();
+    names.sort_by_key(|n| (number(n), n.clone()));
+    let speed = ports[&names[0]].get("speed").and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let (template, same_speed) = template_port(profile, speed)?;
+    let mut out = qos_tables(profile, &template, same_speed, &names);
+    for table in FORWARDING_TABLES {
+        if let Some(t) = db.tables.get(table) {
+            out.tables.insert(table.to_owned(), t.clone());
+        }
+    }
+    // The switch's own identity (mac, hostname) over the profile's hwsku and platform.
+    for (key, fields) in db.tables.get("DEVICE_METADATA").into_iter().flatten() {
+        for (field, value) in fields {
+            out.set("DEVICE_METADATA", key, field, value.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// Whether `reference` (`name` or `[BUFFER_PROFILE|name]`) names a profile with an `xoff`: a lossless PG's.
 fn profile_has_xoff(profile: &ConfigDb, reference: &str) -> bool {
     let name = reference.trim_start_matches("[BUFFER_PROFILE|").trim_end_matches(']');

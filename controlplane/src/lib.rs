@@ -15,6 +15,7 @@ pub mod headroom;
 pub mod lab;
 pub mod pingmesh;
 pub mod qos_params;
+pub mod score;
 pub mod show;
 pub mod sim;
 pub mod snapshot;

@@ -100,3 +100,60 @@ fn shapes_the_addressing_cannot_number_are_refused_by_name() {
     let e = generate("clos", &small(), &ConfigDb::default()).unwrap_err().to_string();
     assert!(e.contains("no PORT"), "{e}");
 }
+
+#[test]
+fn a_failed_uplink_leaves_the_ecmp_group_and_its_flows_rehash_to_the_other_spine() {
+    let spec = small();
+    let clos = generate("clos", &spec, &ConfigDb::from_yaml_str(PROFILE).unwrap()).unwrap();
+    let mut topology = clos.to_topology().unwrap();
+    // Leaf 0's two hosts each send 4 flows to leaf 1's hosts: 8 QPs, 8 UDP source ports, both spines used.
+    topology.traffic = (0..8)
+        .map(|i| Flow {
+            from: ClosSpec::host_name(1 + i % 2),
+            to: ClosSpec::host_name(3 + (i / 2) % 2),
+            priority: 3,
+            dscp: 3,
+            rate_mbps: Some(2_000),
+            message_bytes: 4096,
+            messages: None,
+            dcqcn: false,
+            start_ms: 0,
+        })
+        .collect();
+    let mut f = fabric::build(&topology, 1, ORIGIN_NS + 2_000_000).unwrap();
+    let (leaf0, leaf1) = (f.switches["leaf0"], f.switches["leaf1"]);
+    // Leaf 0's uplinks: Ethernet8 to spine0, Ethernet12 to spine1 (ports 2 and 3).
+    let tx = |f: &mut fabric::Fabric, port: usize| {
+        f.sim.switch(leaf0).port_counters(PortId::new(port)).unwrap().tx_ok
+    };
+    f.sim.run_until(ORIGIN_NS + 500_000);
+    let (to_spine0, to_spine1) = (tx(&mut f, 2), tx(&mut f, 3));
+    assert!(to_spine0 > 0 && to_spine1 > 0, "before: {to_spine0} and {to_spine1} frames");
+    assert!(f.sim.set_link_up((leaf0, 2), false));
+    assert!(!f.sim.link_is_up((leaf0, 2)) && !f.sim.switch(leaf0).port_oper_up(PortId::new(2)));
+    // Routing converges at once: leaf 1 reaches leaf 0's hosts over spine1 only (the ACKs' way back).
+    let mut db = topology.switch("leaf1").unwrap().config.clone();
+    db.set("STATIC_ROUTE", "10.1.0.0/24", "nexthop", "10.2.1.2");
+    f.sim.apply(leaf1, &db).unwrap();
+    let acked = |f: &mut fabric::Fabric| -> u64 {
+        (0..8u32)
+            .map(|i| {
+                f.sim.nic(f.hosts[&ClosSpec::host_name(1 + i % 2)]).flow_stats(i + 1).unwrap().acked_bytes
+            })
+            .sum()
+    };
+    let acked_at_failure = acked(&mut f);
+    let (spine0_at_failure, spine1_at_failure) = (tx(&mut f, 2), tx(&mut f, 3));
+    f.sim.run_until(ORIGIN_NS + 1_500_000);
+    // Nothing more leaves on the failed port, nothing is routed to it and dropped: all went to spine1.
+    assert_eq!(tx(&mut f, 2), spine0_at_failure);
+    for host_port in 0..2 {
+        let c = f.sim.switch(leaf0).port_counters(PortId::new(host_port)).unwrap();
+        let down_drops = c.drop_reasons.get(&lossless_dataplane::model::DropReason::EgressPortDown);
+        assert_eq!(down_drops, None, "leaf0 routed frames from port {host_port} to its failed uplink");
+    }
+    let moved = tx(&mut f, 3) - spine1_at_failure;
+    // 16 Gb/s offered for 1 ms in ~4 KiB frames: about 490 frames, all on spine1 now.
+    assert!(moved > 400, "{moved} frames to spine1 after the failure");
+    assert!(acked(&mut f) > acked_at_failure + 1_000_000, "the flows go on after the failure");
+}

@@ -5,12 +5,23 @@ use lossless_dataplane::model::config::{ConfigDb, ConfigIssue};
 use super::{DEFAULT_CABLE_LENGTH_M, HeadroomModel, PortParams, port_lanes};
 use crate::show::thousands;
 
-/// Warnings for lossless PG profiles whose `xoff` is below what `model` computes for a port that uses them
-/// (its speed, MTU and CABLE_LENGTH): such a PG can drop after XOFF while the peer is still sending.
-/// Each warning names `BUFFER_PROFILE|<profile>|xoff`, the port and both numbers. Profiles are checked once
-/// per (speed, cable, MTU). A configuration that does not compile yields no warnings here (its errors are
-/// reported by validation).
-pub fn check_headroom(db: &ConfigDb, model: &HeadroomModel) -> Vec<ConfigIssue> {
+/// A lossless PG profile whose `xoff` is below what a calculator gives for a port that uses it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Shortfall {
+    pub profile: String,
+    pub port: String,
+    pub speed_mbps: u32,
+    pub cable_m: u32,
+    pub mtu: u32,
+    pub configured_xoff_bytes: u64,
+    /// What the calculator gives.
+    pub needed_xoff_bytes: u64,
+}
+
+/// Lossless PG profiles whose `xoff` is below what `model` computes for a port that uses them (its speed,
+/// MTU and CABLE_LENGTH), once per (profile, speed, cable, MTU). A configuration that does not compile
+/// yields none here (its errors are reported by validation).
+pub fn headroom_shortfalls(db: &ConfigDb, model: &HeadroomModel) -> Vec<Shortfall> {
     let Ok(compiled) = lossless_dataplane::model::config::compile(db) else { return Vec::new() };
     let config = &compiled.config;
     let mut seen = std::collections::BTreeSet::new();
@@ -33,26 +44,46 @@ pub fn check_headroom(db: &ConfigDb, model: &HeadroomModel) -> Vec<ConfigIssue> 
                 PortParams::new(port.speed_mbps, cable_m, port.mtu).with_lanes(port_lanes(db, &port.name));
             let Ok(needed) = model.headroom(&params) else { continue };
             if profile.xoff_bytes < needed.xoff {
-                out.push(ConfigIssue::new(
-                    "BUFFER_PROFILE",
-                    &profile.name,
-                    "xoff",
-                    &profile.xoff_bytes.to_string(),
-                    format!(
-                        "xoff {} is below the {} bytes of headroom the calculator gives {} ({} Mb/s, {} m, MTU {}): \
-                         the PG may drop after XOFF",
-                        thousands(profile.xoff_bytes),
-                        thousands(needed.xoff),
-                        port.name,
-                        port.speed_mbps,
-                        cable_m,
-                        port.mtu
-                    ),
-                ));
+                out.push(Shortfall {
+                    profile: profile.name.clone(),
+                    port: port.name.clone(),
+                    speed_mbps: port.speed_mbps,
+                    cable_m,
+                    mtu: port.mtu,
+                    configured_xoff_bytes: profile.xoff_bytes,
+                    needed_xoff_bytes: needed.xoff,
+                });
             }
         }
     }
     out
+}
+
+/// Warnings for lossless PG profiles whose `xoff` is below what `model` computes ([`headroom_shortfalls`]):
+/// such a PG can drop after XOFF while the peer is still sending. Each warning names
+/// `BUFFER_PROFILE|<profile>|xoff`, the port and both numbers.
+pub fn check_headroom(db: &ConfigDb, model: &HeadroomModel) -> Vec<ConfigIssue> {
+    headroom_shortfalls(db, model)
+        .into_iter()
+        .map(|s| {
+            ConfigIssue::new(
+                "BUFFER_PROFILE",
+                &s.profile,
+                "xoff",
+                &s.configured_xoff_bytes.to_string(),
+                format!(
+                    "xoff {} is below the {} bytes of headroom the calculator gives {} ({} Mb/s, {} m, MTU {}): \
+                     the PG may drop after XOFF",
+                    thousands(s.configured_xoff_bytes),
+                    thousands(s.needed_xoff_bytes),
+                    s.port,
+                    s.speed_mbps,
+                    s.cable_m,
+                    s.mtu
+                ),
+            )
+        })
+        .collect()
 }
 
 /// The port's cable length from any CABLE_LENGTH entry (`"40m"`), else the default.

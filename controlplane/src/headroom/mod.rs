@@ -35,7 +35,7 @@ mod mellanox;
 mod select;
 pub mod skus;
 
-pub use check::check_headroom;
+pub use check::{Shortfall, check_headroom, headroom_shortfalls};
 pub use generate::generate_lossless_profiles;
 pub use ieee::{IeeeDelays, ieee_worst_case, ucloud};
 pub use lookup::{LookupError, LookupRow, LookupTable};

@@ -96,6 +96,17 @@ pub fn write_plots(series: &Series, scenario: &Scenario, dir: &Path) -> anyhow::
     Ok(written)
 }
 
+/// The plot of one switch port (as [`write_plots`] draws each), if the series have anything for it.
+pub fn write_port_plot(series: &Series, switch: &str, port: &str, path: &Path) -> anyhow::Result<bool> {
+    let keys: Vec<&Key> = series.keys().filter(|k| k.node == switch && k.port == port).collect();
+    if keys.is_empty() {
+        return Ok(false);
+    }
+    let end = series.keys().filter_map(|k| series.get(k)?.last().map(|p| p.0)).max().unwrap_or(0);
+    plot_port(series, &keys, &format!("{switch} {port}"), path, end)?;
+    Ok(true)
+}
+
 fn plot_port(series: &Series, keys: &[&Key], title: &str, path: &Path, end_ns: u64) -> anyhow::Result<()> {
     let x_max = (end_ns as f64 / 1e3).max(1.0);
     let of = |name: &str| -> Vec<&Key> { keys.iter().copied().filter(|k| k.series == name).collect() };

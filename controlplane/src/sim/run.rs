@@ -80,6 +80,24 @@ pub fn run(
     options: &Options,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> anyhow::Result<Outcome> {
+    run_observed(scenario, options, progress, &mut |_, _| {})
+}
+
+/// What an observer of a run is shown: a time-series sample (ns after the origin), or the end of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    Sample(u64),
+    End(u64),
+}
+
+/// [`run`], showing the fabric to `observe` at every time-series sample and once at the end (after the
+/// last sample, before the report is made): what `swctl score` measures beyond the report.
+pub fn run_observed(
+    scenario: &Scenario,
+    options: &Options,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+    observe: &mut dyn FnMut(&mut Fabric, Moment),
+) -> anyhow::Result<Outcome> {
     let duration_ns = scenario.duration_ms * 1_000_000;
     let end = ORIGIN_NS + options.until_ns.unwrap_or(duration_ns + DRAIN_NS);
     let mut f = fabric::build(&scenario.topology, options.seed, ORIGIN_NS + duration_ns)?;
@@ -192,6 +210,7 @@ pub fn run(
         }
         if t == next_point {
             recorder.record(&mut f, scenario, &mut series, t - ORIGIN_NS.min(t));
+            observe(&mut f, Moment::Sample(t - ORIGIN_NS.min(t)));
             next_point += options.resolution_ns;
         }
         if t == next_sample {
@@ -210,6 +229,7 @@ pub fn run(
         }
     }
     let now = f.sim.now();
+    observe(&mut f, Moment::End(now.saturating_sub(ORIGIN_NS)));
     let mut finals = BTreeMap::new();
     let mut tables = BTreeMap::new();
     let mut paused_at_end: BTreeMap<String, BTreeMap<String, u8>> = BTreeMap::new();
@@ -323,6 +343,13 @@ fn act(
                 format!("flush-fdb {switch}{}", port.as_ref().map(|p| format!(" {p}")).unwrap_or_default()),
                 format!("{n} entr{} flushed", if n == 1 { "y" } else { "ies" }),
             )
+        }
+        ActionKind::LinkState { end, up } => {
+            let Some(ep) = f.endpoint(end) else { bail!("{}: link-down: no port {end}", a.step) };
+            if !f.sim.set_link_up(ep, *up) {
+                bail!("{}: link-down: {end} has no link", a.step);
+            }
+            (format!("link {end} {}", if *up { "up" } else { "down" }), "done".into())
         }
         ActionKind::StopHost { host } => {
             f.sim.stop(f.hosts[host]);

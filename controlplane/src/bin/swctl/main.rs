@@ -150,6 +150,13 @@ enum Command {
         #[command(subcommand)]
         cmd: lossless_controlplane::sim::SimCommand,
     },
+    /// Score buffer/QoS profiles: a fixed traffic suite in the simulator on a fabric built from each, against
+    /// UCloud's targets, zero lossless loss and no deadlock cycle; several side by side. Exit status 1
+    /// when a target fails.
+    Score {
+        #[command(flatten)]
+        args: lossless_controlplane::score::ScoreArgs,
+    },
     /// Generated topologies: `swctl topology clos` (a two-tier Clos from a profile).
     Topology {
         #[command(subcommand)]
@@ -293,6 +300,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Lab { cmd } => lossless_controlplane::lab::run(cmd, cli.json),
         Command::Sim { cmd } => lossless_controlplane::sim::run(cmd, cli.json),
+        Command::Score { args } => lossless_controlplane::score::run(args, cli.json),
         Command::DeadlockCheck { topology } => Ok(lossless_controlplane::deadlock::run(&topology, cli.json)),
         Command::Topology { cmd } => lossless_controlplane::clos::run(cmd).map(|()| ExitCode::SUCCESS),
         command => {

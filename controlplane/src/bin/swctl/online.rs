@@ -68,6 +68,7 @@ pub(crate) async fn online(endpoint: &str, json: bool, command: Command) -> anyh
         | Command::Headroom { .. }
         | Command::Lab { .. }
         | Command::Sim { .. }
+        | Command::Score { .. }
         | Command::DeadlockCheck { .. }
         | Command::Topology { .. } => {
             unreachable!("handled offline")

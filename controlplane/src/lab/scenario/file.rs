@@ -52,6 +52,16 @@ pub struct Step {
     pub flush_fdb: Option<FlushFdbStep>,
     pub stop_host: Option<HostRef>,
     pub apply: Option<ApplyStep>,
+    pub link_down: Option<LinkDownStep>,
+}
+
+/// The link at `end` (a switch port) goes down at `at` (and comes back at `stop`, if given).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkDownStep {
+    pub end: String,
+    /// ms after the hosts are up.
+    pub stop: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -566,7 +576,7 @@ impl Scenario {
             let what = format!("{source}: steps[{i}]");
             let at = step.at;
             let action = |kind| Action { at_ms: at, step: format!("steps[{i}]"), kind };
-            let Step { at: _, traffic, storm, rx_stuck, flush_fdb, stop_host, apply } = step;
+            let Step { at: _, traffic, storm, rx_stuck, flush_fdb, stop_host, apply, link_down } = step;
             let given = [
                 traffic.is_some(),
                 storm.is_some(),
@@ -574,9 +584,12 @@ impl Scenario {
                 flush_fdb.is_some(),
                 stop_host.is_some(),
                 apply.is_some(),
+                link_down.is_some(),
             ];
             if given.iter().filter(|&&g| g).count() != 1 {
-                bail!("{what}: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb or apply");
+                bail!(
+                    "{what}: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb, apply or link-down"
+                );
             }
             if let Some(t) = traffic {
                 for mut f in t.into_vec() {
@@ -606,6 +619,17 @@ impl Scenario {
                 actions.push(action(ActionKind::FlushFdb { switch: f.switch, port: f.port }));
             } else if let Some(s) = stop_host {
                 actions.push(action(ActionKind::StopHost { host: s.host }));
+            } else if let Some(l) = link_down {
+                let end = crate::lab::topology::parse_end(&l.end)
+                    .map_err(|e| anyhow::anyhow!("{what}.link-down.end: {e}"))?;
+                if let Some(stop) = l.stop {
+                    if stop <= at {
+                        bail!("{what}: stop must be after at");
+                    }
+                    let up = ActionKind::LinkState { end: end.clone(), up: true };
+                    actions.push(Action { at_ms: stop, step: format!("steps[{i}]"), kind: up });
+                }
+                actions.push(action(ActionKind::LinkState { end, up: false }));
             } else if let Some(a) = apply {
                 let what = format!("{what}.apply");
                 let (text, config_source) = match a.config {
@@ -661,6 +685,13 @@ impl Scenario {
                 ActionKind::FlushFdb { switch, port } => (Some(switch), port.as_ref(), None),
                 ActionKind::StopHost { host } => (None, None, Some(host)),
                 ActionKind::Apply { switch, .. } => (Some(switch), None, None),
+                ActionKind::LinkState { end, .. } => {
+                    let linked = topology.links.iter().any(|l| l.a == *end || l.b == *end);
+                    if topology.switch(&end.node).is_none() || !linked {
+                        bail!("{source}: {}: link-down: {end} is not a linked switch port", a.step);
+                    }
+                    (Some(&end.node), Some(&end.port), None)
+                }
             };
             if let Some(h) = host
                 && topology.host(h).is_none()

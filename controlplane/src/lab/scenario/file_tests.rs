@@ -140,7 +140,9 @@ fn errors_name_the_step_or_expectation() {
     assert!(e.contains("steps[0].apply.config: cannot read ./missing.yaml"), "{e}");
     let e = error_of("steps: [ { at: 1 } ]");
     assert!(
-        e.contains("steps[0]: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb or apply"),
+        e.contains(
+            "steps[0]: expected one of traffic, storm, rx-stuck, stop-host, flush-fdb, apply or link-down"
+        ),
         "{e}"
     );
     let e = error_of("steps: [ { at: 1, stop-host: { host: h1 }, colour: red } ]");
@@ -217,4 +219,34 @@ fn rate_windows_and_ecn_onsets_parse_and_say_what_is_wrong() {
         "{ONE_FLOW}expect: [ {{ ecn_before_xoff: {{ switch: sw1, port: Ethernet9, queue: 3 }} }} ]"
     ));
     assert!(e.contains("expect[0]: sw1 has no port Ethernet9"), "{e}");
+}
+
+#[test]
+fn a_link_down_step_takes_a_linked_switch_port_down_and_back_up() {
+    let s = parse("steps:\n  - { at: 2, link-down: { end: \"sw1:Ethernet4\", stop: 5 } }\n").unwrap();
+    let end = crate::lab::topology::End { node: "sw1".into(), port: "Ethernet4".into() };
+    let got: Vec<(u64, bool)> = s
+        .actions
+        .iter()
+        .map(|a| match &a.kind {
+            ActionKind::LinkState { end: e, up } if *e == end => (a.at_ms, *up),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, [(2, false), (5, true)]);
+    for (step, needle) in [
+        (
+            "{ at: 2, link-down: { end: \"sw1:Ethernet8\" } }",
+            "steps[0]: link-down: sw1:Ethernet8 is not a linked switch port",
+        ),
+        (
+            "{ at: 2, link-down: { end: \"h1:eth0\" } }",
+            "steps[0]: link-down: h1:eth0 is not a linked switch port",
+        ),
+        ("{ at: 2, link-down: { end: \"sw1\" } }", "steps[0].link-down.end: \"sw1\": expected NODE:PORT"),
+        ("{ at: 5, link-down: { end: \"sw1:Ethernet4\", stop: 5 } }", "steps[0]: stop must be after at"),
+    ] {
+        let e = error_of(&format!("steps:\n  - {step}\n"));
+        assert!(e.contains(needle), "{step}: {e}");
+    }
 }

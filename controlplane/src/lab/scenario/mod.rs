@@ -12,6 +12,7 @@
 //!   - { at: 1000, flush-fdb: { switch: t0, port: Ethernet4 } }
 //!   - { at: 0, apply: { switch: t0, config: { SWITCH: { switch: { lossless_fdb_miss_action: flood } } } } }
 //!   - { at: 1500, apply: { switch: t0, config: t0-new.yaml, replace: true } }
+//!   - { at: 2, link-down: { end: leaf0:Ethernet8, stop: 5 } }  # swctl sim run only: the link fails
 //! expect:
 //!   - pfcwd_detected: { switch: sw1, port: Ethernet4, queue: 3, within_ms: 650 }
 //!   - goodput_mbps_at_least: { flow: 0, value: 200 }
@@ -72,6 +73,9 @@
 //!   the host any more for traffic from off its subnet (its kernel has no route back); traffic from its own
 //!   subnet may still draw a few rate-limited ICMP errors from its kernel;
 //! - `flush-fdb` removes learned FDB entries (all, or one port's), as MAC aging does; neighbours stay;
+//! - `link-down` (simulator only; a lab run refuses it) takes the link at a switch port down, both
+//!   directions, until `stop` if given: frames on it are lost, the switches at its ends see their ports go
+//!   oper down (queued frames dropped, no PFC) and route around them (an ECMP group loses the member);
 //! - `apply` pushes a configuration over the switch's Apply RPC at its running generation: merged field by
 //!   field into the running configuration, or with `replace: true` as the whole configuration (NULL lossless
 //!   PG profiles are computed as `swctl apply` does). The switch validates it; a refusal fails the scenario
@@ -102,7 +106,7 @@ pub use run::run;
 /// Counter sampling period of a scenario run.
 pub const SAMPLE_INTERVAL_MS: u32 = 10;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Scenario {
     pub name: String,
     pub topology: Topology,
@@ -146,9 +150,24 @@ pub struct Action {
 
 #[derive(Debug, Clone)]
 pub enum ActionKind {
-    FlushFdb { switch: String, port: Option<String> },
-    StopHost { host: String },
-    Apply { switch: String, config: ConfigDb, replace: bool, source: String },
+    FlushFdb {
+        switch: String,
+        port: Option<String>,
+    },
+    StopHost {
+        host: String,
+    },
+    Apply {
+        switch: String,
+        config: ConfigDb,
+        replace: bool,
+        source: String,
+    },
+    /// The link at a switch port goes down (`up: false`) or comes back (simulator only: `link-down`).
+    LinkState {
+        end: super::topology::End,
+        up: bool,
+    },
 }
 
 #[derive(Debug, Clone)]

@@ -82,6 +82,9 @@ fn act(
                 format!("{flushed} entr{} flushed", if flushed == 1 { "y" } else { "ies" }),
             )
         }
+        ActionKind::LinkState { end, .. } => {
+            bail!("link-down {end}: only `swctl sim run` takes a link down (a lab has no step for it yet)")
+        }
         ActionKind::StopHost { host } => {
             if lab.running(host) && !lab.stop_process(host, Duration::from_secs(10)) {
                 bail!("rocehost of {host} did not stop on SIGTERM");

@@ -119,7 +119,7 @@ pub(super) fn check_interface_name(name: &str) -> Result<(), String> {
 }
 
 /// `node:port`.
-pub(super) fn parse_end(text: &str) -> Result<End, String> {
+pub(crate) fn parse_end(text: &str) -> Result<End, String> {
     match text.trim().split_once(':') {
         Some((node, port)) if !node.trim().is_empty() && !port.trim().is_empty() => {
             Ok(End { node: node.trim().to_owned(), port: port.trim().to_owned() })

@@ -36,6 +36,7 @@ mod file;
 mod tests;
 
 use anyhow::{Context, bail};
+pub(crate) use file::parse_end;
 use file::{RawTopology, check_interface_name};
 use lossless_dataplane::model::config::{ConfigDb, SwitchConfig, check_config_text};
 use lossless_dataplane::nic::{Retransmit, RxPipelineConfig};
@@ -52,8 +53,8 @@ pub const MAX_LAB_NAME: usize = 24;
 /// Default MAC prefix of hosts without `mac` (locally administered): 02:4c:4c:00:<index>.
 const DEFAULT_MAC_PREFIX: [u8; 4] = [0x02, 0x4c, 0x4c, 0x00];
 
-/// A validated topology.
-#[derive(Debug, Clone)]
+/// A validated topology (the default is empty: no nodes).
+#[derive(Debug, Clone, Default)]
 pub struct Topology {
     pub name: String,
     /// Where it came from (a path, or a description of an embedded topology).

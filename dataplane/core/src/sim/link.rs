@@ -100,6 +100,8 @@ pub(super) struct LinkState {
     seen_data: u64,
     pub(super) stats: LinkStats,
     pub(super) wire: VecDeque<OnWire>,
+    /// The link is down ([`super::Sim::set_link_up`]): whatever is put on it is lost.
+    pub(super) down: bool,
 }
 
 impl LinkState {
@@ -113,6 +115,7 @@ impl LinkState {
             seen_data: 0,
             stats: LinkStats::default(),
             wire: VecDeque::new(),
+            down: false,
         }
     }
 
@@ -122,6 +125,12 @@ impl LinkState {
 
     /// Puts a frame released at `now` on the line; its fate after loss and corruption.
     pub(super) fn send(&mut self, now: u64, frame: Vec<u8>) -> Fate {
+        if self.down {
+            self.stats.frames += 1;
+            self.stats.bytes += frame.len() as u64;
+            self.stats.lost += 1;
+            return Fate::Lost;
+        }
         let rate = u128::from(self.link.rate_mbps.max(1));
         if now > self.free_ns() {
             self.free_ps = u128::from(now) * PS_PER_NS;

@@ -302,6 +302,38 @@ impl Sim {
         self.link_index(from).map(|i| self.links[i].stats)
     }
 
+    /// Takes the link at `from` down (both directions) or brings it back up, now: while it is down every
+    /// frame put on it is lost (counted in [`LinkStats::lost`]), and so are the frames on the wire when it
+    /// goes down; a switch at either end sees its port go oper down or up ([`Switch::set_port_oper`]: it
+    /// drops what is queued to the port and stops routing over it). A NIC end is not told (a host whose
+    /// only link fails has nothing to fail over to). Returns false if `from` has no link.
+    pub fn set_link_up(&mut self, from: Endpoint, up: bool) -> bool {
+        let Some(a) = self.link_index(from) else { return false };
+        let to = self.links[a].link.to;
+        let now = self.now;
+        for l in [Some(a), self.link_index(to)].into_iter().flatten() {
+            let state = &mut self.links[l];
+            state.down = !up;
+            if !up {
+                state.stats.lost += state.wire.len() as u64;
+                state.wire.clear();
+            }
+        }
+        for (node, port) in [from, to] {
+            if let Device::Switch(s) = &mut self.devices[node] {
+                s.set_port_oper(PortId::new(port), up, now);
+                self.mark(node);
+                self.reschedule(node);
+            }
+        }
+        true
+    }
+
+    /// Whether the link at `from` is up (false when it has none).
+    pub fn link_is_up(&self, from: Endpoint) -> bool {
+        self.link_index(from).is_some_and(|l| !self.links[l].down)
+    }
+
     fn link_index(&self, from: Endpoint) -> Option<usize> {
         self.port_links.get(from.0)?.get(from.1).copied().flatten()
     }

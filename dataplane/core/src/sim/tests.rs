@@ -372,3 +372,24 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
     assert_eq!(counters.rx_drp, 0, "{counters:?}");
     assert!(sim.nic(a).flow_stats(1).unwrap().acked_bytes > 0);
 }
+
+#[test]
+fn a_link_down_loses_what_is_put_on_it_and_the_flow_resumes_when_it_is_back() {
+    let mut sim = pair();
+    // A is sending; at 2 µs the link goes down (a frame may be on the wire: it is lost too).
+    sim.run_until(2_000);
+    assert!(sim.link_is_up((0, 0)));
+    assert!(sim.set_link_up((1, 0), false), "either end names the link");
+    assert!(!sim.link_is_up((0, 0)) && !sim.link_is_up((1, 0)));
+    let delivered = sim.delivered.len();
+    sim.run_until(3_000_000);
+    assert_eq!(sim.delivered.len(), delivered, "nothing crosses a down link");
+    let lost = sim.link_stats((0, 0)).unwrap().lost + sim.link_stats((1, 0)).unwrap().lost;
+    assert!(lost > 0, "A's frames (retransmissions included) were lost");
+    assert!(sim.nic(0).flow_stats(1).unwrap().acked_bytes < 10 * 1024);
+    // Back up: go-back-N brings every message through.
+    assert!(sim.set_link_up((0, 0), true));
+    sim.run_until(60_000_000);
+    assert_eq!(sim.nic(0).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
+    assert!(!sim.set_link_up((0, 5), false), "a port without a link");
+}

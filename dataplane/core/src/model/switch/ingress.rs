@@ -251,7 +251,20 @@ impl Switch {
             Some(RouteAction::Blackhole) => return self.drop_ingress(port, DropReason::BlackholeRoute),
             Some(RouteAction::Connected(rif)) => (dst, *rif),
             Some(RouteAction::NextHops(hops)) => {
-                hops[(flow.hash(self.config.switch.ecmp_hash_seed) % hops.len() as u64) as usize]
+                // A next hop behind a port whose link is down leaves the group, as orchagent removes a
+                // next-hop group member when its port goes oper down: the flows rehash over the members
+                // left (all of them while every member is up, with no allocation on that path).
+                let live = |&&(_, rif): &&(IpAddr, RifId)| match self.config.interfaces[rif.index()].kind {
+                    RifKind::Port(p) => self.ports[p.index()].oper_up,
+                    RifKind::Vlan(_) => true,
+                };
+                let up = hops.iter().filter(live).count();
+                let hash = flow.hash(self.config.switch.ecmp_hash_seed);
+                if up == hops.len() || up == 0 {
+                    hops[(hash % hops.len() as u64) as usize]
+                } else {
+                    *hops.iter().filter(live).nth((hash % up as u64) as usize).expect("up > 0 members")
+                }
             }
         };
         if ttl <= 1 {

@@ -1,0 +1,136 @@
+use super::*;
+use crate::headroom::LookupTable;
+use report::CaseReport;
+use targets::Verdict;
+
+const TH_BALANCED: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
+
+/// A directory of this test's own, removed when dropped (also when the test fails).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("lossless-score-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn args(profiles: Vec<PathBuf>) -> ScoreArgs {
+    ScoreArgs {
+        profiles,
+        topology: None,
+        quick: true,
+        cases: Vec::new(),
+        targets: Vec::new(),
+        jobs: None,
+        seed: 1,
+        out: None,
+    }
+}
+
+fn check<'a>(c: &'a CaseReport, target: &str) -> &'a targets::Check {
+    c.checks
+        .iter()
+        .find(|k| k.target == target)
+        .unwrap_or_else(|| panic!("{}: no {target} check", c.case.name))
+}
+
+/// The quick suite on th_balanced as shipped and on a copy whose 100G lossless headroom is 20 cells (4160
+/// bytes, less than one 4 KiB frame) where SONiC's lookup table for Tomahawk
+/// (device/common/profiles/th/gen/BALANCED/pg_profile_lookup.ini) gives 177,632 bytes for 100G over the
+/// profile's 40 m cables: after XOFF the peer's frames in flight cannot fit, so the starved PG drops.
+#[test]
+fn a_profile_with_headroom_too_small_for_its_cable_loses_lossless_packets_and_gets_the_calculators_value() {
+    let dir = TempDir::new("headroom");
+    let good = dir.0.join("th_balanced.yaml");
+    std::fs::write(&good, TH_BALANCED).unwrap();
+    let bad = dir.0.join("th_short_headroom.yaml");
+    let mut db = ConfigDb::from_yaml_str(TH_BALANCED).unwrap();
+    db.set("BUFFER_PROFILE", "pg_lossless_100000_40m_profile", "xoff", "4160");
+    std::fs::write(&bad, serde_yaml::to_string(&db).unwrap()).unwrap();
+    let mut a = args(vec![good, bad]);
+    a.out = Some(dir.0.join("out"));
+    let (mut report, measured) = score(&a).unwrap();
+    html::write(&mut report, &measured, &dir.0.join("out")).unwrap();
+
+    // Structure: the suite's version, both profiles, the quick cases in order, every target checked.
+    assert_eq!(report.suite_version, suite::SUITE_VERSION);
+    let names: Vec<String> = suite::cases(true).into_iter().map(|c| c.name).collect();
+    assert_eq!(report.profiles.len(), 2);
+    for p in &report.profiles {
+        assert_eq!(p.cases.iter().map(|c| c.case.name.clone()).collect::<Vec<_>>(), names);
+        assert_eq!(p.deadlock.verdict, Verdict::Pass, "a two-tier Clos routed up-down has no cycle");
+        for c in &p.cases {
+            for t in targets::TARGET_NAMES {
+                check(c, t);
+            }
+            assert!(c.virtual_ms > 0.0 && c.events > 0, "{}", c.case.name);
+            assert!(!c.plots.is_empty(), "{}: no plot", c.case.name);
+        }
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.0.join("out/report.json")).unwrap()).unwrap();
+    assert_eq!(json["profiles"][1]["cases"][0]["name"], "incast-4");
+    let html = std::fs::read_to_string(dir.0.join("out/report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("side by side"), "the page inlines its plots");
+
+    let (shipped, short) = (&report.profiles[0], &report.profiles[1]);
+    let incast = |p: &ProfileReport| p.cases.iter().find(|c| c.case.name == "incast-4").unwrap().clone();
+    // The shipped profile keeps the incast lossless, at line rate on the bottleneck port (a 4:1 incast of
+    // line-rate senders fills it: 100 % of its wire time, within the 1 % of sampling granularity).
+    let good_incast = incast(shipped);
+    assert_eq!(good_incast.metrics.drops.lossless, 0);
+    assert_eq!(check(&good_incast, "lossless_drops").verdict, Verdict::Pass);
+    let thr = good_incast.metrics.throughput.as_ref().unwrap().min_percent;
+    assert!((99.0..=100.5).contains(&thr), "bottleneck at {thr} % of line rate");
+    assert!(!shipped.suggestions.iter().any(|s| s.rule == "headroom"), "{:?}", shipped.suggestions);
+    // The short headroom drops lossless packets, fails zero loss, and the suggestion gives the calculator's
+    // value for the fabric's 100G ports on 40 m cables.
+    let bad_incast = incast(short);
+    assert!(bad_incast.metrics.drops.lossless > 0);
+    assert_eq!(check(&bad_incast, "lossless_drops").verdict, Verdict::Fail);
+    assert!(!short.pass && !report.pass);
+    let expected = LookupTable::th_balanced().lookup(100_000, 40).unwrap().xoff;
+    assert_eq!(expected, 177_632);
+    let s = short.suggestions.iter().find(|s| s.rule == "headroom").expect("a headroom suggestion");
+    assert_eq!(s.field, "BUFFER_PROFILE|pg_lossless_100000_40m_profile|xoff");
+    assert_eq!((s.current.as_str(), s.suggested.as_str()), ("4160", "177632"));
+    // Headroom filled to within one frame where it dropped (the 4200-byte MTU's frames did not fit in what
+    // was left); the shipped profile used a fraction of its own.
+    let b = &bad_incast.metrics.buffer;
+    assert!(b.headroom_bytes == 4160 && b.headroom_bytes - b.headroom_peak_bytes < 4200 + 42, "{b:?}");
+    assert!(good_incast.metrics.buffer.headroom_peak_percent < 50.0, "{:?}", good_incast.metrics.buffer);
+    // Side by side: the drops row differs in verdict.
+    let table = report.side_by_side();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.trim_start().starts_with('!') && l.contains("incast-4") && l.contains("LL drops")),
+        "{table}"
+    );
+}
+
+#[test]
+fn bad_arguments_are_refused_by_what_was_written() {
+    let dir = TempDir::new("args");
+    let good = dir.0.join("p.yaml");
+    std::fs::write(&good, TH_BALANCED).unwrap();
+    let mut a = args(vec![good.clone()]);
+    a.cases = vec!["no-such-case".into()];
+    let e = score(&a).err().unwrap().to_string();
+    assert!(e.contains("--case no-such-case") && e.contains("incast-4"), "{e}");
+    let mut a = args(vec![good]);
+    a.targets = vec!["latency=5".into()];
+    let e = score(&a).err().unwrap().to_string();
+    assert!(e.contains("unknown target \"latency\""), "{e}");
+    let e = score(&args(vec![dir.0.join("missing.yaml")])).err().unwrap().to_string();
+    assert!(e.contains("missing.yaml"), "{e}");
+}
