@@ -22,8 +22,9 @@
 //!   The first CNP itself sets
 //!   `current = target = rate_to_set_on_first_cnp` (0 = keep the current rate) and only arms the check.
 //! * **Increase** events come from the rate timer (`rpg_time_reset`, 300 µs after the decrease and then
-//!   periodically) and from the byte counter (every `rpg_byte_reset` bytes sent while rate-limited; 0
-//!   disables it, which is the HPCC simulator's behaviour). With F = `rpg_threshold` and the stages
+//!   periodically) and from the byte counter (every `rpg_byte_reset` × 64 bytes sent while
+//!   rate-limited, 2,097,088 bytes by default, [`BYTE_RESET_UNIT_BYTES`] gives the sources; 0 disables
+//!   it, which is the HPCC simulator's behaviour). With F = `rpg_threshold` and the stages
 //!   counted *before* the event: `max(time, byte stage) < F` → fast recovery `current ← ⌈(current +
 //!   target)/2⌉`; `min(...) > F` → hyper increase `target += rpg_hai_rate`; otherwise additive increase
 //!   `target += rpg_ai_rate`; after an increase of the target, `current ← (current + target)/2`. The target
@@ -48,7 +49,7 @@
 //!   by the NIC);
 //! * every rate ÷ N: `rpg_ai_rate`, `rpg_hai_rate`, `rpg_min_rate`, `rate_to_set_on_first_cnp`,
 //!   `rpg_max_rate` (kept in bits per second inside, so 5 Mb/s ÷ 500 is exactly 10 kb/s);
-//! * unchanged: bytes and ratios. `rpg_byte_reset` is a number of bytes, which a flow at rate r/N sends in
+//! * unchanged: bytes and ratios. `rpg_byte_reset` is an amount of data, which a flow at rate r/N sends in
 //!   N times the time the flow at r takes, so the byte counter keeps its place among the timers; α, G,
 //!   `rpg_gd`, `rpg_min_dec_fac`, `rpg_threshold` and the stage counts are dimensionless.
 //!
@@ -62,8 +63,8 @@ mod params;
 #[cfg(test)]
 mod tests;
 
-pub use params::DcqcnParams;
 pub(crate) use params::set_field;
+pub use params::{BYTE_RESET_UNIT_BYTES, DcqcnParams};
 
 /// α as the parameters give it (`initial_alpha_value`, `dce_tcp_g`): a fixed-point fraction with 10
 /// fractional bits.
@@ -261,7 +262,7 @@ impl Dcqcn {
 
     /// `bytes` (frame bytes) of this flow went out: drives the byte counter while rate-limited.
     pub fn on_sent(&mut self, bytes: u64) {
-        let reset = self.params.rpg_byte_reset_bytes;
+        let reset = u64::from(self.params.rpg_byte_reset_64bytes) * BYTE_RESET_UNIT_BYTES;
         if reset == 0 || !self.is_limited() {
             return;
         }
@@ -359,7 +360,7 @@ impl Dcqcn {
     fn increase(&mut self, event: IncreaseEvent) {
         let p = self.params;
         let f = p.rpg_threshold;
-        let (high, low) = if p.rpg_byte_reset_bytes == 0 {
+        let (high, low) = if p.rpg_byte_reset_64bytes == 0 {
             (self.time_stage, self.time_stage)
         } else {
             (self.time_stage.max(self.byte_stage), self.time_stage.min(self.byte_stage))

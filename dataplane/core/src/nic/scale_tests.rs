@@ -335,10 +335,12 @@ fn a_time_scaled_incast_has_the_fast_ones_statistics_and_the_unscaled_one_a_stan
     assert!(close(f.queue, s.queue, 0.25), "{all}");
     assert!(close(f.decreases as f64, s.decreases as f64, 0.15), "{all}");
     assert!(close(f.utilisation, s.utilisation, 0.05), "{all}");
-    // DCQCN holds the queue near the marking threshold.
+    // DCQCN holds the queue near the marking threshold, cutting all along (249 cuts measured; with the byte
+    // counter read as 32 KiB instead of 32767 × 64 bytes, fast recovery undid a cut every 8 packets and the
+    // loop needed over 1,000).
     for x in [&f, &s] {
         assert!(x.queue < 3.0 * MARK_BYTES as f64 && x.queue_max < 10 * MARK_BYTES, "{all}");
-        assert!(x.decreases > 1_000, "{all}");
+        assert!(x.decreases > 150, "{all}");
     }
     // Unscaled: the same flows at 200 Mb/s react two orders of magnitude too slowly.
     assert!(u.queue > 20.0 * s.queue && u.queue_max > 10 * s.queue_max, "{all}");

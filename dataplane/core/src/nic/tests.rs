@@ -297,7 +297,7 @@ fn paused_priority_sends_nothing_while_another_keeps_sending() {
 #[test]
 fn cnp_cuts_the_rate_as_dcqcn_says_and_the_timer_recovers_it() {
     let mut a = nic_config(A_MAC, A_IP);
-    a.dcqcn.rpg_byte_reset_bytes = 0; // timer-only (HPCC's variant) so the instants are the timer's
+    a.dcqcn.rpg_byte_reset_64bytes = 0; // timer-only (HPCC's variant) so the instants are the timer's
     let mut h = Harness::new(a, nic_config(B_MAC, B_IP), 1_000);
     let qp = h.nic(A).add_flow(flow_to_b(1)).unwrap();
     let t0 = 10_000;

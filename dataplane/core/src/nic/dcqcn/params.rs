@@ -3,6 +3,15 @@
 use super::{ALPHA_ONE, MAX_PERIOD_NS, MAX_TIME_SCALE};
 use serde::{Deserialize, Serialize};
 
+/// The unit of `rpg_byte_reset`: NVIDIA's "DCQCN Parameters" table (Mellanox community DOC-2790,
+/// `https://community.mellanox.com/s/article/dcqcn-parameters`) gives its range as 0…32767 in 64-byte
+/// units, and Google's packet simulator, which implements that table, counts
+/// `byte_reset * 64` bytes per increase (google/isekai `isekai/host/rdma/rdma_roce_cc_dcqcn.cc`,
+/// `SentBytes`). The field is 15 bits wide in the firmware configuration (Mellanox/mstflint
+/// `tools_layouts/tools_open_layouts.h`, `tools_open_roce_cc_ecn.rpg_byte_reset`, bits 8.0–8.14),
+/// so NVIDIA's default 32767 is its largest value: the byte counter at its slowest, ~2 MB.
+pub const BYTE_RESET_UNIT_BYTES: u64 = 64;
+
 /// DCQCN reaction-point parameters, named as MLNX_OFED names them. `Default` is NVIDIA's ConnectX-4+
 /// firmware default (`docs/nic.md`, "Reaction point").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,9 +36,10 @@ pub struct DcqcnParams {
     pub rate_reduce_monitor_period_ns: u64,
     /// `rpg_time_reset`: the rate-increase timer. NVIDIA 300 µs.
     pub rpg_time_reset_ns: u64,
-    /// `rpg_byte_reset`: bytes sent between byte-counter increase events; 0 disables the byte counter.
-    /// NVIDIA 32767 B (firmware NVConfig `RPG_BYTE_RESET`; `docs/nic.md`, "Reaction point").
-    pub rpg_byte_reset_bytes: u64,
+    /// `rpg_byte_reset`: data sent between byte-counter increase events, in the firmware's unit of
+    /// [`BYTE_RESET_UNIT_BYTES`] (64) bytes; 0 disables the byte counter. NVIDIA 32767, i.e. 2,097,088
+    /// bytes (about 2 MB), not 32 KiB (`docs/nic.md`, "Reaction point", gives the sources).
+    pub rpg_byte_reset_64bytes: u32,
     /// `rpg_threshold`: F, the number of fast-recovery steps before additive increase. NVIDIA 1.
     pub rpg_threshold: u32,
     /// `rpg_ai_rate`: additive increase of the target. NVIDIA 5 Mb/s.
@@ -61,7 +71,7 @@ impl Default for DcqcnParams {
             rpg_gd: 11,
             rate_reduce_monitor_period_ns: 4_000,
             rpg_time_reset_ns: 300_000,
-            rpg_byte_reset_bytes: 32_767,
+            rpg_byte_reset_64bytes: 32_767,
             rpg_threshold: 1,
             rpg_ai_rate_mbps: 5,
             rpg_hai_rate_mbps: 50,
@@ -90,7 +100,7 @@ impl DcqcnParams {
             rpg_gd: 11,
             rate_reduce_monitor_period_ns: 4_000,
             rpg_time_reset_ns: 300_000,
-            rpg_byte_reset_bytes: 0,
+            rpg_byte_reset_64bytes: 0,
             rpg_threshold: 1,
             rpg_ai_rate_mbps: per_25g(5),
             rpg_hai_rate_mbps: per_25g(50),

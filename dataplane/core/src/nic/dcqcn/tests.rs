@@ -3,9 +3,11 @@
 use super::*;
 
 const G100: u64 = 100_000_000_000;
+/// NVIDIA's default `rpg_byte_reset` 32767 in its 64-byte unit (DCQCN Parameters table, DOC-2790).
+const BYTE_RESET_DEFAULT_BYTES: u64 = 2_097_088;
 
 fn timer_only() -> DcqcnParams {
-    DcqcnParams { rpg_byte_reset_bytes: 0, ..DcqcnParams::default() }
+    DcqcnParams { rpg_byte_reset_64bytes: 0, ..DcqcnParams::default() }
 }
 
 /// The firmware's α update, applied `n` times without a CNP, on α in 1/1024 with 20 more fractional bits
@@ -86,7 +88,7 @@ fn recovery_follows_the_timer_stages() {
 #[test]
 fn hyper_increase_and_return_to_line_rate() {
     let p = DcqcnParams {
-        rpg_byte_reset_bytes: 0,
+        rpg_byte_reset_64bytes: 0,
         rpg_ai_rate_mbps: 1_000,
         rpg_hai_rate_mbps: 10_000,
         ..timer_only()
@@ -111,7 +113,7 @@ fn hyper_increase_and_return_to_line_rate() {
 
 #[test]
 fn hyper_stage_raises_target_by_hai() {
-    let p = DcqcnParams { rpg_byte_reset_bytes: 0, ..timer_only() };
+    let p = DcqcnParams { rpg_byte_reset_64bytes: 0, ..timer_only() };
     let mut rp = Dcqcn::new(p, G100);
     rp.on_cnp(0);
     rp.handle_timeout(4_001);
@@ -131,17 +133,20 @@ fn hyper_stage_raises_target_by_hai() {
 #[test]
 fn byte_counter_drives_increases_while_limited() {
     let mut rp = Dcqcn::new(DcqcnParams::default(), G100);
-    rp.on_sent(1_000_000);
+    rp.on_sent(10_000_000);
     assert_eq!(rp.increases(), 0, "not rate-limited: the byte counter is off");
     rp.on_cnp(0);
     rp.handle_timeout(4_001);
     let r0 = rp.rate_bps();
-    rp.on_sent(32_766);
+    // NVIDIA's default 32767 counts 64-byte units: 2,097,088 bytes per event, not 32,767.
+    rp.on_sent(32_767);
+    assert_eq!(rp.rate_bps(), r0, "32,767 bytes are 1/64 of the byte counter");
+    rp.on_sent(BYTE_RESET_DEFAULT_BYTES - 32_767 - 1);
     assert_eq!(rp.rate_bps(), r0);
     rp.on_sent(1);
     // Byte stage 0, time stage 0 → fast recovery.
     assert_eq!(rp.rate_bps(), (r0 + G100).div_ceil(2));
-    rp.on_sent(32_767);
+    rp.on_sent(BYTE_RESET_DEFAULT_BYTES);
     // Byte stage 1 = F, time stage 0 → additive increase (target capped at 100 G).
     assert_eq!(rp.rate_bps(), ((r0 + G100).div_ceil(2) + G100).div_ceil(2));
     assert_eq!(rp.increases(), 2);
@@ -171,7 +176,7 @@ fn a_cut_after_a_byte_counter_increase_clamps_the_target() {
             "{label}: a cut without an increase since the last keeps the target"
         );
         // One byte-counter event (fast recovery toward the target), then a CNP.
-        rp.on_sent(32_767);
+        rp.on_sent(BYTE_RESET_DEFAULT_BYTES);
         let r2 = (r1 + G100).div_ceil(2);
         assert_eq!(rp.rate_bps(), r2);
         rp.on_cnp(9_000);
@@ -191,12 +196,12 @@ fn a_cut_after_a_byte_counter_increase_clamps_the_target() {
 
 #[test]
 fn min_rate_and_min_dec_fac_bound_the_cut() {
-    let p = DcqcnParams { rpg_min_dec_fac: 80, rpg_byte_reset_bytes: 0, ..DcqcnParams::default() };
+    let p = DcqcnParams { rpg_min_dec_fac: 80, rpg_byte_reset_64bytes: 0, ..DcqcnParams::default() };
     let mut rp = Dcqcn::new(p, G100);
     rp.on_cnp(0);
     rp.handle_timeout(4_001);
     assert_eq!(rp.rate_bps(), 80_000_000_000, "at most 20 % per decrease");
-    let p = DcqcnParams { rpg_min_rate_mbps: 90_000, rpg_byte_reset_bytes: 0, ..DcqcnParams::default() };
+    let p = DcqcnParams { rpg_min_rate_mbps: 90_000, rpg_byte_reset_64bytes: 0, ..DcqcnParams::default() };
     let mut rp = Dcqcn::new(p, G100);
     rp.on_cnp(0);
     rp.handle_timeout(4_001);
@@ -247,7 +252,7 @@ fn next(state: &mut u64) -> u64 {
 fn time_scale_stretches_the_trajectory() {
     const N: u64 = 500;
     for byte_reset in [32_767, 0] {
-        let p = DcqcnParams { rpg_byte_reset_bytes: byte_reset, ..DcqcnParams::default() };
+        let p = DcqcnParams { rpg_byte_reset_64bytes: byte_reset, ..DcqcnParams::default() };
         let mut fast = Dcqcn::new(p, G100);
         let mut slow = Dcqcn::new(DcqcnParams { time_scale: N as u32, ..p }, G100 / N);
         let (mut t, mut rng, mut worst) = (0u64, 0x5eed_u64, 0u64);
@@ -293,7 +298,7 @@ fn time_scale_stretches_the_trajectory() {
 fn time_scale_divides_the_rate_steps() {
     let p = DcqcnParams {
         time_scale: 500,
-        rpg_byte_reset_bytes: 0,
+        rpg_byte_reset_64bytes: 0,
         rpg_min_rate_mbps: 10,
         rate_to_set_on_first_cnp_mbps: 50_000,
         ..DcqcnParams::default()

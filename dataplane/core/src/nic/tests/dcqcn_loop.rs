@@ -74,7 +74,7 @@ fn a_rate_increase_shortens_the_gap_the_minimum_rate_left() {
     // The first CNP sets 1 Mb/s; the timer's second step (additive, F = 1) adds 25 G to the target.
     a.dcqcn.rate_to_set_on_first_cnp_mbps = 1;
     a.dcqcn.rpg_ai_rate_mbps = 25_000;
-    a.dcqcn.rpg_byte_reset_bytes = 0;
+    a.dcqcn.rpg_byte_reset_64bytes = 0;
     let mut h = Harness::new(a, nic_config(B_MAC, B_IP), 1_000);
     let qp = h.nic(A).add_flow(flow_to_b(1)).unwrap();
     let t0 = 10_000;
