@@ -206,7 +206,7 @@ impl SendFlow {
         if !self.has_data(now_ns) || !self.window_open(window_packets) {
             return None;
         }
-        Some(self.cfg.start_ns.max(self.next_send_ps.div_ceil(1000) as u64))
+        Some(self.cfg.start_ns.max(crate::ps::to_ns_ceil(self.next_send_ps)))
     }
 
     pub fn is_finished(&self) -> bool {
@@ -283,13 +283,13 @@ impl SendFlow {
     /// time is spaced from its exact (sub-ns) due instant, a late one from when it actually left, so a
     /// flow never bursts to catch up.
     fn pace(&mut self, frame_len: u64, now_ns: u64, start_ps: u128) {
-        let on_time = u128::from(now_ns) <= self.next_send_ps.div_ceil(1000);
+        let on_time = now_ns <= crate::ps::to_ns_ceil(self.next_send_ps);
         let base = if on_time && self.next_send_ps > 0 { self.next_send_ps } else { start_ps };
-        let rate = u128::from(self.rate_bps().max(1));
         let scaled =
             u128::from((frame_len + WIRE_OVERHEAD_BYTES) * 8) * 1_000_000_000_000 + self.pace_remainder;
-        self.next_send_ps = base + scaled / rate;
-        self.pace_remainder = scaled % rate;
+        let (whole, remainder) = crate::ps::div_rem(scaled, self.rate_bps().max(1));
+        self.next_send_ps = base + whole;
+        self.pace_remainder = u128::from(remainder);
     }
 
     fn advance(&mut self, new_una: u64, now_ns: u64) {

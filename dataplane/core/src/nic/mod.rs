@@ -43,6 +43,7 @@
 mod config;
 pub mod dcqcn;
 pub mod flow;
+mod flow_index;
 pub mod packet;
 mod receiver;
 pub mod rx_pipeline;
@@ -67,6 +68,7 @@ use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, L4, MacControlRepr, udp};
 use flow::{FlowSchedule, SendFlow};
+use flow_index::FlowIndex;
 use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
 use rx_pipeline::RxPipeline;
 pub use rx_pipeline::{RxPipelineConfig, RxPipelineStats};
@@ -111,6 +113,8 @@ pub struct Nic {
     flows: Vec<SendFlow>,
     /// Beside each flow, what the scans read of it ([`FlowSchedule`]), refreshed whenever it changes.
     schedules: Vec<FlowSchedule>,
+    /// The schedules indexed by instant, so that the NIC's scans cost log(flows) (`flow_index.rs`).
+    index: FlowIndex,
     rr_next: usize,
     receivers: BTreeMap<RxKey, RxQp>,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
@@ -137,6 +141,7 @@ impl Nic {
             control_ident: 0,
             flows: Vec::new(),
             schedules: Vec::new(),
+            index: FlowIndex::default(),
             rr_next: 0,
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
@@ -206,6 +211,7 @@ impl Nic {
         );
         self.schedules.push(send.schedule(self.now_ns, self.cfg.window_packets));
         self.flows.push(send);
+        self.rebuild_index();
         Ok(src_qp)
     }
 
@@ -215,6 +221,7 @@ impl Nic {
         let stats = self.flows[i].stats(self.now_ns);
         self.flows.remove(i);
         self.schedules.remove(i);
+        self.rebuild_index();
         if self.rr_next > i {
             self.rr_next -= 1;
         }
@@ -368,7 +375,8 @@ impl Nic {
 
     /// Refreshes what the scans read of flow `i` after it changed.
     pub(super) fn reschedule_flow(&mut self, i: usize) {
-        self.schedules[i] = self.flows[i].schedule(self.now_ns, self.cfg.window_packets);
+        let schedule = self.flows[i].schedule(self.now_ns, self.cfg.window_packets);
+        self.set_schedule(i, schedule);
     }
 
     /// Makes the live receiving QP of `key` the one whose first PSN is `initial_psn`: the live one if it
@@ -428,14 +436,22 @@ impl Nic {
         self.expire_idle(now_ns);
         self.pfc.settle(now_ns);
         let (now, window) = (self.now_ns, self.cfg.window_packets);
-        for (flow, schedule) in self.flows.iter_mut().zip(&mut self.schedules) {
-            // Flows with nothing due are left alone: their handle_timeout would change nothing.
-            if schedule.timeout_at.is_some_and(|t| t <= now_ns) {
-                flow.handle_timeout(now_ns);
-                *schedule = flow.schedule(now, window);
-            } else {
-                debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
+        // Only flows with something due are visited (found in the index): the others' handle_timeout would
+        // change nothing.
+        if cfg!(debug_assertions) {
+            for (flow, schedule) in self.flows.iter().zip(&self.schedules) {
+                if !schedule.timeout_at.is_some_and(|t| t <= now_ns) {
+                    debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
+                }
             }
+        }
+        let mut from = 0;
+        while let Some(i) = self.index.timeouts.first_due(from, now_ns) {
+            debug_assert!(self.schedules[i].timeout_at.is_some_and(|t| t <= now_ns));
+            self.flows[i].handle_timeout(now_ns);
+            let schedule = self.flows[i].schedule(now, window);
+            self.set_schedule(i, schedule);
+            from = i + 1;
         }
     }
 
@@ -458,15 +474,35 @@ impl Nic {
             earliest(gate(self.control_priority(c), now));
         }
         let window = self.cfg.window_packets;
-        for (f, s) in self.flows.iter().zip(&self.schedules) {
-            debug_assert_eq!((s.timer_at, s.priority), (f.poll_at(), f.cfg.priority));
-            let ready = if now < s.ready_until_ns { s.ready_at } else { f.ready_at(now, window) };
-            debug_assert_eq!(ready, f.ready_at(now, window));
-            earliest(ready.and_then(|r| gate(s.priority, r)));
+        let scan = |earliest: &mut dyn FnMut(Option<u64>)| {
+            for (f, s) in self.flows.iter().zip(&self.schedules) {
+                debug_assert_eq!((s.timer_at, s.priority), (f.poll_at(), f.cfg.priority));
+                let ready = if now < s.ready_until_ns { s.ready_at } else { f.ready_at(now, window) };
+                debug_assert_eq!(ready, f.ready_at(now, window));
+                earliest(ready.and_then(|r| gate(s.priority, r)));
+            }
+        };
+        if self.index.ready_holds(now) {
+            // The earliest ready flow of each priority, gated by its pause: the same minimum as the scan
+            // (gating is monotone in the ready instant).
+            for (p, tree) in self.index.ready.iter().enumerate() {
+                earliest(tree.min().and_then(|r| gate(p as u8, r)));
+            }
+            if cfg!(debug_assertions) {
+                let mut scanned = self.pfc.next_frame_at(now);
+                for c in &self.control {
+                    scanned = [scanned, gate(self.control_priority(c), now)].into_iter().flatten().min();
+                }
+                scan(&mut |t| scanned = [scanned, t].into_iter().flatten().min());
+                debug_assert_eq!(transmit, scanned, "indexed flow readiness");
+            }
+        } else {
+            scan(&mut earliest);
         }
         let transmit = transmit.map(|t| t.max(self.line_free_ns()));
         let rx = self.rx_pipe.as_ref().and_then(RxPipeline::poll_at);
-        self.schedules.iter().filter_map(|s| s.timer_at).chain(transmit).chain(rx).min()
+        debug_assert_eq!(self.index.timers.min(), self.schedules.iter().filter_map(|s| s.timer_at).min());
+        self.index.timers.min().into_iter().chain(transmit).chain(rx).min()
     }
 
     // ---------------------------------------------------------------------------------------- observation

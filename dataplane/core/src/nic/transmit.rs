@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 
 impl Nic {
     pub(super) fn line_free_ns(&self) -> u64 {
-        self.line_free_ps.div_ceil(PS_PER_NS) as u64
+        crate::ps::to_ns_ceil(self.line_free_ps)
     }
 
     /// Priorities paused at `now` (all of them under an 802.3x PAUSE).
@@ -28,9 +28,9 @@ impl Nic {
             if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
         let bits = (len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
         let scaled = bits * 1_000_000_000_000 + self.line_remainder;
-        let rate = u128::from(self.line_rate_bps());
-        self.line_free_ps = start + scaled / rate;
-        self.line_remainder = scaled % rate;
+        let (whole, remainder) = crate::ps::div_rem(scaled, self.line_rate_bps());
+        self.line_free_ps = start + whole;
+        self.line_remainder = u128::from(remainder);
         self.counters.tx_frames += 1;
         self.counters.tx_bytes += len as u64;
         start
@@ -59,14 +59,26 @@ impl Nic {
             }
         }
         let n = self.flows.len();
-        for k in 0..n {
-            let i = (self.rr_next + k) % n;
-            let flow = &self.flows[i];
-            if paused & (1 << flow.cfg.priority) != 0
-                || flow.ready_at(now_ns, self.cfg.window_packets).is_none_or(|t| t > now_ns)
-            {
-                continue;
+        let window = self.cfg.window_packets;
+        // The first flow in round-robin order whose priority is not paused and that is ready now: from the
+        // index, or by a scan of the schedules while a cached readiness may have lapsed.
+        let scan = || {
+            (0..n).map(|k| (self.rr_next + k) % n).find(|&i| {
+                let s = &self.schedules[i];
+                let ready =
+                    if now_ns < s.ready_until_ns { s.ready_at } else { self.flows[i].ready_at(now_ns, window) };
+                debug_assert_eq!(ready, self.flows[i].ready_at(now_ns, window), "cached flow readiness");
+                paused & (1 << s.priority) == 0 && ready.is_some_and(|t| t <= now_ns)
+            })
+        };
+        let next = match self.next_ready_flow(self.rr_next, now_ns, paused) {
+            Some(found) => {
+                debug_assert_eq!(found, scan(), "indexed flow readiness");
+                found
             }
+            None => scan(),
+        };
+        if let Some(i) = next {
             self.rr_next = (i + 1) % n;
             let local = self.local();
             // The flow is paced from the instant its first bit leaves, which needs the frame length; the

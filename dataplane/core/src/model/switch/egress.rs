@@ -363,7 +363,7 @@ impl Switch {
         }
         let blocked = self.blocked_queues(port, now_ns);
         let data = state.egress.next_ready_at(now_ns, blocked);
-        let paused_with_packets = (0..8u8).any(|q| blocked & (1 << q) != 0 && state.egress.len(q) > 0);
+        let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
         let unpause = if paused_with_packets { state.pfc.next_unpause_at(now_ns) } else { None };
         [pfc, data, unpause].into_iter().flatten().min()
     }
