@@ -215,7 +215,8 @@ impl SendFlow {
 
     /// Builds the next data packet at `now_ns`, whose first bit leaves at `start_ps`; updates sequence
     /// state, pacing, the RTO and the byte counter.
-    pub fn transmit(&mut self, now_ns: u64, start_ps: u128, local: &Local) -> Vec<u8> {
+    /// `buffer` is reused for the frame.
+    pub fn transmit(&mut self, now_ns: u64, start_ps: u128, local: &Local, buffer: Vec<u8>) -> Vec<u8> {
         if self.nxt == self.seq_limit {
             self.message_start_ns.push_back(now_ns);
             self.messages_started += 1;
@@ -256,7 +257,7 @@ impl SendFlow {
         self.ip_ident = self.ip_ident.wrapping_add(1);
         let bth = packet::bth(opcode, self.cfg.dst_qp, self.psn_of(seq), index == ppm - 1);
         let payload_len = (app_len as usize).max(DataHeader::LEN);
-        let frame = packet::rocev2_frame(&env, &bth, payload_len, |p| header.emit(p));
+        let frame = packet::rocev2_frame_in(buffer, &env, &bth, payload_len, |p| header.emit(p));
 
         let retransmission = seq < self.max;
         self.nxt += 1;

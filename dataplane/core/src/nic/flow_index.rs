@@ -51,7 +51,8 @@ impl MinTree {
         }
     }
 
-    pub(super) fn get(&self, i: usize) -> Option<u64> {
+    #[cfg(test)]
+    fn get(&self, i: usize) -> Option<u64> {
         Some(self.nodes[self.leaves + i]).filter(|&v| v != NEVER)
     }
 

@@ -66,7 +66,7 @@ pub use stats::{
 use crate::model::pfc::{PfcCounters, PfcPort};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
-use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, L4, MacControlRepr, udp};
+use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
 use flow::{FlowSchedule, SendFlow};
 use flow_index::FlowIndex;
 use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
@@ -88,6 +88,8 @@ pub const RETIRED_RX_QPS: usize = 256;
 const ARP_PRIORITY: u8 = 0;
 const PS_PER_NS: u128 = 1000;
 const IDENTITY_PRIORITIES: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+/// Received frames kept to build frames in ([`Nic::recycle`]).
+const SPARE_FRAMES: usize = 16;
 
 /// A control frame waiting for the line.
 #[derive(Debug, Clone, Copy)]
@@ -115,6 +117,8 @@ pub struct Nic {
     schedules: Vec<FlowSchedule>,
     /// The schedules indexed by instant, so that the NIC's scans cost log(flows) (`flow_index.rs`).
     index: FlowIndex,
+    /// Buffers of frames the NIC handled, to build frames in (no allocation per frame in a simulation).
+    spare_frames: Vec<Vec<u8>>,
     rr_next: usize,
     receivers: BTreeMap<RxKey, RxQp>,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
@@ -142,6 +146,7 @@ impl Nic {
             flows: Vec::new(),
             schedules: Vec::new(),
             index: FlowIndex::default(),
+            spare_frames: Vec::new(),
             rr_next: 0,
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
@@ -264,10 +269,19 @@ impl Nic {
 
     /// What the NIC does with a received frame (on arrival, or when its receive pipeline finishes it).
     fn process_frame(&mut self, frame: &[u8], now_ns: u64) {
+        // A RoCEv2 packet (nearly every frame) is read in place; anything else is decoded in full.
+        if let Some(roce) = crate::wire::roce_v4(frame) {
+            debug_assert_eq!(Some(roce), crate::wire::decode(frame).ok().and_then(|d| RoceV4::of(&d)));
+            return self.receive_roce(frame, &roce, now_ns);
+        }
         let Ok(decoded) = crate::wire::decode(frame) else {
             self.counters.rx_malformed += 1;
             return;
         };
+        if let Some(roce) = RoceV4::of(&decoded) {
+            // Not reached (roce_v4 takes these), but should the two ever differ, the same handling.
+            return self.receive_roce(frame, &roce, now_ns);
+        }
         match decoded.l3 {
             L3::MacControl(MacControlRepr::Pfc(pfc)) => {
                 self.counters.rx_pfc_frames += 1;
@@ -292,28 +306,32 @@ impl Nic {
                     target_protocol_addr: request.source_protocol_addr,
                 }));
             }
-            L3::Ipv4 { header, l4: L4::Udp { header: udp_header, offset, bth: Some(bth) } }
-                if header.dst_addr == self.cfg.ip && decoded.ethernet.dst_addr == self.cfg.mac =>
-            {
-                // The BTH payload without the ICRC.
-                let start = offset + udp::HEADER_LEN + bth::HEADER_LEN;
-                let end = (offset + udp::HEADER_LEN + udp_header.payload_len).saturating_sub(bth::ICRC_LEN);
-                let Some(payload) = frame.get(start..end.max(start)) else {
-                    self.counters.rx_malformed += 1;
-                    return;
-                };
-                let roce = Roce {
-                    src_mac: decoded.ethernet.src_addr,
-                    src_ip: header.src_addr,
-                    dscp: header.dscp,
-                    ce: header.ecn == Ecn::Ce,
-                    udp_src_port: udp_header.src_port,
-                    bth,
-                };
-                self.handle_roce(&roce, payload, now_ns);
-            }
             _ => self.counters.rx_ignored += 1,
         }
+    }
+
+    /// An IPv4 RoCEv2 packet arrived: handled if it is addressed to this NIC, else ignored.
+    fn receive_roce(&mut self, frame: &[u8], r: &RoceV4, now_ns: u64) {
+        if r.ip.dst_addr != self.cfg.ip || r.dst_mac != self.cfg.mac {
+            self.counters.rx_ignored += 1;
+            return;
+        }
+        // The BTH payload without the ICRC.
+        let start = r.udp_offset + udp::HEADER_LEN + bth::HEADER_LEN;
+        let end = (r.udp_offset + udp::HEADER_LEN + r.udp.payload_len).saturating_sub(bth::ICRC_LEN);
+        let Some(payload) = frame.get(start..end.max(start)) else {
+            self.counters.rx_malformed += 1;
+            return;
+        };
+        let roce = Roce {
+            src_mac: r.src_mac,
+            src_ip: r.ip.src_addr,
+            dscp: r.ip.dscp,
+            ce: r.ip.ecn == Ecn::Ce,
+            udp_src_port: r.udp.src_port,
+            bth: r.bth,
+        };
+        self.handle_roce(&roce, payload, now_ns);
     }
 
     fn handle_roce(&mut self, p: &Roce, payload: &[u8], now_ns: u64) {

@@ -4,7 +4,8 @@
 use super::flow::Local;
 use super::packet::{self, Envelope};
 use super::{
-    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
+    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, SPARE_FRAMES, STORM_QUANTA,
+    WIRE_OVERHEAD_BYTES,
 };
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
@@ -85,13 +86,28 @@ impl Nic {
             // line start does not depend on it.
             let start_ps =
                 if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
-            let frame = self.flows[i].transmit(now_ns, start_ps, &local);
+            let buffer = self.spare_frame();
+            let frame = self.flows[i].transmit(now_ns, start_ps, &local, buffer);
             self.reschedule_flow(i);
             self.occupy_line(now_ns, frame.len());
             self.counters.tx_data_frames += 1;
             return Some(frame);
         }
         None
+    }
+
+    /// A buffer to build a frame in: one the NIC received and is done with, or a new one. Received frames
+    /// (data on the receiving side, ACKs on the sending side) come back through [`Nic::recycle`], so a
+    /// simulated host builds most frames without an allocation.
+    fn spare_frame(&mut self) -> Vec<u8> {
+        self.spare_frames.pop().unwrap_or_default()
+    }
+
+    /// Takes back a frame the NIC has handled, to build a later one in.
+    pub fn recycle(&mut self, frame: Vec<u8>) {
+        if self.spare_frames.len() < SPARE_FRAMES {
+            self.spare_frames.push(frame);
+        }
     }
 
     fn local(&self) -> Local {
@@ -167,7 +183,7 @@ impl Nic {
                     ..base
                 };
                 let bth = packet::bth(Opcode::RcAck, rx.requester_qp, psn, false);
-                let frame = packet::rocev2_frame(&env, &bth, Aeth::LEN, |p| aeth.emit(p));
+                let frame = packet::rocev2_frame_in(self.spare_frame(), &env, &bth, Aeth::LEN, |p| aeth.emit(p));
                 if is_nak {
                     self.counters.tx_nak_frames += 1;
                 } else {
@@ -192,7 +208,7 @@ impl Nic {
                 };
                 let bth = packet::bth(Opcode::Cnp, rx.requester_qp, 0, false);
                 self.counters.tx_cnp_frames += 1;
-                Some(packet::rocev2_frame(&env, &bth, bth::CNP_PAYLOAD_LEN, |_| {}))
+                Some(packet::rocev2_frame_in(self.spare_frame(), &env, &bth, bth::CNP_PAYLOAD_LEN, |_| {}))
             }
         }
     }

@@ -133,11 +133,73 @@ fn udp_ports(protocol: Protocol, payload: &[u8]) -> Option<(u16, u16)> {
     Some((src, dst))
 }
 
+/// What a RoCEv2 endpoint reads of an IPv4 RoCEv2 packet, found in place: the fields [`decode`] gives for
+/// a frame it decodes to IPv4, UDP and a BTH.
+///
+/// [`decode`]: super::decode
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceV4 {
+    pub src_mac: EthernetAddress,
+    pub dst_mac: EthernetAddress,
+    pub ip: super::Ipv4Repr,
+    pub udp: super::UdpRepr,
+    /// Offset of the UDP header in the frame.
+    pub udp_offset: usize,
+    pub bth: super::BthRepr,
+}
+
+/// The RoCEv2 view of a frame when [`decode`](super::decode) (strict) would decode it to IPv4, UDP and a
+/// BTH; `None` for anything else (another protocol, an error, a fragment), which the caller decodes in
+/// full.
+pub fn roce_v4(frame: &[u8]) -> Option<RoceV4> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    let (ethertype, l3_offset) = match eth.ethertype() {
+        EtherType::Vlan => {
+            let tag = VlanTag::new_checked(eth.payload()).ok()?;
+            (tag.ethertype(), ethernet::HEADER_LEN + vlan::HEADER_LEN)
+        }
+        ethertype => (ethertype, ethernet::HEADER_LEN),
+    };
+    if ethertype != EtherType::Ipv4 {
+        return None;
+    }
+    let packet = Ipv4Packet::new_checked(&frame[l3_offset..]).ok()?;
+    let ip = super::Ipv4Repr::parse(&packet).ok()?;
+    if ip.frag_offset != 0 || ip.more_frags || ip.protocol != Protocol::Udp {
+        return None;
+    }
+    let datagram = UdpPacket::new_checked(packet.payload()).ok()?;
+    let udp = super::UdpRepr::parse(&datagram).ok()?;
+    if udp.dst_port != udp::ROCEV2_PORT {
+        return None;
+    }
+    let bth = super::BthRepr::parse(&BthHeader::new_checked(datagram.payload()).ok()?).ok()?;
+    let udp_offset = l3_offset + usize::from(packet.header_len());
+    Some(RoceV4 { src_mac: eth.src_addr(), dst_mac: eth.dst_addr(), ip, udp, udp_offset, bth })
+}
+
+impl RoceV4 {
+    /// The view of a fully decoded frame, if it is an IPv4 RoCEv2 packet.
+    pub fn of(d: &Decoded) -> Option<RoceV4> {
+        match &d.l3 {
+            L3::Ipv4 { header, l4: L4::Udp { header: udp, offset, bth: Some(bth) } } => Some(RoceV4 {
+                src_mac: d.ethernet.src_addr,
+                dst_mac: d.ethernet.dst_addr,
+                ip: *header,
+                udp: *udp,
+                udp_offset: *offset,
+                bth: *bth,
+            }),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::wire::build::Ipv4Flow;
-    use crate::wire::{Layer, decode_transit};
+    use crate::wire::{Layer, decode, decode_transit};
     use crate::wire::ip::Ecn;
     use proptest::prelude::*;
     use std::net::Ipv4Addr;
@@ -157,6 +219,7 @@ mod tests {
     }
 
     fn agree(frame: &[u8]) {
+        assert_eq!(roce_v4(frame), decode(frame).ok().and_then(|d| RoceV4::of(&d)), "{frame:02x?}");
         let (fast, full) = (transit(frame), decode_transit(frame));
         match (&fast, &full) {
             // Not IP: the view does not parse ARP or MAC Control, whose errors only the full decoder finds.
