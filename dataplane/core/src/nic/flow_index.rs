@@ -11,6 +11,10 @@
 use super::Nic;
 use super::flow::FlowSchedule;
 
+/// Up to this many flows a scan of the schedules is cheaper than the trees' queries (a sender of an incast
+/// has one flow): the NIC scans instead.
+pub(super) const SCAN_FLOWS: usize = 8;
+
 /// `u64::MAX` stands for "never" (`None`).
 const NEVER: u64 = u64::MAX;
 
@@ -149,10 +153,10 @@ impl Nic {
     /// The first flow in round-robin order from `from` (wrapping) that may send at `now_ns` (its priority
     /// not in `paused`), from the index; `None` when the cached readiness may not hold (the caller scans).
     pub(super) fn next_ready_flow(&self, from: usize, now_ns: u64, paused: u8) -> Option<Option<usize>> {
-        if !self.index.ready_holds(now_ns) {
+        let n = self.flows.len();
+        if n <= SCAN_FLOWS || !self.index.ready_holds(now_ns) {
             return None;
         }
-        let n = self.flows.len();
         let mut best: Option<(usize, usize)> = None;
         for (p, tree) in self.index.ready.iter().enumerate() {
             if paused & (1 << p) != 0 {

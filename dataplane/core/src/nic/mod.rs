@@ -500,7 +500,7 @@ impl Nic {
                 earliest(ready.and_then(|r| gate(s.priority, r)));
             }
         };
-        if self.index.ready_holds(now) {
+        if self.flows.len() > flow_index::SCAN_FLOWS && self.index.ready_holds(now) {
             // The earliest ready flow of each priority, gated by its pause: the same minimum as the scan
             // (gating is monotone in the ready instant).
             for (p, tree) in self.index.ready.iter().enumerate() {

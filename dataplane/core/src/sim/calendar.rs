@@ -16,9 +16,15 @@ pub(super) type Entry = (u64, u64, Wake);
 #[derive(Debug, Default)]
 pub(super) struct Calendar {
     heap: Vec<Entry>,
-    /// Per node and per link: its entry's position in `heap`, or `ABSENT`.
-    node_pos: Vec<u32>,
-    link_pos: Vec<u32>,
+    /// Per slot (node `id` at `2 id`, link `l` at `2 l + 1`): its entry's position in `heap`, or `ABSENT`.
+    pos: Vec<u32>,
+}
+
+fn slot(wake: Wake) -> usize {
+    match wake {
+        Wake::Node(id) => 2 * id,
+        Wake::Link(l) => 2 * l + 1,
+    }
 }
 
 impl Calendar {
@@ -36,93 +42,75 @@ impl Calendar {
     /// Books `wake` at `at` with booking order `order`, replacing its pending entry if it has one.
     pub(super) fn book(&mut self, wake: Wake, at: u64, order: u64) {
         let entry = (at, order, wake);
-        match self.pos(wake) {
-            Some(i) => {
-                let earlier = entry < self.heap[i];
-                self.heap[i] = entry;
-                if earlier { self.sift_up(i) } else { self.sift_down(i) }
-            }
-            None => {
+        let s = slot(wake);
+        if self.pos.len() <= s {
+            self.pos.resize(s + 1, ABSENT);
+        }
+        match self.pos[s] {
+            ABSENT => {
                 self.heap.push(entry);
-                let i = self.heap.len() - 1;
-                self.set_pos(wake, i as u32);
-                self.sift_up(i);
+                self.sift_up(self.heap.len() - 1, entry);
+            }
+            i => {
+                let i = i as usize;
+                if entry < self.heap[i] { self.sift_up(i, entry) } else { self.sift_down(i, entry) }
             }
         }
     }
 
     /// Removes `wake`'s pending entry, if any.
     pub(super) fn cancel(&mut self, wake: Wake) {
-        if let Some(i) = self.pos(wake) {
-            self.remove_at(i);
+        if let Some(&i) = self.pos.get(slot(wake))
+            && i != ABSENT
+        {
+            self.remove_at(i as usize);
         }
-    }
-
-    fn pos(&self, wake: Wake) -> Option<usize> {
-        let p = match wake {
-            Wake::Node(id) => self.node_pos.get(id),
-            Wake::Link(l) => self.link_pos.get(l),
-        };
-        p.copied().filter(|&p| p != ABSENT).map(|p| p as usize)
-    }
-
-    fn set_pos(&mut self, wake: Wake, p: u32) {
-        let (v, i) = match wake {
-            Wake::Node(id) => (&mut self.node_pos, id),
-            Wake::Link(l) => (&mut self.link_pos, l),
-        };
-        if v.len() <= i {
-            v.resize(i + 1, ABSENT);
-        }
-        v[i] = p;
     }
 
     fn remove_at(&mut self, i: usize) {
-        let gone = self.heap.swap_remove(i);
-        self.set_pos(gone.2, ABSENT);
+        let gone = self.heap[i];
+        self.pos[slot(gone.2)] = ABSENT;
+        let last = self.heap.pop().expect("an entry at i");
         if i < self.heap.len() {
-            self.set_pos(self.heap[i].2, i as u32);
-            if i > 0 && self.heap[i] < self.heap[(i - 1) / 2] {
-                self.sift_up(i);
-            } else {
-                self.sift_down(i);
-            }
+            // The last entry fills the hole, moving up or down from there.
+            if i > 0 && last < self.heap[(i - 1) / 2] { self.sift_up(i, last) } else { self.sift_down(i, last) }
         }
     }
 
-    fn sift_up(&mut self, mut i: usize) {
+    /// Places `entry` at or above the hole at `i`, moving larger parents down.
+    fn sift_up(&mut self, mut i: usize, entry: Entry) {
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[i] >= self.heap[parent] {
+            if entry >= self.heap[parent] {
                 break;
             }
-            self.swap(i, parent);
+            self.place(i, self.heap[parent]);
             i = parent;
         }
+        self.place(i, entry);
     }
 
-    fn sift_down(&mut self, mut i: usize) {
+    /// Places `entry` at or below the hole at `i`, moving smaller children up.
+    fn sift_down(&mut self, mut i: usize, entry: Entry) {
+        let len = self.heap.len();
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut least = i;
-            if l < self.heap.len() && self.heap[l] < self.heap[least] {
-                least = l;
-            }
-            if r < self.heap.len() && self.heap[r] < self.heap[least] {
-                least = r;
-            }
-            if least == i {
+            let left = 2 * i + 1;
+            if left >= len {
                 break;
             }
-            self.swap(i, least);
-            i = least;
+            let child = if left + 1 < len && self.heap[left + 1] < self.heap[left] { left + 1 } else { left };
+            if entry <= self.heap[child] {
+                break;
+            }
+            self.place(i, self.heap[child]);
+            i = child;
         }
+        self.place(i, entry);
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        self.set_pos(self.heap[a].2, a as u32);
-        self.set_pos(self.heap[b].2, b as u32);
+    fn place(&mut self, i: usize, entry: Entry) {
+        self.heap[i] = entry;
+        self.pos[slot(entry.2)] = i as u32;
     }
 }
 
