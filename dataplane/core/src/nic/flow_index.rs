@@ -162,7 +162,8 @@ impl Nic {
             if paused & (1 << p) != 0 {
                 continue;
             }
-            let found = tree.first_due(from, now_ns).or_else(|| tree.first_due(0, now_ns).filter(|&i| i < from));
+            let found =
+                tree.first_due(from, now_ns).or_else(|| tree.first_due(0, now_ns).filter(|&i| i < from));
             if let Some(i) = found {
                 let distance = (i + n - from) % n;
                 if best.is_none_or(|(d, _)| distance < d) {

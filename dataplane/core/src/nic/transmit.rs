@@ -66,8 +66,11 @@ impl Nic {
         let scan = || {
             (0..n).map(|k| (self.rr_next + k) % n).find(|&i| {
                 let s = &self.schedules[i];
-                let ready =
-                    if now_ns < s.ready_until_ns { s.ready_at } else { self.flows[i].ready_at(now_ns, window) };
+                let ready = if now_ns < s.ready_until_ns {
+                    s.ready_at
+                } else {
+                    self.flows[i].ready_at(now_ns, window)
+                };
                 debug_assert_eq!(ready, self.flows[i].ready_at(now_ns, window), "cached flow readiness");
                 paused & (1 << s.priority) == 0 && ready.is_some_and(|t| t <= now_ns)
             })
@@ -183,7 +186,8 @@ impl Nic {
                     ..base
                 };
                 let bth = packet::bth(Opcode::RcAck, rx.requester_qp, psn, false);
-                let frame = packet::rocev2_frame_in(self.spare_frame(), &env, &bth, Aeth::LEN, |p| aeth.emit(p));
+                let frame =
+                    packet::rocev2_frame_in(self.spare_frame(), &env, &bth, Aeth::LEN, |p| aeth.emit(p));
                 if is_nak {
                     self.counters.tx_nak_frames += 1;
                 } else {

@@ -73,7 +73,11 @@ impl Calendar {
         let last = self.heap.pop().expect("an entry at i");
         if i < self.heap.len() {
             // The last entry fills the hole, moving up or down from there.
-            if i > 0 && last < self.heap[(i - 1) / 2] { self.sift_up(i, last) } else { self.sift_down(i, last) }
+            if i > 0 && last < self.heap[(i - 1) / 2] {
+                self.sift_up(i, last)
+            } else {
+                self.sift_down(i, last)
+            }
         }
     }
 

@@ -34,8 +34,8 @@ pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame
 pub use ipv4::{Address as Ipv4Address, Packet as Ipv4Packet, Repr as Ipv4Repr};
 pub use ipv6::{Address as Ipv6Address, Packet as Ipv6Packet, Repr as Ipv6Repr};
 pub use mac_control::{PauseRepr, PfcRepr, Repr as MacControlRepr};
-pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use transit::{IpFields, RoceV4, Transit, roce_v4, transit};
+pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use vlan::{Repr as VlanRepr, Tag as VlanTag};
 
 /// The protocol layer an [`Error`] was found in.

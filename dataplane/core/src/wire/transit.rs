@@ -199,8 +199,8 @@ impl RoceV4 {
 mod tests {
     use super::*;
     use crate::wire::build::Ipv4Flow;
-    use crate::wire::{Layer, decode, decode_transit};
     use crate::wire::ip::Ecn;
+    use crate::wire::{Layer, decode, decode_transit};
     use proptest::prelude::*;
     use std::net::Ipv4Addr;
 
