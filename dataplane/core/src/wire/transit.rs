@@ -136,7 +136,7 @@ fn udp_ports(protocol: Protocol, payload: &[u8]) -> Option<(u16, u16)> {
 /// What a RoCEv2 endpoint reads of an IPv4 RoCEv2 packet, found in place: the fields [`decode`] gives for
 /// a frame it decodes to IPv4, UDP and a BTH.
 ///
-/// [`decode`]: super::decode
+/// [`decode`]: fn@super::decode
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoceV4 {
     pub src_mac: EthernetAddress,
@@ -148,7 +148,7 @@ pub struct RoceV4 {
     pub bth: super::BthRepr,
 }
 
-/// The RoCEv2 view of a frame when [`decode`](super::decode) (strict) would decode it to IPv4, UDP and a
+/// The RoCEv2 view of a frame when [`decode`](fn@super::decode) (strict) would decode it to IPv4, UDP and a
 /// BTH; `None` for anything else (another protocol, an error, a fragment), which the caller decodes in
 /// full.
 pub fn roce_v4(frame: &[u8]) -> Option<RoceV4> {
