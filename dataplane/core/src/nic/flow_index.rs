@@ -78,7 +78,7 @@ impl MinTree {
                 if node == 1 {
                     return None;
                 }
-                if node % 2 == 0 && self.nodes[node + 1] <= limit {
+                if node.is_multiple_of(2) && self.nodes[node + 1] <= limit {
                     node += 1;
                     break;
                 }

@@ -458,7 +458,7 @@ impl Nic {
         // change nothing.
         if cfg!(debug_assertions) {
             for (flow, schedule) in self.flows.iter().zip(&self.schedules) {
-                if !schedule.timeout_at.is_some_and(|t| t <= now_ns) {
+                if schedule.timeout_at.is_none_or(|t| t > now_ns) {
                     debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
                 }
             }
