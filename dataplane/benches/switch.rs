@@ -6,6 +6,8 @@
 //!   cells on both sides, dynamic thresholds, WRED/ECN on the lossless queue, DWRR, PFC checks, release.
 //! - `switch/decode_only_64B`: the baseline measured in the same run: only parsing the same frame. The ratio
 //!   of the others to it is the cost of the pipeline relative to parsing.
+//! - `switch/transit_view_64B`: what the switch's ingress parses instead (`wire::transit`: the same checks,
+//!   the fields forwarding reads found in place, no owned headers).
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lossless_dataplane::model::config::ConfigDb;
@@ -68,6 +70,7 @@ fn bench_switch(c: &mut Criterion) {
     let mut group = c.benchmark_group("switch");
     group.throughput(Throughput::Elements(1));
     group.bench_function("decode_only_64B", |b| b.iter(|| wire::decode(black_box(&frame)).unwrap()));
+    group.bench_function("transit_view_64B", |b| b.iter(|| wire::transit(black_box(&frame)).unwrap()));
 
     for (name, yaml) in [("routed_64B", T0_YAML), ("routed_64B_th_buffers", TH_YAML)] {
         let mut sw = switch_with_host(yaml);

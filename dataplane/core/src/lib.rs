@@ -13,6 +13,7 @@
 
 pub mod model;
 pub mod nic;
+mod ps;
 pub mod sim;
 pub mod text;
 pub mod wire;

@@ -42,6 +42,9 @@ pub struct PfcPort {
     pause_started_ns: [Option<u64>; 8],
     /// Priorities with a pause in progress (`pause_started_ns` set): most ports have none to settle.
     pausing: u8,
+    /// At least every `paused_until_ns` (raised with them, never lowered): before it nothing is paused,
+    /// which the packet path asks on every frame.
+    paused_until_max_ns: u64,
     /// 802.3x PAUSE: all queues paused until.
     link_paused_until_ns: u64,
     pub counters: [PfcCounters; 8],
@@ -123,6 +126,7 @@ impl PfcPort {
             if quanta == 0 {
                 self.end_pause(p, now_ns);
                 self.paused_until_ns[p] = now_ns;
+                self.paused_until_max_ns = self.paused_until_max_ns.max(now_ns);
             } else {
                 if self.pause_started_ns[p].is_none() {
                     self.pause_started_ns[p] = Some(now_ns);
@@ -130,6 +134,7 @@ impl PfcPort {
                     self.counters[p].rx_pause_transitions += 1;
                 }
                 self.paused_until_ns[p] = now_ns + mac_control::quanta_to_ns(quanta, speed_mbps);
+                self.paused_until_max_ns = self.paused_until_max_ns.max(self.paused_until_ns[p]);
             }
         }
     }
@@ -164,12 +169,16 @@ impl PfcPort {
             if priorities & (1 << p) != 0 && self.paused_until_ns[p] > now_ns {
                 self.end_pause(p, now_ns);
                 self.paused_until_ns[p] = now_ns;
+                self.paused_until_max_ns = self.paused_until_max_ns.max(now_ns);
             }
         }
     }
 
     /// Priorities paused at `now_ns`.
     pub fn paused_priorities(&self, now_ns: u64) -> u8 {
+        if self.paused_until_max_ns <= now_ns {
+            return 0;
+        }
         (0..8).filter(|&p| self.paused_until_ns[p] > now_ns).fold(0, |m, p| m | 1 << p)
     }
 
@@ -179,6 +188,9 @@ impl PfcPort {
             return 0xff;
         }
         let prios = self.paused_priorities(now_ns);
+        if prios == 0 {
+            return 0;
+        }
         (0..8).filter(|&p| prios & (1 << p) != 0).fold(0, |m, p| m | 1 << (pfc_to_queue[p] & 7))
     }
 

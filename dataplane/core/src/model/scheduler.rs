@@ -192,6 +192,8 @@ pub struct Scheduler<T: Queued> {
     /// `line_free_at_ps + line_remainder / speed` rounded up to the ns: asked for on every poll.
     line_free_ns: u64,
     total_len: usize,
+    /// Queues holding at least one item (bit q): the choice looks only at these.
+    nonempty: u8,
 }
 
 impl<T: Queued> Scheduler<T> {
@@ -209,6 +211,7 @@ impl<T: Queued> Scheduler<T> {
             line_remainder: 0,
             line_free_ns: 0,
             total_len: 0,
+            nonempty: 0,
         }
     }
 
@@ -257,6 +260,7 @@ impl<T: Queued> Scheduler<T> {
         state.bytes += wire_len as u64;
         state.items.push_back(item);
         self.total_len += 1;
+        self.nonempty |= 1 << index(queue);
         Ok(())
     }
 
@@ -289,6 +293,7 @@ impl<T: Queued> Scheduler<T> {
             Step::Strict => {}
         }
         if state.items.is_empty() {
+            self.nonempty &= !(1 << q);
             state.deficit = 0;
             if self.turn == Some(q) {
                 self.turn = None;
@@ -310,8 +315,9 @@ impl<T: Queued> Scheduler<T> {
         let bits = (wire_len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
         let speed = u128::from(self.speed_mbps.max(1));
         let scaled = bits * PS_PER_BIT_AT_1_MBPS + u128::from(self.line_remainder);
-        self.line_free_at_ps += scaled / speed;
-        self.line_remainder = (scaled % speed) as u64;
+        let (whole, remainder) = crate::ps::div_rem(scaled, speed as u64);
+        self.line_free_at_ps += whole;
+        self.line_remainder = remainder;
         self.line_free_ns = self.exact_line_free_ns();
     }
 
@@ -322,7 +328,7 @@ impl<T: Queued> Scheduler<T> {
 
     fn exact_line_free_ns(&self) -> u64 {
         let ps = self.line_free_at_ps + u128::from(self.line_remainder > 0);
-        u64::try_from(ps.div_ceil(PS_PER_NS)).unwrap_or(u64::MAX)
+        crate::ps::to_ns_ceil(ps)
     }
 
     /// Earliest instant >= now at which `dequeue(…, blocked)` could return `Some` (line free and the shapers
@@ -331,8 +337,14 @@ impl<T: Queued> Scheduler<T> {
         if self.total_len == 0 {
             return None;
         }
+        debug_assert_eq!(
+            self.nonempty,
+            (0..QUEUES).filter(|&q| !self.queues[q].items.is_empty()).fold(0, |m, q| m | 1 << q),
+            "non-empty queue mask"
+        );
+        let open = self.nonempty & !blocked;
         let queue_ready = (0..QUEUES)
-            .filter(|&q| blocked & (1 << q) == 0)
+            .filter(|&q| open & (1 << q) != 0)
             .filter_map(|q| {
                 let state = &self.queues[q];
                 let head = state.items.front()?;
@@ -358,6 +370,11 @@ impl<T: Queued> Scheduler<T> {
         self.total_len
     }
 
+    /// The queues holding at least one item, as a bit mask.
+    pub fn nonempty_queues(&self) -> u8 {
+        self.nonempty
+    }
+
     pub fn is_empty(&self) -> bool {
         self.total_len == 0
     }
@@ -370,6 +387,7 @@ impl<T: Queued> Scheduler<T> {
         state.bytes = 0;
         state.deficit = 0;
         self.total_len -= items.len();
+        self.nonempty &= !(1 << q);
         if self.turn == Some(q) {
             self.turn = None;
         }
@@ -386,7 +404,7 @@ impl<T: Queued> Scheduler<T> {
 
     /// The head of queue q, if the queue is not blocked and its shaper lets the head go now.
     fn eligible_head(&self, q: usize, now_ns: u64, blocked: u8) -> Option<&T> {
-        if blocked & (1 << q) != 0 {
+        if (self.nonempty & !blocked) & (1 << q) == 0 {
             return None;
         }
         let state = &self.queues[q];
@@ -409,6 +427,9 @@ impl<T: Queued> Scheduler<T> {
     }
 
     fn pick_min_bandwidth(&self, now_ns: u64, blocked: u8) -> Option<usize> {
+        if self.nonempty & !blocked == 0 {
+            return None;
+        }
         (1..=QUEUES).map(|step| (self.min_bandwidth_last + step) % QUEUES).find(|&q| {
             let Some(meter) = &self.queues[q].min_bandwidth else { return false };
             self.eligible_head(q, now_ns, blocked).is_some_and(|head| meter.allows(now_ns, head.wire_len()))
@@ -416,8 +437,9 @@ impl<T: Queued> Scheduler<T> {
     }
 
     fn pick_strict(&self, now_ns: u64, blocked: u8) -> Option<usize> {
+        let open = self.nonempty & !blocked;
         (0..QUEUES)
-            .filter(|&q| self.queues[q].settings.kind == SchedulerKind::Strict)
+            .filter(|&q| open & (1 << q) != 0 && self.queues[q].settings.kind == SchedulerKind::Strict)
             .filter(|&q| self.eligible_head(q, now_ns, blocked).is_some())
             .max_by_key(|&q| (self.queues[q].settings.priority.map_or(-1, i16::from), q))
     }

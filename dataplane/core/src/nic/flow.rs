@@ -215,7 +215,7 @@ impl SendFlow {
         if !self.has_data(now_ns) || !self.window_open(window_packets) {
             return None;
         }
-        Some(self.cfg.start_ns.max(self.next_send_ps.div_ceil(1000) as u64))
+        Some(self.cfg.start_ns.max(crate::ps::to_ns_ceil(self.next_send_ps)))
     }
 
     pub fn is_finished(&self) -> bool {
@@ -224,7 +224,8 @@ impl SendFlow {
 
     /// Builds the next data packet at `now_ns`, whose first bit leaves at `start_ps`; updates sequence
     /// state, pacing, the RTO and the byte counter.
-    pub fn transmit(&mut self, now_ns: u64, start_ps: u128, local: &Local) -> Vec<u8> {
+    /// `buffer` is reused for the frame.
+    pub fn transmit(&mut self, now_ns: u64, start_ps: u128, local: &Local, buffer: Vec<u8>) -> Vec<u8> {
         if self.nxt == self.seq_limit {
             self.message_start_ns.push_back(now_ns);
             self.messages_started += 1;
@@ -265,7 +266,7 @@ impl SendFlow {
         self.ip_ident = self.ip_ident.wrapping_add(1);
         let bth = packet::bth(opcode, self.cfg.dst_qp, self.psn_of(seq), index == ppm - 1);
         let payload_len = (app_len as usize).max(DataHeader::LEN);
-        let frame = packet::rocev2_frame(&env, &bth, payload_len, |p| header.emit(p));
+        let frame = packet::rocev2_frame_in(buffer, &env, &bth, payload_len, |p| header.emit(p));
 
         let retransmission = seq < self.max;
         self.nxt += 1;
@@ -290,7 +291,7 @@ impl SendFlow {
     /// time is spaced from its exact (sub-ns) due instant, a late one from when it actually left, so a
     /// flow never bursts to catch up.
     fn pace(&mut self, frame_len: u64, now_ns: u64, start_ps: u128) {
-        let on_time = u128::from(now_ns) <= self.next_send_ps.div_ceil(1000);
+        let on_time = now_ns <= crate::ps::to_ns_ceil(self.next_send_ps);
         let base = if on_time && self.next_send_ps > 0 { self.next_send_ps } else { start_ps };
         self.gap_base_ps = base;
         self.gap_scaled =
@@ -303,9 +304,9 @@ impl SendFlow {
     /// sent at the minimum rate (1 Mb/s: 33 ms for 4 KiB) would hold the flow for that long, however soon
     /// the rate recovered.
     fn repace(&mut self) {
-        let rate = u128::from(self.rate_bps().max(1));
-        self.next_send_ps = self.gap_base_ps + self.gap_scaled / rate;
-        self.pace_remainder = self.gap_scaled % rate;
+        let (whole, remainder) = crate::ps::div_rem(self.gap_scaled, self.rate_bps().max(1));
+        self.next_send_ps = self.gap_base_ps + whole;
+        self.pace_remainder = u128::from(remainder);
     }
 
     /// Runs `f` on the reaction point, then re-spaces the pending gap if the rate changed.

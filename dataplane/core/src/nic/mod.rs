@@ -45,6 +45,7 @@
 mod config;
 pub mod dcqcn;
 pub mod flow;
+mod flow_index;
 pub mod packet;
 pub mod probe;
 mod receiver;
@@ -69,8 +70,9 @@ pub use stats::{
 use crate::model::pfc::{PfcCounters, PfcPort};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
-use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, L4, MacControlRepr, udp};
+use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
 use flow::{FlowSchedule, SendFlow};
+use flow_index::FlowIndex;
 use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
 use rx_pipeline::RxPipeline;
 pub use rx_pipeline::{RxPipelineConfig, RxPipelineStats};
@@ -90,6 +92,8 @@ pub const RETIRED_RX_QPS: usize = 256;
 const ARP_PRIORITY: u8 = 0;
 const PS_PER_NS: u128 = 1000;
 const IDENTITY_PRIORITIES: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+/// Received frames kept to build frames in ([`Nic::recycle`]).
+const SPARE_FRAMES: usize = 16;
 
 /// A control frame waiting for the line.
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +123,10 @@ pub struct Nic {
     flows: Vec<SendFlow>,
     /// Beside each flow, what the scans read of it ([`FlowSchedule`]), refreshed whenever it changes.
     schedules: Vec<FlowSchedule>,
+    /// The schedules indexed by instant, so that the NIC's scans cost log(flows) (`flow_index.rs`).
+    index: FlowIndex,
+    /// Buffers of frames the NIC handled, to build frames in (no allocation per frame in a simulation).
+    spare_frames: Vec<Vec<u8>>,
     rr_next: usize,
     receivers: BTreeMap<RxKey, RxQp>,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
@@ -148,6 +156,8 @@ impl Nic {
             last_port_cnp_ns: None,
             flows: Vec::new(),
             schedules: Vec::new(),
+            index: FlowIndex::default(),
+            spare_frames: Vec::new(),
             rr_next: 0,
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
@@ -218,6 +228,7 @@ impl Nic {
         );
         self.schedules.push(send.schedule(self.now_ns, self.cfg.window_packets));
         self.flows.push(send);
+        self.rebuild_index();
         Ok(src_qp)
     }
 
@@ -227,6 +238,7 @@ impl Nic {
         let stats = self.flows[i].stats(self.now_ns);
         self.flows.remove(i);
         self.schedules.remove(i);
+        self.rebuild_index();
         if self.rr_next > i {
             self.rr_next -= 1;
         }
@@ -286,10 +298,19 @@ impl Nic {
 
     /// What the NIC does with a received frame (on arrival, or when its receive pipeline finishes it).
     fn process_frame(&mut self, frame: &[u8], now_ns: u64) {
+        // A RoCEv2 packet (nearly every frame) is read in place; anything else is decoded in full.
+        if let Some(roce) = crate::wire::roce_v4(frame) {
+            debug_assert_eq!(Some(roce), crate::wire::decode(frame).ok().and_then(|d| RoceV4::of(&d)));
+            return self.receive_roce(frame, &roce, now_ns);
+        }
         let Ok(decoded) = crate::wire::decode(frame) else {
             self.counters.rx_malformed += 1;
             return;
         };
+        if let Some(roce) = RoceV4::of(&decoded) {
+            // Not reached (roce_v4 takes these), but should the two ever differ, the same handling.
+            return self.receive_roce(frame, &roce, now_ns);
+        }
         match decoded.l3 {
             L3::MacControl(MacControlRepr::Pfc(pfc)) => {
                 self.counters.rx_pfc_frames += 1;
@@ -314,28 +335,32 @@ impl Nic {
                     target_protocol_addr: request.source_protocol_addr,
                 }));
             }
-            L3::Ipv4 { header, l4: L4::Udp { header: udp_header, offset, bth: Some(bth) } }
-                if header.dst_addr == self.cfg.ip && decoded.ethernet.dst_addr == self.cfg.mac =>
-            {
-                // The BTH payload without the ICRC.
-                let start = offset + udp::HEADER_LEN + bth::HEADER_LEN;
-                let end = (offset + udp::HEADER_LEN + udp_header.payload_len).saturating_sub(bth::ICRC_LEN);
-                let Some(payload) = frame.get(start..end.max(start)) else {
-                    self.counters.rx_malformed += 1;
-                    return;
-                };
-                let roce = Roce {
-                    src_mac: decoded.ethernet.src_addr,
-                    src_ip: header.src_addr,
-                    dscp: header.dscp,
-                    ce: header.ecn == Ecn::Ce,
-                    udp_src_port: udp_header.src_port,
-                    bth,
-                };
-                self.handle_roce(&roce, payload, now_ns);
-            }
             _ => self.counters.rx_ignored += 1,
         }
+    }
+
+    /// An IPv4 RoCEv2 packet arrived: handled if it is addressed to this NIC, else ignored.
+    fn receive_roce(&mut self, frame: &[u8], r: &RoceV4, now_ns: u64) {
+        if r.ip.dst_addr != self.cfg.ip || r.dst_mac != self.cfg.mac {
+            self.counters.rx_ignored += 1;
+            return;
+        }
+        // The BTH payload without the ICRC.
+        let start = r.udp_offset + udp::HEADER_LEN + bth::HEADER_LEN;
+        let end = (r.udp_offset + udp::HEADER_LEN + r.udp.payload_len).saturating_sub(bth::ICRC_LEN);
+        let Some(payload) = frame.get(start..end.max(start)) else {
+            self.counters.rx_malformed += 1;
+            return;
+        };
+        let roce = Roce {
+            src_mac: r.src_mac,
+            src_ip: r.ip.src_addr,
+            dscp: r.ip.dscp,
+            ce: r.ip.ecn == Ecn::Ce,
+            udp_src_port: r.udp.src_port,
+            bth: r.bth,
+        };
+        self.handle_roce(&roce, payload, now_ns);
     }
 
     fn handle_roce(&mut self, p: &Roce, payload: &[u8], now_ns: u64) {
@@ -433,7 +458,8 @@ impl Nic {
 
     /// Refreshes what the scans read of flow `i` after it changed.
     pub(super) fn reschedule_flow(&mut self, i: usize) {
-        self.schedules[i] = self.flows[i].schedule(self.now_ns, self.cfg.window_packets);
+        let schedule = self.flows[i].schedule(self.now_ns, self.cfg.window_packets);
+        self.set_schedule(i, schedule);
     }
 
     /// Makes the live receiving QP of `key` the one whose first PSN is `initial_psn`: the live one if it
@@ -493,14 +519,22 @@ impl Nic {
         self.expire_idle(now_ns);
         self.pfc.settle(now_ns);
         let (now, window) = (self.now_ns, self.cfg.window_packets);
-        for (flow, schedule) in self.flows.iter_mut().zip(&mut self.schedules) {
-            // Flows with nothing due are left alone: their handle_timeout would change nothing.
-            if schedule.timeout_at.is_some_and(|t| t <= now_ns) {
-                flow.handle_timeout(now_ns);
-                *schedule = flow.schedule(now, window);
-            } else {
-                debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
+        // Only flows with something due are visited (found in the index): the others' handle_timeout would
+        // change nothing.
+        if cfg!(debug_assertions) {
+            for (flow, schedule) in self.flows.iter().zip(&self.schedules) {
+                if schedule.timeout_at.is_none_or(|t| t > now_ns) {
+                    debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
+                }
             }
+        }
+        let mut from = 0;
+        while let Some(i) = self.index.timeouts.first_due(from, now_ns) {
+            debug_assert!(self.schedules[i].timeout_at.is_some_and(|t| t <= now_ns));
+            self.flows[i].handle_timeout(now_ns);
+            let schedule = self.flows[i].schedule(now, window);
+            self.set_schedule(i, schedule);
+            from = i + 1;
         }
     }
 
@@ -522,19 +556,41 @@ impl Nic {
         for c in &self.control {
             earliest(gate(self.control_priority(c), now));
         }
+        let probe = self
+            .prober
+            .as_ref()
+            .and_then(|p| p.next_due().and_then(|t| gate(p.config().priority, t.max(now))));
+        earliest(probe);
         let window = self.cfg.window_packets;
-        for (f, s) in self.flows.iter().zip(&self.schedules) {
-            debug_assert_eq!((s.timer_at, s.priority), (f.poll_at(), f.cfg.priority));
-            let ready = if now < s.ready_until_ns { s.ready_at } else { f.ready_at(now, window) };
-            debug_assert_eq!(ready, f.ready_at(now, window));
-            earliest(ready.and_then(|r| gate(s.priority, r)));
-        }
-        if let Some(prober) = &self.prober {
-            earliest(prober.next_due().and_then(|t| gate(prober.config().priority, t.max(now))));
+        let scan = |earliest: &mut dyn FnMut(Option<u64>)| {
+            for (f, s) in self.flows.iter().zip(&self.schedules) {
+                debug_assert_eq!((s.timer_at, s.priority), (f.poll_at(), f.cfg.priority));
+                let ready = if now < s.ready_until_ns { s.ready_at } else { f.ready_at(now, window) };
+                debug_assert_eq!(ready, f.ready_at(now, window));
+                earliest(ready.and_then(|r| gate(s.priority, r)));
+            }
+        };
+        if self.flows.len() > flow_index::SCAN_FLOWS && self.index.ready_holds(now) {
+            // The earliest ready flow of each priority, gated by its pause: the same minimum as the scan
+            // (gating is monotone in the ready instant).
+            for (p, tree) in self.index.ready.iter().enumerate() {
+                earliest(tree.min().and_then(|r| gate(p as u8, r)));
+            }
+            if cfg!(debug_assertions) {
+                let mut scanned = [self.pfc.next_frame_at(now), probe].into_iter().flatten().min();
+                for c in &self.control {
+                    scanned = [scanned, gate(self.control_priority(c), now)].into_iter().flatten().min();
+                }
+                scan(&mut |t| scanned = [scanned, t].into_iter().flatten().min());
+                debug_assert_eq!(transmit, scanned, "indexed flow readiness");
+            }
+        } else {
+            scan(&mut earliest);
         }
         let transmit = transmit.map(|t| t.max(self.line_free_ns()));
         let rx = self.rx_pipe.as_ref().and_then(RxPipeline::poll_at);
-        self.schedules.iter().filter_map(|s| s.timer_at).chain(transmit).chain(rx).min()
+        debug_assert_eq!(self.index.timers.min(), self.schedules.iter().filter_map(|s| s.timer_at).min());
+        self.index.timers.min().into_iter().chain(transmit).chain(rx).min()
     }
 
     // ---------------------------------------------------------------------------------------- observation

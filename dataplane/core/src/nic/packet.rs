@@ -159,11 +159,24 @@ pub fn rocev2_frame(
     payload_len: usize,
     fill: impl FnOnce(&mut [u8]),
 ) -> Vec<u8> {
+    rocev2_frame_in(Vec::new(), env, bth, payload_len, fill)
+}
+
+/// [`rocev2_frame`] built in `frame`, a buffer to reuse (its contents are replaced; no allocation when
+/// its capacity suffices).
+pub fn rocev2_frame_in(
+    mut frame: Vec<u8>,
+    env: &Envelope,
+    bth: &BthRepr,
+    payload_len: usize,
+    fill: impl FnOnce(&mut [u8]),
+) -> Vec<u8> {
     let l2 = ethernet::HEADER_LEN + if env.vlan.is_some() { vlan::HEADER_LEN } else { 0 };
     let udp_payload = bth::HEADER_LEN + payload_len + bth::ICRC_LEN;
     let ip_payload = udp::HEADER_LEN + udp_payload;
     let len = l2 + ipv4::HEADER_LEN + ip_payload;
-    let mut frame = vec![0u8; len.max(ethernet::MIN_FRAME_LEN)];
+    frame.clear();
+    frame.resize(len.max(ethernet::MIN_FRAME_LEN), 0);
     emit_l2(env, EtherType::Ipv4, &mut frame);
     let ip = Ipv4Repr {
         src_addr: env.src_ip,

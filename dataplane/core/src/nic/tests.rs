@@ -5,7 +5,7 @@
 use super::packet::{self, DataHeader, Envelope};
 use super::*;
 use crate::sim::{self, Device, Sim};
-use crate::wire::{BthRepr, Decoded, EtherType, Ipv4Packet, PfcRepr, decode, mac_control};
+use crate::wire::{BthRepr, Decoded, EtherType, Ipv4Packet, L4, PfcRepr, decode, mac_control};
 
 mod dcqcn_loop;
 

@@ -5,7 +5,8 @@ use super::flow::Local;
 use super::packet::{self, Envelope};
 use super::probe;
 use super::{
-    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
+    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, SPARE_FRAMES, STORM_QUANTA,
+    WIRE_OVERHEAD_BYTES,
 };
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
@@ -15,7 +16,7 @@ use std::net::Ipv4Addr;
 
 impl Nic {
     pub(super) fn line_free_ns(&self) -> u64 {
-        self.line_free_ps.div_ceil(PS_PER_NS) as u64
+        crate::ps::to_ns_ceil(self.line_free_ps)
     }
 
     /// Priorities paused at `now` (all of them under an 802.3x PAUSE).
@@ -29,9 +30,9 @@ impl Nic {
             if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
         let bits = (len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
         let scaled = bits * 1_000_000_000_000 + self.line_remainder;
-        let rate = u128::from(self.line_rate_bps());
-        self.line_free_ps = start + scaled / rate;
-        self.line_remainder = scaled % rate;
+        let (whole, remainder) = crate::ps::div_rem(scaled, self.line_rate_bps());
+        self.line_free_ps = start + whole;
+        self.line_remainder = u128::from(remainder);
         self.counters.tx_frames += 1;
         self.counters.tx_bytes += len as u64;
         start
@@ -65,27 +66,57 @@ impl Nic {
             return Some(frame);
         }
         let n = self.flows.len();
-        for k in 0..n {
-            let i = (self.rr_next + k) % n;
-            let flow = &self.flows[i];
-            if paused & (1 << flow.cfg.priority) != 0
-                || flow.ready_at(now_ns, self.cfg.window_packets).is_none_or(|t| t > now_ns)
-            {
-                continue;
+        let window = self.cfg.window_packets;
+        // The first flow in round-robin order whose priority is not paused and that is ready now: from the
+        // index, or by a scan of the schedules while a cached readiness may have lapsed.
+        let scan = || {
+            (0..n).map(|k| (self.rr_next + k) % n).find(|&i| {
+                let s = &self.schedules[i];
+                let ready = if now_ns < s.ready_until_ns {
+                    s.ready_at
+                } else {
+                    self.flows[i].ready_at(now_ns, window)
+                };
+                debug_assert_eq!(ready, self.flows[i].ready_at(now_ns, window), "cached flow readiness");
+                paused & (1 << s.priority) == 0 && ready.is_some_and(|t| t <= now_ns)
+            })
+        };
+        let next = match self.next_ready_flow(self.rr_next, now_ns, paused) {
+            Some(found) => {
+                debug_assert_eq!(found, scan(), "indexed flow readiness");
+                found
             }
+            None => scan(),
+        };
+        if let Some(i) = next {
             self.rr_next = (i + 1) % n;
             let local = self.local();
             // The flow is paced from the instant its first bit leaves, which needs the frame length; the
             // line start does not depend on it.
             let start_ps =
                 if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
-            let frame = self.flows[i].transmit(now_ns, start_ps, &local);
+            let buffer = self.spare_frame();
+            let frame = self.flows[i].transmit(now_ns, start_ps, &local, buffer);
             self.reschedule_flow(i);
             self.occupy_line(now_ns, frame.len());
             self.counters.tx_data_frames += 1;
             return Some(frame);
         }
         None
+    }
+
+    /// A buffer to build a frame in: one the NIC received and is done with, or a new one. Received frames
+    /// (data on the receiving side, ACKs on the sending side) come back through [`Nic::recycle`], so a
+    /// simulated host builds most frames without an allocation.
+    fn spare_frame(&mut self) -> Vec<u8> {
+        self.spare_frames.pop().unwrap_or_default()
+    }
+
+    /// Takes back a frame the NIC has handled, to build a later one in.
+    pub fn recycle(&mut self, frame: Vec<u8>) {
+        if self.spare_frames.len() < SPARE_FRAMES {
+            self.spare_frames.push(frame);
+        }
     }
 
     fn local(&self) -> Local {
@@ -186,7 +217,8 @@ impl Nic {
                     ..base
                 };
                 let bth = packet::bth(Opcode::RcAck, rx.requester_qp, psn, false);
-                let frame = packet::rocev2_frame(&env, &bth, Aeth::LEN, |p| aeth.emit(p));
+                let frame =
+                    packet::rocev2_frame_in(self.spare_frame(), &env, &bth, Aeth::LEN, |p| aeth.emit(p));
                 if is_nak {
                     self.counters.tx_nak_frames += 1;
                 } else {
@@ -233,7 +265,7 @@ impl Nic {
                 };
                 let bth = packet::bth(Opcode::Cnp, rx.requester_qp, 0, false);
                 self.counters.tx_cnp_frames += 1;
-                Some(packet::rocev2_frame(&env, &bth, bth::CNP_PAYLOAD_LEN, |_| {}))
+                Some(packet::rocev2_frame_in(self.spare_frame(), &env, &bth, bth::CNP_PAYLOAD_LEN, |_| {}))
             }
         }
     }

@@ -120,7 +120,7 @@ impl LinkState {
     }
 
     fn free_ns(&self) -> u64 {
-        (self.free_ps + u128::from(self.remainder > 0)).div_ceil(PS_PER_NS) as u64
+        crate::ps::to_ns_ceil(self.free_ps + u128::from(self.remainder > 0))
     }
 
     /// Puts a frame released at `now` on the line; its fate after loss and corruption.
@@ -131,15 +131,16 @@ impl LinkState {
             self.stats.lost += 1;
             return Fate::Lost;
         }
-        let rate = u128::from(self.link.rate_mbps.max(1));
+        let rate = u64::from(self.link.rate_mbps.max(1));
         if now > self.free_ns() {
             self.free_ps = u128::from(now) * PS_PER_NS;
             self.remainder = 0;
         }
         // bits × 10^6 / Mb/s = ps.
         let scaled = (frame.len() as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8 * 1_000_000 + self.remainder;
-        self.free_ps += scaled / rate;
-        self.remainder = scaled % rate;
+        let (whole, remainder) = crate::ps::div_rem(scaled, rate);
+        self.free_ps += whole;
+        self.remainder = u128::from(remainder);
         self.stats.frames += 1;
         self.stats.bytes += frame.len() as u64;
         // Only an impairment counts data packets apart (and a link's impairments are set when it is made).
@@ -157,7 +158,7 @@ impl LinkState {
         self.stats.corrupted += u64::from(corrupt);
         let arrival_ps =
             self.free_ps + u128::from(self.remainder > 0) + u128::from(self.link.delay_ns) * PS_PER_NS;
-        let at = arrival_ps.div_ceil(PS_PER_NS) as u64;
+        let at = crate::ps::to_ns_ceil(arrival_ps);
         self.wire.push_back(OnWire { at, corrupt, frame });
         Fate::Delivered { at }
     }

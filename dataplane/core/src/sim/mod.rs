@@ -16,6 +16,7 @@
 //!   asked for comes, never otherwise. Ties are broken by insertion order and nodes at one instant are
 //!   visited in id order: the same inputs (and seed) give the same run, on every machine.
 
+mod calendar;
 pub mod link;
 pub mod pcap;
 
@@ -106,6 +107,7 @@ impl Node for Nic {
 
     fn handle_frame(&mut self, _port: usize, frame: Vec<u8>, now: u64) {
         Nic::handle_frame(self, &frame, now);
+        self.recycle(frame);
     }
 
     fn poll_transmit(&mut self, _port: usize, now: u64) -> Option<Transmit> {
@@ -177,9 +179,6 @@ enum Wake {
     Link(usize),
 }
 
-/// A calendar entry: (time, insertion order, what), earliest first.
-type Entry = Reverse<(u64, u64, Wake)>;
-
 /// A frame put on the way to a port from outside: (arrival, insertion order, destination, frame).
 type Injected = Reverse<(u64, u64, Endpoint, Vec<u8>)>;
 
@@ -195,8 +194,8 @@ pub struct Sim {
     /// Per node, per port: its link's index in `links`.
     port_links: Vec<Vec<Option<usize>>>,
     links: Vec<LinkState>,
-    calendar: BinaryHeap<Entry>,
-    /// Per node: the wake-up in the calendar that is current (older ones are skipped).
+    calendar: calendar::Calendar,
+    /// Per node: its wake-up in the calendar.
     scheduled: Vec<Option<u64>>,
     injected: BinaryHeap<Injected>,
     /// Nodes no longer driven (a host that stopped): frames to them are lost.
@@ -235,7 +234,7 @@ impl Sim {
             devices: Vec::new(),
             port_links: Vec::new(),
             links: Vec::new(),
-            calendar: BinaryHeap::new(),
+            calendar: calendar::Calendar::default(),
             scheduled: Vec::new(),
             injected: BinaryHeap::new(),
             stopped: Vec::new(),
@@ -403,6 +402,7 @@ impl Sim {
     pub fn stop(&mut self, id: usize) {
         self.stopped[id] = true;
         self.scheduled[id] = None;
+        self.calendar.cancel(Wake::Node(id));
     }
 
     pub fn is_stopped(&self, id: usize) -> bool {
@@ -443,15 +443,9 @@ impl Sim {
         }
     }
 
-    /// The earliest pending instant, skipping wake-ups that were superseded.
+    /// The earliest pending instant.
     fn next_time(&mut self) -> Option<u64> {
-        while let Some(&Reverse((t, _, Wake::Node(id)))) = self.calendar.peek() {
-            if self.scheduled[id] == Some(t) {
-                break;
-            }
-            self.calendar.pop();
-        }
-        let calendar = self.calendar.peek().map(|Reverse(e)| e.0);
+        let calendar = self.calendar.peek().map(|e| e.0);
         let injected = self.injected.peek().map(|Reverse(e)| e.0);
         calendar.into_iter().chain(injected).min()
     }
@@ -460,7 +454,7 @@ impl Sim {
     /// runs its timers and transmits what it can at `now`.
     fn step(&mut self) {
         let now = self.now;
-        while let Some(&Reverse((t, _, wake))) = self.calendar.peek() {
+        while let Some((t, _, wake)) = self.calendar.peek() {
             if t > now {
                 break;
             }
@@ -468,10 +462,9 @@ impl Sim {
             self.wakeups += 1;
             match wake {
                 Wake::Node(id) => {
-                    if self.scheduled[id] == Some(t) {
-                        self.scheduled[id] = None;
-                        self.mark(id);
-                    }
+                    debug_assert_eq!(self.scheduled[id], Some(t));
+                    self.scheduled[id] = None;
+                    self.mark(id);
                 }
                 Wake::Link(l) => {
                     while self.links[l].wire.front().is_some_and(|f| f.at <= now) {
@@ -550,15 +543,17 @@ impl Sim {
         let at = self.devices[id].node().poll_at();
         if at != self.scheduled[id] {
             self.scheduled[id] = at;
-            if let Some(t) = at {
-                self.push(t, Wake::Node(id));
+            match at {
+                Some(t) => self.push(t, Wake::Node(id)),
+                None => self.calendar.cancel(Wake::Node(id)),
             }
         }
     }
 
+    /// Books a wake-up (replacing the one pending for the same node or link).
     fn push(&mut self, at: u64, wake: Wake) {
         self.order += 1;
-        self.calendar.push(Reverse((at, self.order, wake)));
+        self.calendar.book(wake, at, self.order);
     }
 
     fn transmit(&mut self, from: Endpoint, at: u64, tx: Transmit) {

@@ -23,6 +23,7 @@ pub mod ip;
 pub mod ipv4;
 pub mod ipv6;
 pub mod mac_control;
+pub mod transit;
 pub mod udp;
 pub mod vlan;
 
@@ -33,6 +34,7 @@ pub use ethernet::{Address as EthernetAddress, EtherType, Frame as EthernetFrame
 pub use ipv4::{Address as Ipv4Address, Packet as Ipv4Packet, Repr as Ipv4Repr};
 pub use ipv6::{Address as Ipv6Address, Packet as Ipv6Packet, Repr as Ipv6Repr};
 pub use mac_control::{PauseRepr, PfcRepr, Repr as MacControlRepr};
+pub use transit::{IpFields, RoceV4, Transit, roce_v4, transit};
 pub use udp::{Packet as UdpPacket, Repr as UdpRepr};
 pub use vlan::{Repr as VlanRepr, Tag as VlanTag};
 

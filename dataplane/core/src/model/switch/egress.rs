@@ -308,21 +308,22 @@ impl Switch {
         {
             return None;
         }
-        let speed = self.config.ports.get(port.index())?.speed_mbps;
-        let mac = self.config.ports[port.index()].mac;
+        let cfg = self.config.ports.get(port.index())?;
+        let (speed, mac) = (cfg.speed_mbps, cfg.mac);
         let quanta = self.config.asic.pfc_pause_quanta;
-        let refresh_ns =
-            mac_control::quanta_to_ns(quanta, speed) * u64::from(self.config.asic.pfc_refresh_percent) / 100;
+        let refresh_percent = self.config.asic.pfc_refresh_percent;
         self.touch_port(port);
         let state = &mut self.ports[port.index()];
-        if state.egress.line_free_at_ns() > now_ns || !state.oper_up {
-            return None;
-        }
-        if let Some(repr) = state.pfc.poll_frame(now_ns, quanta, refresh_ns) {
-            let mut frame = vec![0u8; mac_control::FRAME_LEN];
-            MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
-            state.egress.occupy_line(now_ns, frame.len());
-            return Some(Transmit { frame, queue: None });
+        // Without a PFC frame due, `poll_frame` would change nothing and return `None`: the refresh
+        // interval (a division) is computed only when one is.
+        if pfc_due {
+            let refresh_ns = mac_control::quanta_to_ns(quanta, speed) * u64::from(refresh_percent) / 100;
+            if let Some(repr) = state.pfc.poll_frame(now_ns, quanta, refresh_ns) {
+                let mut frame = vec![0u8; mac_control::FRAME_LEN];
+                MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
+                state.egress.occupy_line(now_ns, frame.len());
+                return Some(Transmit { frame, queue: None });
+            }
         }
         if state.egress.is_empty() {
             return None;
@@ -369,7 +370,7 @@ impl Switch {
         }
         let blocked = self.blocked_queues(port, now_ns);
         let data = state.egress.next_ready_at(now_ns, blocked);
-        let paused_with_packets = (0..8u8).any(|q| blocked & (1 << q) != 0 && state.egress.len(q) > 0);
+        let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
         let unpause = if paused_with_packets { state.pfc.next_unpause_at(now_ns) } else { None };
         [pfc, data, unpause].into_iter().flatten().min()
     }

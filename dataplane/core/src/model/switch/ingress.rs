@@ -18,14 +18,30 @@ impl Switch {
         self.ledger.received += 1;
         let len = frame.len() as u64;
         // As a router: a transport header that does not parse does not stop the packet (see decode_transit).
-        let decoded = match wire::decode_transit(&frame) {
-            Ok(d) => d,
+        // An IP packet is read in place (`wire::transit`); anything else (ARP, MAC Control, other
+        // EtherTypes: rare on the data path) is decoded in full.
+        let view = match wire::transit(&frame) {
+            Ok(v) => v,
             Err(e) => return self.drop_ingress(port, DropReason::Malformed(e.layer())),
+        };
+        debug_assert!(
+            match wire::decode_transit(&frame) {
+                Ok(d) => Transit::of(&d) == view,
+                Err(_) => view.ip.is_none(),
+            },
+            "the transit view disagrees with decode_transit"
+        );
+        let full = match view.ip {
+            Some(_) => None,
+            None => match wire::decode_transit(&frame) {
+                Ok(d) => Some(d),
+                Err(e) => return self.drop_ingress(port, DropReason::Malformed(e.layer())),
+            },
         };
         if frame.len() > port_cfg.mtu as usize + ethernet::HEADER_LEN + vlan::HEADER_LEN {
             return self.drop_ingress(port, DropReason::ExceedsL2Mtu);
         }
-        if let (L3::MacControl(repr), true) = (&decoded.l3, port_cfg.admin_up) {
+        if let (Some(Decoded { l3: L3::MacControl(repr), .. }), true) = (&full, port_cfg.admin_up) {
             // PFC/PAUSE are consumed by the MAC, never forwarded, and not counted as RX_OK.
             self.ports[port.index()].counters.rx_mac_control += 1;
             self.receive_mac_control(port, repr, now_ns);
@@ -34,14 +50,14 @@ impl Switch {
         let counters = &mut self.ports[port.index()].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
-        if decoded.ethernet.dst_addr.is_multicast() {
+        if view.dst_addr.is_multicast() {
             counters.rx_non_ucast += 1;
         }
         if !port_cfg.admin_up {
             return self.drop_ingress(port, DropReason::PortAdminDown);
         }
-        let src_mac = decoded.ethernet.src_addr;
-        let dst_mac = decoded.ethernet.dst_addr;
+        let src_mac = view.src_addr;
+        let dst_mac = view.dst_addr;
         if src_mac.is_multicast() {
             return self.drop_ingress(port, DropReason::SmacMulticast);
         }
@@ -50,7 +66,7 @@ impl Switch {
         }
 
         // Which L2 domain (VLAN) and router interface the frame belongs to.
-        let tag = decoded.vlan.filter(|t| t.vid != 0);
+        let tag = view.vlan.filter(|t| t.vid != 0);
         let vid = match tag {
             Some(t) if self.derived.membership.get(&(t.vid, port)) == Some(&true) => Some(t.vid),
             Some(_) => return self.drop_ingress(port, DropReason::IngressVlanFilter),
@@ -63,7 +79,7 @@ impl Switch {
         if vid.is_none() && rif_in.is_none() {
             return self.drop_ingress(port, DropReason::IngressVlanFilter);
         }
-        if decoded.vlan.is_some() {
+        if view.vlan.is_some() {
             // Frames travel untagged inside the switch; egress tags them as the port's membership says.
             vlan::pop_tag(&mut frame);
         }
@@ -73,9 +89,9 @@ impl Switch {
             self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port: self.port_name(port) });
         }
 
-        let udp_dport = decoded.udp().map(|u| u.dst_port);
-        let pcp = decoded.vlan.map(|t| t.pcp);
-        let class = classify(&self.config.qos[port.index()], pcp, decoded.dscp(), udp_dport);
+        let udp_dport = view.ip.and_then(|ip| ip.udp_ports).map(|(_, dst)| dst);
+        let pcp = view.vlan.map(|t| t.pcp);
+        let class = classify(&self.config.qos[port.index()], pcp, view.ip.map(|ip| ip.dscp), udp_dport);
         let pg = &mut self.ports[port.index()].counters.pgs[usize::from(class.pg)];
         pg.packets += 1;
         pg.bytes += len;
@@ -87,11 +103,11 @@ impl Switch {
             return self.drop_ingress(port, DropReason::PfcWatchdog);
         }
         if let Some(dscp) = class.set_dscp {
-            rewrite_dscp(&mut frame, &decoded.l3, dscp);
+            rewrite_dscp(&mut frame, view.ip.as_ref(), dscp);
         }
         let meta = Meta { ingress: Some(port), class, pcp };
 
-        if let L3::Arp(arp) = &decoded.l3 {
+        if let Some(Decoded { l3: L3::Arp(arp), .. }) = &full {
             let for_us = self.handle_arp(port, vid, rif_in, arp, now_ns);
             if vid.is_none() || (for_us && dst_mac.is_unicast()) {
                 return self.trap(port);
@@ -101,7 +117,7 @@ impl Switch {
         if let Some(rif) = rif_in
             && dst_mac == self.config.interfaces[rif.index()].mac
         {
-            return self.route(port, frame, &decoded.l3, meta, now_ns);
+            return self.route(port, frame, view.ip, meta, now_ns);
         }
         match vid {
             Some(v) => self.bridge(port, v, frame, dst_mac, meta, now_ns),
@@ -230,20 +246,11 @@ impl Switch {
         self.enqueue(port, vid, frame, Meta { ingress: None, class, pcp: None }, now_ns);
     }
 
-    fn route(&mut self, port: PortId, mut frame: Vec<u8>, l3: &L3, meta: Meta, now_ns: u64) {
-        let (dst, ttl, flow) = match l3 {
-            L3::Ipv4 { header, l4 } => (
-                IpAddr::V4(header.dst_addr),
-                header.ttl,
-                flow_key(header.src_addr.into(), header.dst_addr.into(), header.protocol.into(), l4),
-            ),
-            L3::Ipv6 { header, l4 } => (
-                IpAddr::V6(header.dst_addr),
-                header.hop_limit,
-                flow_key(header.src_addr.into(), header.dst_addr.into(), header.next_header.into(), l4),
-            ),
-            _ => return self.drop_ingress(port, DropReason::NoL3Header),
-        };
+    fn route(&mut self, port: PortId, mut frame: Vec<u8>, ip: Option<IpFields>, meta: Meta, now_ns: u64) {
+        let Some(ip) = ip else { return self.drop_ingress(port, DropReason::NoL3Header) };
+        let (dst, ttl) = (ip.dst_addr, ip.ttl);
+        let (src_port, dst_port) = ip.udp_ports.unwrap_or((0, 0));
+        let flow = FlowKey { src: ip.src_addr, dst, protocol: ip.protocol.into(), src_port, dst_port };
         let (next_hop, rif) = match self.derived.routes.lookup(dst) {
             None if dst.is_ipv4() => return self.drop_ingress(port, DropReason::Lpm4Miss),
             None => return self.drop_ingress(port, DropReason::Lpm6Miss),
@@ -276,7 +283,7 @@ impl Switch {
         };
         let iface = &self.config.interfaces[rif.index()];
         let (out_mac, out_kind) = (iface.mac, iface.kind);
-        decrement_ttl(&mut frame, l3);
+        decrement_ttl(&mut frame, &ip);
         let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
         eth.set_src_addr(out_mac);
         eth.set_dst_addr(neighbor.mac);
@@ -375,33 +382,23 @@ impl Switch {
     }
 }
 
-fn flow_key(src: IpAddr, dst: IpAddr, protocol: u8, l4: &L4) -> FlowKey {
-    let (src_port, dst_port) = match l4 {
-        L4::Udp { header, .. } => (header.src_port, header.dst_port),
-        _ => (0, 0),
-    };
-    FlowKey { src, dst, protocol, src_port, dst_port }
-}
-
 /// The frame is untagged here (tags are stripped at ingress), so the IP header starts at 14.
-fn decrement_ttl(frame: &mut [u8], l3: &L3) {
-    let ip = &mut frame[ethernet::HEADER_LEN..];
-    match l3 {
-        L3::Ipv4 { .. } => {
-            Ipv4Packet::new_unchecked(ip).decrement_ttl();
-        }
-        L3::Ipv6 { .. } => {
-            Ipv6Packet::new_unchecked(ip).decrement_hop_limit();
-        }
-        _ => {}
+fn decrement_ttl(frame: &mut [u8], ip: &IpFields) {
+    let header = &mut frame[ethernet::HEADER_LEN..];
+    if ip.dst_addr.is_ipv4() {
+        Ipv4Packet::new_unchecked(header).decrement_ttl();
+    } else {
+        Ipv6Packet::new_unchecked(header).decrement_hop_limit();
     }
 }
 
-fn rewrite_dscp(frame: &mut [u8], l3: &L3, dscp: u8) {
-    let ip = &mut frame[ethernet::HEADER_LEN..];
-    match l3 {
-        L3::Ipv4 { .. } => Ipv4Packet::new_unchecked(ip).rewrite_dscp(dscp),
-        L3::Ipv6 { .. } => Ipv6Packet::new_unchecked(ip).rewrite_dscp(dscp),
-        _ => {}
+/// The frame is untagged here too (rewritten after the tag was popped); nothing to do for a non-IP frame.
+fn rewrite_dscp(frame: &mut [u8], ip: Option<&IpFields>, dscp: u8) {
+    let Some(ip) = ip else { return };
+    let header = &mut frame[ethernet::HEADER_LEN..];
+    if ip.dst_addr.is_ipv4() {
+        Ipv4Packet::new_unchecked(header).rewrite_dscp(dscp);
+    } else {
+        Ipv6Packet::new_unchecked(header).rewrite_dscp(dscp);
     }
 }

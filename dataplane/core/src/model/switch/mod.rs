@@ -14,8 +14,8 @@ use super::scheduler::{PortSettings, QueueSettings, Scheduler};
 use super::watchdog::Watchdog;
 use super::wred::{Rng, WredQueue};
 use crate::wire::{
-    self, ArpOperation, ArpRepr, EtherType, EthernetAddress, EthernetFrame, Ipv4Packet, Ipv6Packet, L3, L4,
-    build, ethernet, vlan,
+    self, ArpOperation, ArpRepr, Decoded, EtherType, EthernetAddress, EthernetFrame, IpFields, Ipv4Packet,
+    Ipv6Packet, L3, Transit, build, ethernet, vlan,
 };
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
