@@ -256,7 +256,7 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         .find(|&d| !lossless_pgs.contains(&pg_of(d)) && dst_qos.pfc_enable & 1 << tc_of(d) == 0);
     let mut xoffs = BTreeMap::new();
     let mut xons = BTreeMap::new();
-    let mut first_xoff: Option<(u8, Xoff)> = None;
+    let mut first_xoff: Option<(u8, Xoff, u64)> = None;
     for (i, &pg) in lossless_pgs.iter().enumerate() {
         let Some(dscp) = (0..64u8).find(|&d| pg_of(d) == pg) else { continue };
         let prio = usize::from(tc_of(dscp));
@@ -265,6 +265,7 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         let trig_pfc = probe
             .until(dscp, |sw, s, _| sw.port_counters(s).is_some_and(|c| c.pfc[prio].tx > 0))
             .ok_or_else(|| format!("PG {pg} never sent PFC"))?;
+        let shared_at_xoff_bytes = probe.pg_shared_watermark(pg);
         let more = probe
             .until(dscp, |sw, s, _| sw.port_counters(s).is_some_and(|c| c.pgs[pg_index].dropped_packets > 0))
             .ok_or_else(|| format!("PG {pg} never dropped"))?;
@@ -280,11 +281,22 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
             format!("xon_{}", i + 1),
             Xon { dscp, ecn: 1, pg, pkts_num_trig_pfc: trig_pfc, pkts_num_dismiss_pfc: dismiss },
         );
-        first_xoff.get_or_insert((dscp, xoff.clone()));
+        first_xoff.get_or_insert((dscp, xoff.clone(), shared_at_xoff_bytes));
         xoffs.insert(format!("xoff_{}", i + 1), xoff);
     }
-    let (dscp, xoff) = first_xoff.ok_or("the source port has no lossless PG (pfc_enable)")?;
+    let (dscp, xoff, shared_at_xoff_bytes) =
+        first_xoff.ok_or("the source port has no lossless PG (pfc_enable)")?;
     let pg = xoff.pg;
+    // The packets PGSharedWatermarkTest sends to fill the PG's shared space. Broadcom's
+    // qos_params.<asic>.yaml give the XOFF trigger (shared space is the last to fill before XOFF). NVIDIA's
+    // generator (tests/qos/files/mellanox/qos_param_generator.py) gives `pkts_num_dismiss_pfc`, the shared
+    // space + 1, because a Spectrum PG fills its shared space first and then `xon` + hysteresis cells of
+    // its `size`, which are not shared, before XOFF: here, the shared cells at XOFF in 64-byte packets.
+    let pg_fill_shared = if config.asic.family().is_spectrum() {
+        shared_at_xoff_bytes.div_ceil(cell * 64u64.div_ceil(cell))
+    } else {
+        xoff.pkts_num_trig_pfc
+    };
     let queue = queue_of(dscp);
     // Watermarks: the packets before the PG's (queue's) shared watermark moves.
     let mut probe = Probe::new(&db, ports)?;
@@ -297,7 +309,7 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         pg,
         queue,
         pkts_num_fill_min: fill,
-        pkts_num_trig_pfc: pg.map(|_| xoff.pkts_num_trig_pfc),
+        pkts_num_trig_pfc: pg.map(|_| pg_fill_shared),
         pkts_num_trig_ingr_drp: queue.map(|_| xoff.pkts_num_trig_ingr_drp),
         pkts_num_trig_egr_drp: None,
         cell_size: cell,
@@ -419,5 +431,10 @@ mod tests {
         assert!(block.xoff["xoff_1"].pkts_num_trig_pfc.abs_diff(17406) <= 4);
         assert!(block.xoff["xoff_1"].pkts_num_trig_ingr_drp.abs_diff(17631) <= 4);
         assert_eq!(block.wm_pg_shared_lossless.pkts_num_fill_min, 0, "Spectrum fills shared space first");
+        // PGSharedWatermarkTest's fill on Mellanox: the generator's pkts_num_dismiss_pfc = shared + 1, with
+        // shared = ceil(static_th / 96) - ceil(size / 96) cells, static_th = size + int(0.5 * pool)
+        // (tests/qos/qos_sai_base.py __computeBufferThreshold, dynamic_th 0): pg_lossless_100000_5m_profile
+        // size 50176, ingress_lossless_pool 3302912 -> 17726 - 523 = 17203 shared, 17204 to fill.
+        assert_eq!(block.wm_pg_shared_lossless.pkts_num_trig_pfc, Some(17204));
     }
 }
