@@ -19,6 +19,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+mod hdrm;
+pub use hdrm::HdrmPoolSize;
+
 /// Tables that place ports in VLANs or give them addresses: replaced for the measurement.
 const FORWARDING_TABLES: &[&str] = &[
     "INTERFACE",
@@ -102,6 +105,8 @@ pub struct SpeedCable {
     pub wm_pg_headroom: Xoff,
     pub wm_pg_shared_lossless: Watermark,
     pub wm_q_shared_lossless: Watermark,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hdrm_pool_size: Option<HdrmPoolSize>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -153,6 +158,10 @@ impl Probe {
     }
 
     fn send(&mut self, dscp: u8) {
+        self.send_from(self.src, dscp);
+    }
+
+    fn send_from(&mut self, src: PortId, dscp: u8) {
         self.sent += 1;
         let flow = Ipv4Flow {
             src_mac: SENDER_MAC,
@@ -165,8 +174,8 @@ impl Probe {
             ttl: 64,
         };
         // 64 bytes on the wire with the FCS, sonic-mgmt's default packet length.
-        self.sw.handle_frame(self.src, flow.udp(4791, &[0; 18]), self.now);
-        while self.sw.poll_transmit(self.src, self.now).is_some() {}
+        self.sw.handle_frame(src, flow.udp(4791, &[0; 18]), self.now);
+        while self.sw.poll_transmit(src, self.now).is_some() {}
     }
 
     /// Sends until `done`; the number of packets it took.
@@ -257,9 +266,11 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
     let mut xoffs = BTreeMap::new();
     let mut xons = BTreeMap::new();
     let mut first_xoff: Option<(u8, Xoff, u64)> = None;
+    let mut lossless = Vec::new();
     for (i, &pg) in lossless_pgs.iter().enumerate() {
         let Some(dscp) = (0..64u8).find(|&d| pg_of(d) == pg) else { continue };
         let prio = usize::from(tc_of(dscp));
+        lossless.push((dscp, pg, prio));
         let mut probe = Probe::new(&db, ports)?;
         let pg_index = usize::from(pg);
         let trig_pfc = probe
@@ -320,6 +331,7 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         wm_pg_headroom: xoff.clone(),
         wm_pg_shared_lossless: lossless_wm(Some(pg), None, pg_fill_min),
         wm_q_shared_lossless: lossless_wm(None, Some(queue), q_fill_min),
+        hdrm_pool_size: hdrm::measure(&db, &config, ports, &lossless)?,
     };
     let (mut lossy_queue_1, mut wm_pg_shared_lossy, mut wm_q_shared_lossy) = (None, None, None);
     if let Some(dscp) = lossy_dscp {
@@ -421,6 +433,55 @@ mod tests {
         assert!(topo.xon["xon_1"].pkts_num_dismiss_pfc > 0);
         let yaml = serde_yaml::to_string(&params).unwrap();
         assert!(yaml.starts_with("qos_params:\n  th:\n    topo-any:\n      100000_40m:\n"), "{yaml}");
+    }
+
+    /// td3's hdrm_pool_size: sonic-mgmt's qos_params.td3.yaml (100000_300m) splits the shared headroom pool
+    /// (`xoff` 1 622 016 B = 6336 cells of 256 B) over 9 source ports × 2 PGs as 17 × 362 + 182; the model,
+    /// measured by HdrmPoolSizeTest's procedure, gives the same figures. Replaying the test's headroom step
+    /// (a consistency check) then drops exactly the packet after the last partial fill.
+    #[test]
+    fn trident3_headroom_pool_gives_sonic_mgmt_figures() {
+        let db = profile("td3.yaml");
+        let config = compile(&db).unwrap().config;
+        // DSCP 3 -> PG 3 (priority 3), DSCP 4 -> PG 4 (AZURE maps); what `measure` finds and passes.
+        let lossless = [(3, 3, 3), (4, 4, 4)];
+        let h = hdrm::measure(&measurement_config(&db, &ports()), &config, &ports(), &lossless)
+            .unwrap()
+            .expect("td3 has a shared headroom pool");
+        assert_eq!((h.pgs_num, h.src_ports.len()), (18, 9));
+        assert_eq!((h.pkts_num_hdrm_full, h.pkts_num_hdrm_partial), (362, 182));
+        assert_eq!((h.dscps.clone(), h.pgs.clone()), (vec![3, 4], vec![3, 4]));
+
+        let mdb = hdrm::with_sources(measurement_config(&db, &ports()), &h.src_ports[1..]);
+        let mut probe = Probe::new(&mdb, &ports()).unwrap();
+        let pairs: Vec<hdrm::Pair> = h
+            .src_ports
+            .iter()
+            .flat_map(|n| h.dscps.iter().map(move |&d| (n, d)))
+            .map(|(n, dscp)| hdrm::Pair {
+                src: probe.sw.port_id(n).unwrap(),
+                dscp,
+                pg: dscp,
+                prio: usize::from(dscp),
+            })
+            .collect();
+        hdrm::fill_and_trigger(&mut probe, &pairs, h.pkts_num_trig_pfc).unwrap();
+        let drops = |probe: &Probe| -> u64 {
+            h.src_ports
+                .iter()
+                .map(|n| probe.sw.port_counters(probe.sw.port_id(n).unwrap()).unwrap().rx_drp)
+                .sum()
+        };
+        for (i, p) in pairs.iter().enumerate() {
+            let n = if i + 1 < pairs.len() { h.pkts_num_hdrm_full } else { h.pkts_num_hdrm_partial };
+            for _ in 0..n {
+                hdrm::send(&mut probe, p);
+            }
+        }
+        assert_eq!(drops(&probe), 0, "the headroom pool holds every headroom packet");
+        let last = pairs.last().unwrap();
+        hdrm::send(&mut probe, last);
+        assert_eq!(drops(&probe), 1, "the pool is full: the next packet is an ingress drop");
     }
 
     /// sn2700 measured: NVIDIA's generator's numbers within its margins (trig_pfc 17406, drop 17631 ± 4).
