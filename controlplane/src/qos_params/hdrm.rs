@@ -73,6 +73,7 @@ fn pfc_tx(probe: &Probe, src: PortId, prio: usize) -> u64 {
 
 /// The test's first two steps: `trig` packets per pair in order, then each pair one packet at a time until
 /// it sends PFC. Errors when a pair needs more than the test's 10 packets.
+#[cfg(test)]
 pub(super) fn fill_and_trigger(probe: &mut Probe, pairs: &[Pair], trig: u64) -> Result<(), String> {
     for p in pairs {
         for _ in 0..trig {
