@@ -245,6 +245,13 @@ fn measurement_config(db: &ConfigDb, ports: &Ports) -> ConfigDb {
 
 /// Measures a profile.
 pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
+    // Routed ports of the profile: HdrmPoolSizeTest's extra sources are taken from the others first (the
+    // test ports of a t0 lab are its VLAN ports).
+    let routed: Vec<String> = db
+        .tables
+        .get("INTERFACE")
+        .map(|t| t.keys().map(|k| k.split('|').next().unwrap_or_default().to_owned()).collect())
+        .unwrap_or_default();
     let db = measurement_config(db, ports);
     let config = compile(&db).map_err(|e| e.to_string())?.config;
     let index = |name: &str| config.ports.iter().position(|p| p.name == name);
@@ -331,7 +338,7 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         wm_pg_headroom: xoff.clone(),
         wm_pg_shared_lossless: lossless_wm(Some(pg), None, pg_fill_min),
         wm_q_shared_lossless: lossless_wm(None, Some(queue), q_fill_min),
-        hdrm_pool_size: hdrm::measure(&db, &config, ports, &lossless)?,
+        hdrm_pool_size: hdrm::measure(&db, &config, ports, &lossless, &routed)?,
     };
     let (mut lossy_queue_1, mut wm_pg_shared_lossy, mut wm_q_shared_lossy) = (None, None, None);
     if let Some(dscp) = lossy_dscp {
@@ -445,7 +452,7 @@ mod tests {
         let config = compile(&db).unwrap().config;
         // DSCP 3 -> PG 3 (priority 3), DSCP 4 -> PG 4 (AZURE maps); what `measure` finds and passes.
         let lossless = [(3, 3, 3), (4, 4, 4)];
-        let h = hdrm::measure(&measurement_config(&db, &ports()), &config, &ports(), &lossless)
+        let h = hdrm::measure(&measurement_config(&db, &ports()), &config, &ports(), &lossless, &[])
             .unwrap()
             .expect("td3 has a shared headroom pool");
         assert_eq!((h.pgs_num, h.src_ports.len()), (18, 9));

@@ -116,22 +116,24 @@ pub(super) fn measure(
     config: &SwitchConfig,
     ports: &super::Ports,
     lossless: &[(u8, u8, usize)],
+    routed: &[String],
 ) -> Result<Option<HdrmPoolSize>, String> {
     let Some(wanted) = source_ports(config.asic.family()) else { return Ok(None) };
     if !config.pools.iter().any(|p| p.xoff_bytes > 0) || lossless.len() < 2 {
         return Ok(None);
     }
     let lossless = &lossless[..2];
-    // The source first, then the other PFC-enabled ports in profile order.
+    // The source first, then the other PFC-enabled ports in profile order, routed ones last.
+    let mut others: Vec<String> = config
+        .ports
+        .iter()
+        .zip(&config.qos)
+        .filter(|(p, q)| q.pfc_enable != 0 && p.name != ports.src && p.name != ports.dst)
+        .map(|(p, _)| p.name.clone())
+        .collect();
+    others.sort_by_key(|name| routed.contains(name));
     let mut sources = vec![ports.src.clone()];
-    sources.extend(
-        config
-            .ports
-            .iter()
-            .zip(&config.qos)
-            .filter(|(p, q)| q.pfc_enable != 0 && p.name != ports.src && p.name != ports.dst)
-            .map(|(p, _)| p.name.clone()),
-    );
+    sources.extend(others);
     let mut section = HdrmPoolSize {
         dscps: lossless.iter().map(|l| l.0).collect(),
         ecn: 1,
