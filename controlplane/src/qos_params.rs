@@ -465,12 +465,7 @@ mod tests {
             .src_ports
             .iter()
             .flat_map(|n| h.dscps.iter().map(move |&d| (n, d)))
-            .map(|(n, dscp)| hdrm::Pair {
-                src: probe.sw.port_id(n).unwrap(),
-                dscp,
-                pg: dscp,
-                prio: usize::from(dscp),
-            })
+            .map(|(n, dscp)| hdrm::Pair { src: probe.sw.port_id(n).unwrap(), dscp, prio: usize::from(dscp) })
             .collect();
         hdrm::fill_and_trigger(&mut probe, &pairs, h.pkts_num_trig_pfc).unwrap();
         let drops = |probe: &Probe| -> u64 {

@@ -47,7 +47,6 @@ fn source_ports(family: AsicFamily) -> Option<usize> {
 pub(super) struct Pair {
     pub src: PortId,
     pub dscp: u8,
-    pub pg: u8,
     pub prio: usize,
 }
 
@@ -153,10 +152,10 @@ pub(super) fn measure(
     let probe = Probe::new(&db, ports)?;
     let pairs = sources
         .iter()
-        .flat_map(|name| lossless.iter().map(move |&(dscp, pg, prio)| (name, dscp, pg, prio)))
-        .map(|(name, dscp, pg, prio)| {
+        .flat_map(|name| lossless.iter().map(move |&(dscp, _, prio)| (name, dscp, prio)))
+        .map(|(name, dscp, prio)| {
             let src = probe.sw.port_id(name).ok_or_else(|| format!("the profile has no port {name}"))?;
-            Ok(Pair { src, dscp, pg, prio })
+            Ok(Pair { src, dscp, prio })
         })
         .collect::<Result<Vec<_>, String>>()?;
     // pkts_num_trig_pfc: one packet per pair in turn until any sends PFC; one level below that, every
@@ -170,8 +169,8 @@ pub(super) fn measure(
         }
         for p in &pairs {
             send(&mut probe, p);
-            // XOFF is decided on arrival: only the PG just sent to can have tripped (and it sends PFC).
-            if probe.sw.mmu().xoff_pgs(p.src) & 1 << p.pg != 0 {
+            // Any PG: as the pool fills, a PG filled earlier can cross its (shrinking) limit first.
+            if probe.sw.mmu().any_xoff() {
                 break 'fill;
             }
         }
