@@ -19,6 +19,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+mod hdrm;
+pub use hdrm::HdrmPoolSize;
+
 /// Tables that place ports in VLANs or give them addresses: replaced for the measurement.
 const FORWARDING_TABLES: &[&str] = &[
     "INTERFACE",
@@ -102,6 +105,8 @@ pub struct SpeedCable {
     pub wm_pg_headroom: Xoff,
     pub wm_pg_shared_lossless: Watermark,
     pub wm_q_shared_lossless: Watermark,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hdrm_pool_size: Option<HdrmPoolSize>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -153,6 +158,10 @@ impl Probe {
     }
 
     fn send(&mut self, dscp: u8) {
+        self.send_from(self.src, dscp);
+    }
+
+    fn send_from(&mut self, src: PortId, dscp: u8) {
         self.sent += 1;
         let flow = Ipv4Flow {
             src_mac: SENDER_MAC,
@@ -165,8 +174,8 @@ impl Probe {
             ttl: 64,
         };
         // 64 bytes on the wire with the FCS, sonic-mgmt's default packet length.
-        self.sw.handle_frame(self.src, flow.udp(4791, &[0; 18]), self.now);
-        while self.sw.poll_transmit(self.src, self.now).is_some() {}
+        self.sw.handle_frame(src, flow.udp(4791, &[0; 18]), self.now);
+        while self.sw.poll_transmit(src, self.now).is_some() {}
     }
 
     /// Sends until `done`; the number of packets it took.
@@ -236,6 +245,13 @@ fn measurement_config(db: &ConfigDb, ports: &Ports) -> ConfigDb {
 
 /// Measures a profile.
 pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
+    // Routed ports of the profile: HdrmPoolSizeTest's extra sources are taken from the others first (the
+    // test ports of a t0 lab are its VLAN ports).
+    let routed: Vec<String> = db
+        .tables
+        .get("INTERFACE")
+        .map(|t| t.keys().map(|k| k.split('|').next().unwrap_or_default().to_owned()).collect())
+        .unwrap_or_default();
     let db = measurement_config(db, ports);
     let config = compile(&db).map_err(|e| e.to_string())?.config;
     let index = |name: &str| config.ports.iter().position(|p| p.name == name);
@@ -256,15 +272,18 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         .find(|&d| !lossless_pgs.contains(&pg_of(d)) && dst_qos.pfc_enable & 1 << tc_of(d) == 0);
     let mut xoffs = BTreeMap::new();
     let mut xons = BTreeMap::new();
-    let mut first_xoff: Option<(u8, Xoff)> = None;
+    let mut first_xoff: Option<(u8, Xoff, u64)> = None;
+    let mut lossless = Vec::new();
     for (i, &pg) in lossless_pgs.iter().enumerate() {
         let Some(dscp) = (0..64u8).find(|&d| pg_of(d) == pg) else { continue };
         let prio = usize::from(tc_of(dscp));
+        lossless.push((dscp, pg, prio));
         let mut probe = Probe::new(&db, ports)?;
         let pg_index = usize::from(pg);
         let trig_pfc = probe
             .until(dscp, |sw, s, _| sw.port_counters(s).is_some_and(|c| c.pfc[prio].tx > 0))
             .ok_or_else(|| format!("PG {pg} never sent PFC"))?;
+        let shared_at_xoff_bytes = probe.pg_shared_watermark(pg);
         let more = probe
             .until(dscp, |sw, s, _| sw.port_counters(s).is_some_and(|c| c.pgs[pg_index].dropped_packets > 0))
             .ok_or_else(|| format!("PG {pg} never dropped"))?;
@@ -280,11 +299,22 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
             format!("xon_{}", i + 1),
             Xon { dscp, ecn: 1, pg, pkts_num_trig_pfc: trig_pfc, pkts_num_dismiss_pfc: dismiss },
         );
-        first_xoff.get_or_insert((dscp, xoff.clone()));
+        first_xoff.get_or_insert((dscp, xoff.clone(), shared_at_xoff_bytes));
         xoffs.insert(format!("xoff_{}", i + 1), xoff);
     }
-    let (dscp, xoff) = first_xoff.ok_or("the source port has no lossless PG (pfc_enable)")?;
+    let (dscp, xoff, shared_at_xoff_bytes) =
+        first_xoff.ok_or("the source port has no lossless PG (pfc_enable)")?;
     let pg = xoff.pg;
+    // The packets PGSharedWatermarkTest sends to fill the PG's shared space. Broadcom's
+    // qos_params.<asic>.yaml give the XOFF trigger (shared space is the last to fill before XOFF). NVIDIA's
+    // generator (tests/qos/files/mellanox/qos_param_generator.py) gives `pkts_num_dismiss_pfc`, the shared
+    // space + 1, because a Spectrum PG fills its shared space first and then `xon` + hysteresis cells of
+    // its `size`, which are not shared, before XOFF: here, the shared cells at XOFF in 64-byte packets.
+    let pg_fill_shared = if config.asic.family().is_spectrum() {
+        shared_at_xoff_bytes.div_ceil(cell * 64u64.div_ceil(cell))
+    } else {
+        xoff.pkts_num_trig_pfc
+    };
     let queue = queue_of(dscp);
     // Watermarks: the packets before the PG's (queue's) shared watermark moves.
     let mut probe = Probe::new(&db, ports)?;
@@ -297,7 +327,7 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         pg,
         queue,
         pkts_num_fill_min: fill,
-        pkts_num_trig_pfc: pg.map(|_| xoff.pkts_num_trig_pfc),
+        pkts_num_trig_pfc: pg.map(|_| pg_fill_shared),
         pkts_num_trig_ingr_drp: queue.map(|_| xoff.pkts_num_trig_ingr_drp),
         pkts_num_trig_egr_drp: None,
         cell_size: cell,
@@ -308,6 +338,7 @@ pub fn measure(db: &ConfigDb, ports: &Ports) -> Result<QosParams, String> {
         wm_pg_headroom: xoff.clone(),
         wm_pg_shared_lossless: lossless_wm(Some(pg), None, pg_fill_min),
         wm_q_shared_lossless: lossless_wm(None, Some(queue), q_fill_min),
+        hdrm_pool_size: hdrm::measure(&db, &config, ports, &lossless, &routed)?,
     };
     let (mut lossy_queue_1, mut wm_pg_shared_lossy, mut wm_q_shared_lossy) = (None, None, None);
     if let Some(dscp) = lossy_dscp {
@@ -411,6 +442,50 @@ mod tests {
         assert!(yaml.starts_with("qos_params:\n  th:\n    topo-any:\n      100000_40m:\n"), "{yaml}");
     }
 
+    /// td3's hdrm_pool_size: sonic-mgmt's qos_params.td3.yaml (100000_300m) splits the shared headroom pool
+    /// (`xoff` 1 622 016 B = 6336 cells of 256 B) over 9 source ports × 2 PGs as 17 × 362 + 182; the model,
+    /// measured by HdrmPoolSizeTest's procedure, gives the same figures. Replaying the test's headroom step
+    /// (a consistency check) then drops exactly the packet after the last partial fill.
+    #[test]
+    fn trident3_headroom_pool_gives_sonic_mgmt_figures() {
+        let db = profile("td3.yaml");
+        let config = compile(&db).unwrap().config;
+        // DSCP 3 -> PG 3 (priority 3), DSCP 4 -> PG 4 (AZURE maps); what `measure` finds and passes.
+        let lossless = [(3, 3, 3), (4, 4, 4)];
+        let h = hdrm::measure(&measurement_config(&db, &ports()), &config, &ports(), &lossless, &[])
+            .unwrap()
+            .expect("td3 has a shared headroom pool");
+        assert_eq!((h.pgs_num, h.src_ports.len()), (18, 9));
+        assert_eq!((h.pkts_num_hdrm_full, h.pkts_num_hdrm_partial), (362, 182));
+        assert_eq!((h.dscps.clone(), h.pgs.clone()), (vec![3, 4], vec![3, 4]));
+
+        let mdb = hdrm::with_sources(measurement_config(&db, &ports()), &h.src_ports[1..]);
+        let mut probe = Probe::new(&mdb, &ports()).unwrap();
+        let pairs: Vec<hdrm::Pair> = h
+            .src_ports
+            .iter()
+            .flat_map(|n| h.dscps.iter().map(move |&d| (n, d)))
+            .map(|(n, dscp)| hdrm::Pair { src: probe.sw.port_id(n).unwrap(), dscp, prio: usize::from(dscp) })
+            .collect();
+        hdrm::fill_and_trigger(&mut probe, &pairs, h.pkts_num_trig_pfc).unwrap();
+        let drops = |probe: &Probe| -> u64 {
+            h.src_ports
+                .iter()
+                .map(|n| probe.sw.port_counters(probe.sw.port_id(n).unwrap()).unwrap().rx_drp)
+                .sum()
+        };
+        for (i, p) in pairs.iter().enumerate() {
+            let n = if i + 1 < pairs.len() { h.pkts_num_hdrm_full } else { h.pkts_num_hdrm_partial };
+            for _ in 0..n {
+                hdrm::send(&mut probe, p);
+            }
+        }
+        assert_eq!(drops(&probe), 0, "the headroom pool holds every headroom packet");
+        let last = pairs.last().unwrap();
+        hdrm::send(&mut probe, last);
+        assert_eq!(drops(&probe), 1, "the pool is full: the next packet is an ingress drop");
+    }
+
     /// sn2700 measured: NVIDIA's generator's numbers within its margins (trig_pfc 17406, drop 17631 ± 4).
     #[test]
     fn spectrum_profile_gives_generator_figures() {
@@ -419,5 +494,10 @@ mod tests {
         assert!(block.xoff["xoff_1"].pkts_num_trig_pfc.abs_diff(17406) <= 4);
         assert!(block.xoff["xoff_1"].pkts_num_trig_ingr_drp.abs_diff(17631) <= 4);
         assert_eq!(block.wm_pg_shared_lossless.pkts_num_fill_min, 0, "Spectrum fills shared space first");
+        // PGSharedWatermarkTest's fill on Mellanox: the generator's pkts_num_dismiss_pfc = shared + 1, with
+        // shared = ceil(static_th / 96) - ceil(size / 96) cells, static_th = size + int(0.5 * pool)
+        // (tests/qos/qos_sai_base.py __computeBufferThreshold, dynamic_th 0): pg_lossless_100000_5m_profile
+        // size 50176, ingress_lossless_pool 3302912 -> 17726 - 523 = 17203 shared, 17204 to fill.
+        assert_eq!(block.wm_pg_shared_lossless.pkts_num_trig_pfc, Some(17204));
     }
 }

@@ -222,16 +222,49 @@ def test_params(test, db, qos_json, port_map_file, switch, pool_names, extra=Non
         p["pkts_num_trig_drp"] = s["pkts_num_trig_ingr_drp"]
     elif name == "BufferPoolWatermarkTest":
         # test_qos_sai.py's ingress lossless case from qos_params' wm_buf_pool_lossless; swctl qos-params has
-        # no such section, but its numbers are those of wm_pg_shared_lossless on the same PG.
+        # no such section, but its numbers are those of wm_pg_shared_lossless on the same PG, with the XOFF
+        # trigger of xoff_1 (NVIDIA's generator: wm_buf_pool_lossless gets pkts_num_trig_pfc, while
+        # wm_pg_shared_lossless gets the PG's shared space, which on Spectrum fills before xon and XOFF).
         s = _section(q, "wm_pg_shared_lossless", name)
+        s["pkts_num_trig_pfc"] = _section(q, "xoff_1", name)["pkts_num_trig_pfc"]
         if not ingress_lossless:
             raise Skip("BufferPoolWatermarkTest: no ingress lossless pool in the profile")
         p.update({"dscp": s["dscp"], "ecn": s["ecn"], "pg": s["pg"], "queue": s["pg"],
                   "pkts_num_fill_min": s["pkts_num_fill_min"], "pkts_num_fill_shared": s["pkts_num_trig_pfc"] - 1,
                   "pkts_num_margin": 0, "cell_size": s["cell_size"], "buf_pool_roid": hex(pools[ingress_lossless])})
-    elif name in ("HdrmPoolSizeTest", "SharedResSizeTest"):
-        section = "hdrm_pool_size" if name == "HdrmPoolSizeTest" else "shared_res_size_1"
-        p.update(_section(q, section, name))
+    elif name == "HdrmPoolSizeTest":
+        # test_qos_sai.py testQosSaiHeadroomPoolSize, with its skips: no section ("Headroom pool size is not
+        # enabled on this DUT": NVIDIA's generator drops it without a shared headroom pool; Broadcom's files
+        # have it per ASIC) or no source ports ("No enough test ports on this DUT").
+        if "hdrm_pool_size" not in q:
+            raise Skip("HdrmPoolSizeTest: Headroom pool size is not enabled on this DUT (`swctl qos-params` "
+                       "writes hdrm_pool_size where sonic-mgmt publishes it: td3 and th with a shared headroom "
+                       "pool)")
+        h = dict(q["hdrm_pool_size"])
+        if not h.get("src_ports"):
+            raise Skip("HdrmPoolSizeTest: No enough test ports on this DUT (sonic-mgmt's %s figures need more "
+                       "PFC-enabled ports than the lab's %d)" % (asic, len(ports)))
+        # swctl names the ports; sonic-mgmt writes ptf port ids.
+        by_name = {name_: (pid, ip) for pid, name_, ip in ports}
+        missing = [n for n in h["src_ports"] + [h["dst_port"]] if n not in by_name]
+        if missing:
+            raise Skip("HdrmPoolSizeTest: ports %s are not test ports of the lab" % ", ".join(missing))
+        p.update({
+            "dscps": h["dscps"], "ecn": h["ecn"], "pgs": h["pgs"],
+            "src_port_ids": [by_name[n][0] for n in h["src_ports"]],
+            "src_port_ips": [by_name[n][1] for n in h["src_ports"]],
+            "dst_port_id": by_name[h["dst_port"]][0], "dst_port_ip": by_name[h["dst_port"]][1],
+            "pgs_num": h["pgs_num"], "pkts_num_trig_pfc": h["pkts_num_trig_pfc"],
+            "pkts_num_hdrm_full": h["pkts_num_hdrm_full"], "pkts_num_hdrm_partial": h["pkts_num_hdrm_partial"],
+        })
+    elif name == "SharedResSizeTest":
+        # test_qos_sai.py check_skip_shared_res_test: sonic-mgmt publishes shared_res_size_1/2 only for
+        # Cisco 8000 (qos_params.gb/gr/pac.yaml) and Tomahawk 6 (qos_params.th6.yaml), none of them a
+        # Lossless family; with its own words:
+        if "shared_res_size_1" not in q:
+            raise Skip("SharedResSizeTest: Shared reservation size parametrization 'shared_res_size_1' is not "
+                       "enabled (sonic-mgmt has no such figures for %s)" % asic)
+        p.update(_section(q, "shared_res_size_1", name))
     elif test.partition(".")[0] != "sai_qos_tests":
         pass  # a test of the user's own: the basic params and the port roles above
     else:

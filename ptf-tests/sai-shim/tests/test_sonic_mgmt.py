@@ -103,6 +103,31 @@ def test_tests_without_figures_are_skips_naming_the_reason():
     assert sm.test_params("mine.Test", lab, QOS, "pm", "unix:s", POOLS)["src_port_id"] == 0
 
 
+def test_hdrm_pool_size_ports_become_ptf_ids_and_shared_res_size_skips_as_sonic_mgmt_does():
+    lab = sm.lab_config(profile("td3"))
+    ports = sm.test_ports(lab)
+    names = [n for _, n, _ in ports]
+    qos = {"qos_params": {"td3": {"topo-any": {
+        "100000_300m": dict(QOS["qos_params"]["th"]["topo-any"]["100000_40m"], hdrm_pool_size={
+            "dscps": [3, 4], "ecn": 1, "pgs": [3, 4], "src_ports": [names[0]] + names[2:10],
+            "dst_port": names[1], "pgs_num": 18, "pkts_num_trig_pfc": 6290, "pkts_num_hdrm_full": 362,
+            "pkts_num_hdrm_partial": 182}),
+        "cell_size": 256,
+    }}}}
+    p = sm.test_params("sai_qos_tests.HdrmPoolSizeTest", lab, qos, "pm", "unix:s", POOLS)
+    assert p["src_port_ids"] == [ports[0][0]] + [i for i, _, _ in ports[2:10]]
+    assert p["src_port_ips"] == [ports[0][2]] + [ip for _, _, ip in ports[2:10]]
+    assert (p["dst_port_id"], p["dst_port_ip"]) == (ports[1][0], ports[1][2])
+    assert (p["pgs_num"], p["pkts_num_hdrm_full"], p["pkts_num_hdrm_partial"]) == (18, 362, 182)
+    assert p["testbed_type"] == "t0" and p["pkts_num_leak_out"] == 0
+    # Too few ports: swctl writes the section without source ports.
+    qos["qos_params"]["td3"]["topo-any"]["100000_300m"]["hdrm_pool_size"]["src_ports"] = []
+    with pytest.raises(sm.Skip, match="No enough test ports"):
+        sm.test_params("sai_qos_tests.HdrmPoolSizeTest", lab, qos, "pm", "unix:s", POOLS)
+    with pytest.raises(sm.Skip, match="'shared_res_size_1' is not enabled"):
+        sm.test_params("sai_qos_tests.SharedResSizeTest", lab, qos, "pm", "unix:s", POOLS)
+
+
 def test_a_profile_without_an_ipv4_vlan_is_refused_by_name():
     db = profile("th_balanced")
     db["VLAN_INTERFACE"] = {}
