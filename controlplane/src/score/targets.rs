@@ -81,7 +81,7 @@ impl Targets {
         } else {
             na("pfc_pps_p99", Some(m.pfc.p99_pps))
         });
-        let latency = m.latency.lossless.map(|l| l.p99_us);
+        let latency = m.latency.scored.map(|l| l.p99_us);
         out.push(match latency {
             Some(v) if applies.latency => Check::at_most("latency_p99_us", v, self.latency_p99_us),
             _ => na("latency_p99_us", latency),
