@@ -125,7 +125,7 @@ pub struct PfcRate {
 /// Latency over the steady-state window, but `lossless_run` (the start-up included).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ClassLatency {
-    /// The flows the latency target holds (the lossless class; the slow receiver's innocent flow).
+    /// The flows the latency target holds (the lossless class, `Plan::latency_flows`).
     pub scored: Option<Latency>,
     pub lossless: Option<Latency>,
     pub lossy: Option<Latency>,

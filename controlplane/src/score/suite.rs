@@ -402,8 +402,7 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
                 throughput: false,
                 pfc: false,
                 latency: true,
-                note: "a fault case: the receiver's NIC is the bottleneck and pauses its switch by design; \
-                       the latency target holds the innocent flow beside it"
+                note: "a fault case: the receiver's NIC is the bottleneck and pauses its switch by design"
                     .into(),
             };
             vec![
@@ -426,12 +425,9 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
             f
         }
     };
-    // The latency target holds the lossless class; in the slow receiver, only the innocent flow beside
-    // it (the two into the slow NIC wait on its pauses by design: that is the fault).
-    let latency_flows: Vec<usize> = match case.kind {
-        Kind::SlowReceiver => vec![2],
-        _ => (0..flows.len()).filter(|&i| flows[i].priority == lossless.priority).collect(),
-    };
+    // The latency target holds the lossless class (docs/score.md, "Where the latency target applies").
+    let latency_flows: Vec<usize> =
+        (0..flows.len()).filter(|&i| flows[i].priority == lossless.priority).collect();
     topology.traffic = flows;
     let traffic_ns = traffic_ms * 1_000_000;
     // The storm is scored on the whole run (zero loss only); every other case on its steady state.
