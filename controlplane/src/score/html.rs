@@ -86,7 +86,7 @@ fn plots(m: &Measured, prefix: &str, dir: &Path) -> anyhow::Result<Vec<String>> 
     }
     let name = format!("{prefix}-pfc.svg");
     let pfc: Vec<(f64, f64)> = m.pfc_timeline.iter().map(|&(t, n)| (t, n as f64)).collect();
-    let bucket = m.report.metrics.pfc.bucket_us;
+    let bucket = m.sample_us;
     if line_chart(
         &dir.join(&name),
         &format!("pause timeline: PFC frames all switches sent per {bucket} µs"),

@@ -23,8 +23,10 @@ use std::time::Instant;
 pub struct Measured {
     pub report: CaseReport,
     pub series: Series,
-    /// Fabric-wide PFC frames switches sent per bucket: (µs after the origin, frames).
+    /// Fabric-wide PFC frames switches sent per sample: (µs after the origin, frames).
     pub pfc_timeline: Vec<(f64, u64)>,
+    /// The sampling interval, µs.
+    pub sample_us: f64,
 }
 
 /// Runs the plan and measures it.
@@ -58,7 +60,12 @@ pub fn measure(base: &Base, plan: &Plan, targets: &Targets, seed: u64) -> anyhow
         pass,
         plots: Vec::new(),
     };
-    Ok(Measured { report, series: outcome.series, pfc_timeline: probe.pfc_timeline })
+    Ok(Measured {
+        report,
+        series: outcome.series,
+        pfc_timeline: probe.pfc_timeline,
+        sample_us: plan.resolution_ns as f64 / 1e3,
+    })
 }
 
 /// Per switch port: (switch name, port name, node id, port index).

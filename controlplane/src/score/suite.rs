@@ -508,7 +508,7 @@ fn link_failure(
     }
     let (failed, spine_end) = uplinks[0];
     failed_ports.extend([failed.clone(), spine_end.clone()]);
-    // Half way through: the window (from a third on) sees the flows before and after.
+    // Half way through: the steady-state window (from the warm-up's end) sees the flows before and after.
     let at_ms = (case.traffic_ms / 2).max(1);
     actions.push(Action {
         at_ms,
