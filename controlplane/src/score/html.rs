@@ -86,7 +86,7 @@ fn plots(m: &Measured, prefix: &str, dir: &Path) -> anyhow::Result<Vec<String>> 
     }
     let name = format!("{prefix}-pfc.svg");
     let pfc: Vec<(f64, f64)> = m.pfc_timeline.iter().map(|&(t, n)| (t, n as f64)).collect();
-    let bucket = m.report.metrics.pfc.bucket_us;
+    let bucket = m.sample_us;
     if line_chart(
         &dir.join(&name),
         &format!("pause timeline: PFC frames all switches sent per {bucket} µs"),
@@ -249,7 +249,7 @@ fn metric_cell(c: &CaseReport, k: usize) -> (String, &'static str) {
     match k {
         0 => (f1(m.throughput.as_ref().map(|t| t.min_percent)), cell_class(c, "throughput_percent")),
         1 => (format!("{:.0}", m.pfc.p99_pps), cell_class(c, "pfc_pps_p99")),
-        2 => (f1(m.latency.lossless.map(|l| l.p99_us)), cell_class(c, "latency_p99_us")),
+        2 => (f1(m.latency.scored.map(|l| l.p99_us)), cell_class(c, "latency_p99_us")),
         3 => (m.drops.lossless.to_string(), cell_class(c, "lossless_drops")),
         4 => (format!("{:.0}", m.buffer.headroom_peak_percent), ""),
         5 => (format!("{:.0}", m.buffer.shared_peak_percent), ""),

@@ -6,7 +6,7 @@ use super::report::{
     BufferPeaks, CaseReport, ClassLatency, Drops, EcnVsXoff, FailedLink, Latency, Metrics, PfcRate, PortRate,
     Throughput, WatchdogEvents,
 };
-use super::suite::{Base, Plan};
+use super::suite::{Base, PFC_BUCKET_NS, Plan};
 use super::targets::{Targets, Verdict};
 use crate::lab::topology::End;
 use crate::lab::up::flow_qp;
@@ -23,8 +23,10 @@ use std::time::Instant;
 pub struct Measured {
     pub report: CaseReport,
     pub series: Series,
-    /// Fabric-wide PFC frames switches sent per bucket: (µs after the origin, frames).
+    /// Fabric-wide PFC frames switches sent per sample: (µs after the origin, frames).
     pub pfc_timeline: Vec<(f64, u64)>,
+    /// The sampling interval, µs.
+    pub sample_us: f64,
 }
 
 /// Runs the plan and measures it.
@@ -58,7 +60,12 @@ pub fn measure(base: &Base, plan: &Plan, targets: &Targets, seed: u64) -> anyhow
         pass,
         plots: Vec::new(),
     };
-    Ok(Measured { report, series: outcome.series, pfc_timeline: probe.pfc_timeline })
+    Ok(Measured {
+        report,
+        series: outcome.series,
+        pfc_timeline: probe.pfc_timeline,
+        sample_us: plan.resolution_ns as f64 / 1e3,
+    })
 }
 
 /// Per switch port: (switch name, port name, node id, port index).
@@ -67,7 +74,6 @@ type PortRef = (String, String, usize, usize);
 #[derive(Default)]
 struct Probe {
     window_ns: (u64, u64),
-    resolution_ns: u64,
     ports: Vec<PortRef>,
     /// Measured ports: (index into `ports`, line rate Mb/s).
     measured: Vec<(usize, u32)>,
@@ -76,11 +82,17 @@ struct Probe {
     at_end: Vec<u64>,
     /// PFC frames each port had sent at the previous sample.
     pfc_before: Vec<u64>,
-    /// The busiest port's PFC frames in each bucket of the window.
-    bucket_max: Vec<u64>,
+    /// The PFC rate's buckets: their length (the window's when shorter than [`PFC_BUCKET_NS`]) and per
+    /// bucket of the window, each port's PFC frames.
+    bucket_ns: u64,
+    buckets: Vec<Vec<u64>>,
     pfc_timeline: Vec<(f64, u64)>,
     pfc_in_window: u64,
+    pfc_before_window: u64,
     pfc_per_port: Vec<u64>,
+    /// Per flow: its receiver's latency histogram at the window's start.
+    latency_at_start: Vec<Histogram>,
+    latency_flows: Vec<usize>,
     first_ecn_ns: Option<u64>,
     first_xoff_ns: Option<u64>,
     /// Per incast flow: acknowledged bytes at the window's start and end.
@@ -100,6 +112,9 @@ struct EndState {
     ecn_marked: u64,
     lossless: Histogram,
     lossy: Histogram,
+    /// The scored flows' (window), and the lossless class's over the whole run.
+    scored: Histogram,
+    lossless_run: Histogram,
     drops: Drops,
     buffer: BufferPeaks,
     watchdog: WatchdogEvents,
@@ -119,8 +134,9 @@ impl Probe {
         Probe {
             flows,
             window_ns: plan.window_ns,
-            resolution_ns: plan.resolution_ns,
             incast_flows: plan.incast_flows.clone(),
+            latency_flows: plan.latency_flows.clone(),
+            bucket_ns: PFC_BUCKET_NS.min(plan.window_ns.1 - plan.window_ns.0),
             failed: plan.failed_ports.clone(),
             measured_ends: plan.measured_ports.clone(),
             ..Probe::default()
@@ -135,6 +151,8 @@ impl Probe {
             }
         }
         self.pfc_before = vec![0; self.ports.len()];
+        let window = self.window_ns.1 - self.window_ns.0;
+        self.buckets = vec![vec![0; self.ports.len()]; window.div_ceil(self.bucket_ns) as usize];
         self.pfc_per_port = vec![0; self.ports.len()];
         for e in &self.measured_ends {
             if let Some(i) = self.ports.iter().position(|(s, p, _, _)| *s == e.node && *p == e.port) {
@@ -171,17 +189,19 @@ impl Probe {
             Moment::End(_) => return self.finish(f),
         };
         let mut total = 0;
-        let mut busiest = 0;
         let mut ecn = 0;
+        let in_window = t > self.window_ns.0 && t <= self.window_ns.1;
+        // The bucket the sample ends (a sample at t counts what was sent in (t - resolution, t]).
+        let bucket = in_window.then(|| ((t - self.window_ns.0 - 1) / self.bucket_ns) as usize);
         for (i, &(_, _, id, p)) in self.ports.iter().enumerate() {
             let c = f.sim.switch(id).port_counters(PortId::new(p)).unwrap_or_default();
             let sent: u64 = c.pfc.iter().map(|x| x.tx).sum();
             let delta = sent - self.pfc_before[i];
             self.pfc_before[i] = sent;
             total += delta;
-            busiest = busiest.max(delta);
-            if t > self.window_ns.0 && t <= self.window_ns.1 {
+            if let Some(b) = bucket {
                 self.pfc_per_port[i] += delta;
+                self.buckets[b][i] += delta;
             }
             ecn += c.queues.iter().map(|q| q.ecn_marked_packets).sum::<u64>();
         }
@@ -194,9 +214,10 @@ impl Probe {
         if t > 0 {
             self.pfc_timeline.push((t as f64 / 1e3, total));
         }
-        if t > self.window_ns.0 && t <= self.window_ns.1 {
-            self.bucket_max.push(busiest);
+        if in_window {
             self.pfc_in_window += total;
+        } else if t <= self.window_ns.0 {
+            self.pfc_before_window += total;
         }
         if t == self.window_ns.0 || t == self.window_ns.1 {
             let bytes: Vec<u64> =
@@ -204,10 +225,22 @@ impl Probe {
             let acked = self.acked(f);
             if t == self.window_ns.0 {
                 (self.at_start, self.acked_start) = (bytes, acked);
+                self.latency_at_start = self.latency_histograms(f);
             } else {
                 (self.at_end, self.acked_end) = (bytes, acked);
             }
         }
+    }
+
+    /// Each flow's receive latency histogram now (empty before its first packet).
+    fn latency_histograms(&self, f: &mut Fabric) -> Vec<Histogram> {
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, to, from_ip, _))| {
+                f.sim.nic(f.hosts[to]).rx_latency_histogram(*from_ip, flow_qp(i)).cloned().unwrap_or_default()
+            })
+            .collect()
     }
 
     fn finish(&mut self, f: &mut Fabric) {
@@ -313,10 +346,20 @@ impl Probe {
             end.drops.lossless += c.rx_buffer_drops;
             end.host_pfc_frames += c.tx_pfc_frames;
         }
-        for (i, (from, to, from_ip, lossless)) in self.flows.iter().enumerate() {
-            let receiver = f.hosts[to];
-            if let Some(h) = f.sim.nic(receiver).rx_latency_histogram(*from_ip, flow_qp(i)) {
-                if *lossless { end.lossless.merge(h) } else { end.lossy.merge(h) }
+        let now = self.latency_histograms(f);
+        for (i, (from, _, _, lossless)) in self.flows.iter().enumerate() {
+            // The window's packets: those the receiver took after the window's start (the histograms
+            // are cumulative); the whole run's too, for the start-up.
+            let h = &now[i];
+            let window = self.latency_at_start.get(i).map_or_else(|| h.clone(), |start| h.since(start));
+            if *lossless {
+                end.lossless.merge(&window);
+                end.lossless_run.merge(h);
+            } else {
+                end.lossy.merge(&window);
+            }
+            if self.latency_flows.contains(&i) {
+                end.scored.merge(&window);
             }
             if *lossless {
                 let sender = f.hosts[from];
@@ -348,8 +391,17 @@ impl Probe {
             let mean_percent = ports.iter().map(|p| p.percent).sum::<f64>() / ports.len() as f64;
             Throughput { ports, min_percent, mean_percent }
         });
-        let bucket_s = self.resolution_ns as f64 / 1e9;
-        let mut rates: Vec<f64> = self.bucket_max.iter().map(|&n| n as f64 / bucket_s).collect();
+        // Each bucket's rate: its busiest port's frames over its length (the last one may be shorter).
+        let window_ns = self.window_ns.1 - self.window_ns.0;
+        let mut rates: Vec<f64> = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(b, ports)| {
+                let length_ns = self.bucket_ns.min(window_ns - b as u64 * self.bucket_ns);
+                ports.iter().copied().max().unwrap_or(0) as f64 * 1e9 / length_ns as f64
+            })
+            .collect();
         rates.sort_by(f64::total_cmp);
         let pct = |q: f64| -> f64 {
             if rates.is_empty() {
@@ -360,9 +412,11 @@ impl Probe {
         };
         let busiest = self.pfc_per_port.iter().enumerate().max_by_key(|(_, n)| **n).filter(|(_, n)| **n > 0);
         let pfc = PfcRate {
-            bucket_us: self.resolution_ns as f64 / 1e3,
+            bucket_us: self.bucket_ns as f64 / 1e3,
             buckets: rates.len(),
             frames: self.pfc_in_window,
+            frames_before_window: self.pfc_before_window,
+            busiest_port_pps: busiest.map_or(0.0, |(_, n)| *n as f64 / window_s),
             p50_pps: pct(0.5),
             p99_pps: pct(0.99),
             max_pps: rates.last().copied().unwrap_or(0.0),
@@ -393,7 +447,12 @@ impl Probe {
         Metrics {
             throughput,
             pfc,
-            latency: ClassLatency { lossless: latency(&end.lossless), lossy: latency(&end.lossy) },
+            latency: ClassLatency {
+                scored: latency(&end.scored),
+                lossless: latency(&end.lossless),
+                lossy: latency(&end.lossy),
+                lossless_run: latency(&end.lossless_run),
+            },
             ecn_vs_xoff: EcnVsXoff {
                 ecn_marked: end.ecn_marked,
                 first_ecn_us: self.first_ecn_ns.map(|t| t as f64 / 1e3),

@@ -99,13 +99,18 @@ pub struct PortRate {
     pub percent: f64,
 }
 
-/// PFC frames switches sent, per time bucket: the worst port's rate in each bucket of the window.
+/// PFC frames switches sent in the steady-state window, per 1 ms bucket: the busiest port's rate in each
+/// bucket (one frame in a bucket is 1,000 frames/s).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct PfcRate {
     pub bucket_us: f64,
     pub buckets: usize,
     /// PFC frames all switches sent in the window.
     pub frames: u64,
+    /// PFC frames all switches sent before it (the start-up).
+    pub frames_before_window: u64,
+    /// The busiest port's frames in the window over the window's length (a counter read at its edges).
+    pub busiest_port_pps: f64,
     pub p50_pps: f64,
     pub p99_pps: f64,
     pub max_pps: f64,
@@ -117,10 +122,14 @@ pub struct PfcRate {
     pub host_frames: u64,
 }
 
+/// Latency over the steady-state window, but `lossless_run` (the start-up included).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ClassLatency {
+    /// The flows the latency target holds (the lossless class, `Plan::latency_flows`).
+    pub scored: Option<Latency>,
     pub lossless: Option<Latency>,
     pub lossy: Option<Latency>,
+    pub lossless_run: Option<Latency>,
 }
 
 /// One-way latency of data packets, from the sender putting them on the wire to the receiver taking them
@@ -215,19 +224,21 @@ fn mark(c: &CaseReport, target: &str, text: String) -> String {
     }
 }
 
-const COLUMNS: [Column; 9] = [
+const COLUMNS: [Column; 11] = [
     ("thr %", |c| {
         mark(c, "throughput_percent", opt(c.metrics.throughput.as_ref().map(|t| t.min_percent), 1))
     }),
     ("PFC p99/s", |c| mark(c, "pfc_pps_p99", format!("{:.0}", c.metrics.pfc.p99_pps))),
+    ("PFC ms %", |c| format!("{:.0}", c.metrics.pfc.active_percent)),
     ("lat p50/p99/p99.9 µs", |c| {
         let text = c
             .metrics
             .latency
-            .lossless
+            .scored
             .map_or("-".into(), |l| format!("{:.1}/{:.1}/{:.1}", l.p50_us, l.p99_us, l.p999_us));
         mark(c, "latency_p99_us", text)
     }),
+    ("run LL p99 µs", |c| opt(c.metrics.latency.lossless_run.map(|l| l.p99_us), 1)),
     ("lossy p99 µs", |c| opt(c.metrics.latency.lossy.map(|l| l.p99_us), 1)),
     ("ECN 1st", |c| match c.metrics.ecn_vs_xoff.ecn_first {
         Some(true) => "yes".into(),

@@ -15,10 +15,27 @@ use serde::Serialize;
 
 /// Changes whenever a case, its sizes or a metric's definition change: scores of different versions are
 /// not comparable.
-pub const SUITE_VERSION: &str = "1";
+pub const SUITE_VERSION: &str = "2";
 
 /// Messages of bulk flows: 64 KiB (16 packets at the hosts' 4200-byte MTU).
 const BULK_MESSAGE_BYTES: u64 = 65_536;
+
+/// The warm-up before a case's steady-state window: DCQCN takes an 8:1 100G incast over from PFC within
+/// ~10 ms (docs/scenarios.md, "DCQCN at 100G": with UCloud's ECN, no sender is paused and no PFC frame
+/// is sent from 10 to 50 ms).
+pub const WARM_UP_MS: u64 = 10;
+
+/// The quick suite's warm-up (CI, debug build: 1-2 ms cases).
+const QUICK_WARM_UP_US: u64 = 500;
+
+/// The steady-state PFC rate's bucket: 1 ms, so that one frame in a bucket reads 1,000 frames/s.
+pub const PFC_BUCKET_NS: u64 = 1_000_000;
+
+/// The NICs' notification point as NVIDIA ships it (ConnectX firmware: no per-QP CNP interval, at most
+/// one CNP from the port per 4 µs, NVConfig `MIN_TIME_BETWEEN_CNPS`; docs/nic.md), as
+/// configs/scenarios/dcqcn-100g-ucloud.yaml runs it. The model's default is the DCQCN paper's 50 µs per
+/// QP, which leaves senders paused far longer than deployed NICs do.
+pub const NVIDIA_NP: [(&str, &str); 2] = [("cnp_interval_ns", "0"), ("min_time_between_cnps_ns", "4000")];
 
 /// A traffic class of the profile: its PFC priority and a DSCP that maps to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -137,11 +154,14 @@ pub struct Case {
     pub kind: Kind,
     /// Traffic runs this long (ms after the hosts are up).
     pub traffic_ms: u64,
+    /// The steady-state window starts this long after the hosts are up (µs): the warm-up.
+    pub warm_up_us: u64,
 }
 
 /// The default suite, or the quick one (`--quick`: fewer, shorter cases for CI in a debug build).
 pub fn cases(quick: bool) -> Vec<Case> {
-    let case = |name: &str, kind, traffic_ms| Case { name: name.to_owned(), kind, traffic_ms };
+    let warm_up_us = if quick { QUICK_WARM_UP_US } else { WARM_UP_MS * 1000 };
+    let case = |name: &str, kind, traffic_ms| Case { name: name.to_owned(), kind, traffic_ms, warm_up_us };
     if quick {
         return vec![
             case("incast-4", Kind::Incast { senders: 4 }, 1),
@@ -150,15 +170,15 @@ pub fn cases(quick: bool) -> Vec<Case> {
         ];
     }
     vec![
-        case("incast-2", Kind::Incast { senders: 2 }, 10),
-        case("incast-8", Kind::Incast { senders: 8 }, 10),
-        case("incast-32", Kind::Incast { senders: 32 }, 10),
-        case("shuffle-8", Kind::Shuffle { hosts: 8 }, 5),
-        case("storage", Kind::Storage { servers: 4, clients: 8 }, 10),
-        case("mixed-classes", Kind::Mixed, 10),
+        case("incast-2", Kind::Incast { senders: 2 }, 30),
+        case("incast-8", Kind::Incast { senders: 8 }, 30),
+        case("incast-32", Kind::Incast { senders: 32 }, 30),
+        case("shuffle-8", Kind::Shuffle { hosts: 8 }, 15),
+        case("storage", Kind::Storage { servers: 4, clients: 8 }, 30),
+        case("mixed-classes", Kind::Mixed, 30),
         case("pfc-storm", Kind::PfcStorm, 0),
-        case("slow-receiver", Kind::SlowReceiver, 10),
-        case("link-failure", Kind::LinkFailure, 10),
+        case("slow-receiver", Kind::SlowReceiver, 30),
+        case("link-failure", Kind::LinkFailure, 30),
     ]
 }
 
@@ -180,9 +200,11 @@ pub struct Plan {
     pub scenario: Scenario,
     /// Switch ports whose transmit rate is the case's throughput: the bottleneck ports towards receivers.
     pub measured_ports: Vec<End>,
-    /// The measurement window, ns after the origin: after the first third of the traffic (DCQCN's
-    /// transient) to its end.
+    /// The steady-state window, ns after the origin: from the warm-up's end (DCQCN's transient) to the
+    /// traffic's end; the storm's is the whole run.
     pub window_ns: (u64, u64),
+    /// Flows whose one-way latency is held to the latency target (the rest is reported, not scored).
+    pub latency_flows: Vec<usize>,
     /// Time-series and PFC bucket resolution.
     pub resolution_ns: u64,
     /// Run end, ns after the origin.
@@ -403,13 +425,25 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
             f
         }
     };
+    // The latency target holds the lossless class (docs/score.md, "Where the latency target applies").
+    let latency_flows: Vec<usize> =
+        (0..flows.len()).filter(|&i| flows[i].priority == lossless.priority).collect();
     topology.traffic = flows;
     let traffic_ns = traffic_ms * 1_000_000;
+    // The storm is scored on the whole run (zero loss only); every other case on its steady state.
     let window_ns = if matches!(case.kind, Kind::PfcStorm) {
         (0, traffic_ns)
     } else {
-        ((traffic_ns / 3).div_ceil(resolution_ns) * resolution_ns, traffic_ns)
+        let start = (case.warm_up_us * 1000).div_ceil(resolution_ns) * resolution_ns;
+        if start >= traffic_ns {
+            bail!("case {}: its warm-up ({} µs) is not shorter than its traffic", case.name, case.warm_up_us);
+        }
+        (start, traffic_ns)
     };
+    // NVIDIA's notification point on every NIC whose topology file does not set DCQCN parameters of its own.
+    for h in topology.hosts.iter_mut().filter(|h| h.dcqcn_params.is_empty() && h.dcqcn_time_scale == 1) {
+        h.dcqcn_params = NVIDIA_NP.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    }
     // The rest (on other branches Scenario gains fields, such as Pingmesh probes) as a file without them.
     #[allow(clippy::needless_update)]
     let scenario = Scenario {
@@ -432,6 +466,7 @@ pub fn plan(base: &Base, case: &Case) -> anyhow::Result<Plan> {
         until_ns: traffic_ns + 1_000_000,
         applies,
         incast_flows,
+        latency_flows,
         failed_ports,
     })
 }
@@ -473,7 +508,7 @@ fn link_failure(
     }
     let (failed, spine_end) = uplinks[0];
     failed_ports.extend([failed.clone(), spine_end.clone()]);
-    // Half way through: the window (from a third on) sees the flows before and after.
+    // Half way through: the steady-state window (from the warm-up's end) sees the flows before and after.
     let at_ms = (case.traffic_ms / 2).max(1);
     actions.push(Action {
         at_ms,

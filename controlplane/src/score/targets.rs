@@ -12,7 +12,8 @@ use serde::Serialize;
 pub struct Targets {
     /// Bottleneck port throughput, % of line rate, at least.
     pub throughput_percent: f64,
-    /// PFC frames per second sent by the busiest switch port, 99th percentile over the time buckets, at most.
+    /// PFC frames per second sent by the busiest switch port, 99th percentile over the window's 1 ms
+    /// buckets (one frame in a bucket is 1,000 frames/s), at most.
     pub pfc_pps_p99: f64,
     /// Lossless one-way packet latency, 99th percentile, µs, at most.
     pub latency_p99_us: f64,
@@ -81,7 +82,7 @@ impl Targets {
         } else {
             na("pfc_pps_p99", Some(m.pfc.p99_pps))
         });
-        let latency = m.latency.lossless.map(|l| l.p99_us);
+        let latency = m.latency.scored.map(|l| l.p99_us);
         out.push(match latency {
             Some(v) if applies.latency => Check::at_most("latency_p99_us", v, self.latency_p99_us),
             _ => na("latency_p99_us", latency),

@@ -73,6 +73,12 @@ fn a_profile_with_headroom_too_small_for_its_cable_loses_lossless_packets_and_ge
                 check(c, t);
             }
             assert!(c.virtual_ms > 0.0 && c.events > 0, "{}", c.case.name);
+            // Steady-state figures over the window after the quick suite's 0.5 ms warm-up, the PFC rate in
+            // buckets of at most 1 ms covering it.
+            assert_eq!(c.window_ms, (0.5, c.case.traffic_ms as f64), "{}", c.case.name);
+            let pfc = &c.metrics.pfc;
+            let window_us = (c.window_ms.1 - c.window_ms.0) * 1e3;
+            assert!(pfc.bucket_us <= 1000.0 && pfc.buckets == (window_us / pfc.bucket_us).ceil() as usize);
             assert!(!c.plots.is_empty(), "{}: no plot", c.case.name);
         }
     }
@@ -133,4 +139,33 @@ fn bad_arguments_are_refused_by_what_was_written() {
     assert!(e.contains("unknown target \"latency\""), "{e}");
     let e = score(&args(vec![dir.0.join("missing.yaml")])).err().unwrap().to_string();
     assert!(e.contains("missing.yaml"), "{e}");
+}
+
+/// The default suite's plans: a 10 ms warm-up before a steady-state window to the traffic's end (the storm:
+/// the whole run), every NIC on NVIDIA's notification point (as configs/scenarios/dcqcn-100g-ucloud.yaml),
+/// the latency target on the lossless flows. Planning only: nothing is simulated.
+#[test]
+fn the_default_suite_measures_its_steady_state_on_nvidia_notification_points() {
+    let dir = TempDir::new("plans");
+    let path = dir.0.join("th_balanced.yaml");
+    std::fs::write(&path, TH_BALANCED).unwrap();
+    let (topology, _) = fabric(&path, None, false).unwrap();
+    let base = Base::new(topology).unwrap();
+    for case in suite::cases(false) {
+        let plan = suite::plan(&base, &case).unwrap();
+        let traffic_ns = plan.case.traffic_ms * 1_000_000;
+        if matches!(case.kind, suite::Kind::PfcStorm) {
+            assert_eq!(plan.window_ns, (0, traffic_ns));
+        } else {
+            assert_eq!(plan.window_ns, (suite::WARM_UP_MS * 1_000_000, traffic_ns), "{}", case.name);
+            assert!(traffic_ns - plan.window_ns.0 >= 5_000_000, "{}: a window of 5 ms at least", case.name);
+        }
+        for h in &plan.scenario.topology.hosts {
+            let np: Vec<(&str, &str)> =
+                h.dcqcn_params.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            assert_eq!(np, suite::NVIDIA_NP, "{}: {}", case.name, h.name);
+        }
+        let lossless = &plan.scenario.topology.traffic;
+        assert!(plan.latency_flows.iter().all(|&i| lossless[i].priority == base.lossless.priority));
+    }
 }
