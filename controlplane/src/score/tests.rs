@@ -90,13 +90,15 @@ fn a_profile_with_headroom_too_small_for_its_cable_loses_lossless_packets_and_ge
 
     let (shipped, short) = (&report.profiles[0], &report.profiles[1]);
     let incast = |p: &ProfileReport| p.cases.iter().find(|c| c.case.name == "incast-4").unwrap().clone();
-    // The shipped profile keeps the incast lossless, at line rate on the bottleneck port (a 4:1 incast of
-    // line-rate senders fills it: 100 % of its wire time, within the 1 % of sampling granularity).
+    // The shipped profile keeps the incast lossless and its bottleneck port busy. Not at line rate: in the
+    // quick case's window (0.5-1 ms) the senders are in DCQCN's first cuts (α starts at 1, so each early
+    // CNP halves a rate, and NVIDIA's 2 MB byte counter recovers slowly); a 4:1 incast without DCQCN fills
+    // the port to 100 %. Steady state is the default suite's business (10 ms warm-up).
     let good_incast = incast(shipped);
     assert_eq!(good_incast.metrics.drops.lossless, 0);
     assert_eq!(check(&good_incast, "lossless_drops").verdict, Verdict::Pass);
     let thr = good_incast.metrics.throughput.as_ref().unwrap().min_percent;
-    assert!((99.0..=100.5).contains(&thr), "bottleneck at {thr} % of line rate");
+    assert!((50.0..=100.5).contains(&thr), "bottleneck at {thr} % of line rate");
     assert!(!shipped.suggestions.iter().any(|s| s.rule == "headroom"), "{:?}", shipped.suggestions);
     // The short headroom drops lossless packets, fails zero loss, and the suggestion gives the calculator's
     // value for the fabric's 100G ports on 40 m cables.
