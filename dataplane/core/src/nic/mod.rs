@@ -68,6 +68,7 @@ pub use stats::{
 };
 
 use crate::model::pfc::{PfcCounters, PfcPort};
+use crate::time::Instant;
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
@@ -286,7 +287,8 @@ impl Nic {
     // ---------------------------------------------------------------------------------------- receive
 
     /// A frame arrived from the link.
-    pub fn handle_frame(&mut self, frame: &[u8], now_ns: u64) {
+    pub fn handle_frame(&mut self, frame: &[u8], now: Instant) {
+        let now_ns = now.as_ns();
         self.observe(now_ns);
         self.counters.rx_frames += 1;
         self.counters.rx_bytes += frame.len() as u64;
@@ -511,9 +513,10 @@ impl Nic {
 
     // ---------------------------------------------------------------------------------------- timers
 
-    /// Runs the timers due by `now_ns`: DCQCN decrease checks and rate increases, retransmission
+    /// Runs the timers due by `now`: DCQCN decrease checks and rate increases, retransmission
     /// timeouts, and closes pauses that expired (for the pause-time accounting).
-    pub fn handle_timeout(&mut self, now_ns: u64) {
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now_ns = now.as_ns();
         self.observe(now_ns);
         self.run_rx_pipeline(now_ns);
         self.expire_idle(now_ns);
@@ -540,7 +543,11 @@ impl Nic {
 
     /// The next instant the NIC needs [`Nic::handle_timeout`] or may send a frame; `None` when it is idle
     /// until a frame arrives. Relative to the latest `now` passed in.
-    pub fn poll_at(&self) -> Option<u64> {
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.poll_at_ns().map(Instant::from_ns)
+    }
+
+    fn poll_at_ns(&self) -> Option<u64> {
         let now = self.now_ns;
         let paused = self.paused(now);
         let unpause = self.pfc.next_unpause_at(now);

@@ -8,6 +8,7 @@ use super::{
     ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, SPARE_FRAMES, STORM_QUANTA,
     WIRE_OVERHEAD_BYTES,
 };
+use crate::time::Instant;
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::mac_control;
@@ -38,8 +39,9 @@ impl Nic {
         start
     }
 
-    /// The next frame to put on the line at `now_ns`, if the line is free and something may go.
-    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+    /// The next frame to put on the line at `now`, if the line is free and something may go.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
+        let now_ns = now.as_ns();
         self.observe(now_ns);
         if now_ns < self.line_free_ns() {
             return None;

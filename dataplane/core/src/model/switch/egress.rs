@@ -293,7 +293,8 @@ impl Switch {
     /// The port's line is free: the next frame to send on it, if any. A PFC frame that is due goes first;
     /// then the scheduler's pick among queues that are neither paused nor held. Returns `None` while the
     /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
-    pub fn poll_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
+    pub fn poll_transmit(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
+        let now_ns = now.as_ns();
         let transmit = self.next_transmit(port, now_ns);
         self.refresh_readiness();
         transmit

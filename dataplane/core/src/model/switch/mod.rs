@@ -13,6 +13,7 @@ use super::pfc::PfcPort;
 use super::scheduler::{PortSettings, QueueSettings, Scheduler};
 use super::watchdog::Watchdog;
 use super::wred::{Rng, WredQueue};
+use crate::time::Instant;
 use crate::wire::{
     self, ArpOperation, ArpRepr, Decoded, EtherType, EthernetAddress, EthernetFrame, IpFields, Ipv4Packet,
     Ipv6Packet, L3, Transit, build, ethernet, vlan,
@@ -569,11 +570,12 @@ impl Switch {
     /// The next instant the switch needs attention: [`handle_timeout`](Self::handle_timeout) for aging
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
-    pub fn poll_at(&self) -> Option<u64> {
-        match (self.timeout_at(), self.earliest_ready_at(self.now_ns)) {
+    pub fn poll_at(&self) -> Option<Instant> {
+        let at = match (self.timeout_at(), self.earliest_ready_at(self.now_ns)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        }
+        };
+        at.map(Instant::from_ns)
     }
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
@@ -587,8 +589,11 @@ impl Switch {
 
     /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame
     /// or an eligible queue with the line free): at or after the latest time the switch was given.
-    pub fn next_transmit_at(&self, port: PortId) -> Option<u64> {
-        (port.index() < self.ports.len()).then(|| self.port_ready_at(port, self.now_ns)).flatten()
+    pub fn next_transmit_at(&self, port: PortId) -> Option<Instant> {
+        (port.index() < self.ports.len())
+            .then(|| self.port_ready_at(port, self.now_ns))
+            .flatten()
+            .map(Instant::from_ns)
     }
 
     /// When the port's line finished (or will finish) carrying its last frame: a driver that woke up late
@@ -604,8 +609,9 @@ impl Switch {
             .collect()
     }
 
-    /// Runs whatever is due at `now_ns`.
-    pub fn handle_timeout(&mut self, now_ns: u64) {
+    /// Runs whatever is due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now_ns = now.as_ns();
         self.note_time(now_ns);
         for state in &mut self.ports {
             state.pfc.settle(now_ns);
