@@ -404,7 +404,7 @@ impl Runtime {
             }
             self.publish(now);
             let now = self.now_ns();
-            if self.switch.timeout_at().is_some_and(|t| t <= now) {
+            if self.switch.timeout_at().is_some_and(|t| t.as_ns() <= now) {
                 self.switch.handle_timeout(Instant::from_ns(now));
             }
             self.transmit(now);

@@ -431,9 +431,10 @@ impl Switch {
         }
     }
 
-    pub(super) fn poll_watchdog(&mut self, now_ns: u64) {
+    pub(super) fn poll_watchdog(&mut self, now: Instant) {
+        let now_ns = now.as_ns();
         let mut wd = std::mem::take(&mut self.watchdog);
-        let transitions = wd.poll(now_ns, |port, queue, prio| self.observe_queue(port, queue, prio, now_ns));
+        let transitions = wd.poll(now, |port, queue, prio| self.observe_queue(port, queue, prio, now_ns));
         self.watchdog = wd;
         self.apply_watchdog(transitions, now_ns);
     }

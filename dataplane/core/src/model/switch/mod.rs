@@ -474,7 +474,7 @@ impl Switch {
         self.arp_pending.clear();
         self.next_fdb_sweep_ns = sweep_interval(config.switch.fdb_aging_ns).map(|i| now_ns + i);
         self.next_neigh_sweep_ns = sweep_interval(config.switch.neigh_aging_ns).map(|i| now_ns + i);
-        let restored = self.watchdog.configure(&config, same_ports, now_ns);
+        let restored = self.watchdog.configure(&config, same_ports, Instant::from_ns(now_ns));
         let retired = Retired {
             _config: std::mem::replace(&mut self.config, config),
             _derived: std::mem::replace(&mut self.derived, derived),
@@ -571,20 +571,17 @@ impl Switch {
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
     pub fn poll_at(&self) -> Option<Instant> {
-        let at = match (self.timeout_at(), self.earliest_ready_at(self.now_ns)) {
+        match (self.timeout_at(), self.earliest_ready_at(self.now_ns).map(Instant::from_ns)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        };
-        at.map(Instant::from_ns)
+        }
     }
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
     /// leaving out transmissions: a driver that transmits on its own schedule calls `handle_timeout` only then.
-    pub fn timeout_at(&self) -> Option<u64> {
-        [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns, self.watchdog.next_poll_at()]
-            .into_iter()
-            .flatten()
-            .min()
+    pub fn timeout_at(&self) -> Option<Instant> {
+        let sweeps = [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns].map(|t| t.map(Instant::from_ns));
+        [sweeps[0], sweeps[1], self.watchdog.next_poll_at()].into_iter().flatten().min()
     }
 
     /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame
@@ -616,8 +613,8 @@ impl Switch {
         for state in &mut self.ports {
             state.pfc.settle(now_ns);
         }
-        if self.watchdog.next_poll_at().is_some_and(|t| t <= now_ns) {
-            self.poll_watchdog(now_ns);
+        if self.watchdog.next_poll_at().is_some_and(|t| t <= now) {
+            self.poll_watchdog(now);
         }
         if self.next_fdb_sweep_ns.is_some_and(|t| t <= now_ns) {
             for (vid, mac) in self.fdb.age(now_ns, self.config.switch.fdb_aging_ns) {
