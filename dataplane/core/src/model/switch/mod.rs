@@ -13,7 +13,7 @@ use super::pfc::PfcPort;
 use super::scheduler::{PortSettings, QueueSettings, Scheduler};
 use super::watchdog::Watchdog;
 use super::wred::{Rng, WredQueue};
-use crate::time::Instant;
+use crate::time::{Instant, Nanos};
 use crate::wire::{
     self, ArpOperation, ArpRepr, Decoded, EtherType, EthernetAddress, EthernetFrame, IpFields, Ipv4Packet,
     Ipv6Packet, L3, Transit, build, ethernet, vlan,
@@ -508,7 +508,7 @@ impl Switch {
         if !up {
             self.drop_queued(port, 0xff);
             let pfc = &mut self.ports[port.index()].pfc;
-            pfc.unpause(0xff, now_ns);
+            pfc.unpause(0xff, Instant::from_ns(now_ns));
             pfc.forget(0xff);
         }
         let name = self.config.ports[port.index()].name.clone();
@@ -611,7 +611,7 @@ impl Switch {
         let now_ns = now.as_ns();
         self.note_time(now_ns);
         for state in &mut self.ports {
-            state.pfc.settle(now_ns);
+            state.pfc.settle(Instant::from_ns(now_ns));
         }
         if self.watchdog.next_poll_at().is_some_and(|t| t <= now) {
             self.poll_watchdog(now);
@@ -654,7 +654,7 @@ impl Switch {
         let mut c = state.counters.clone();
         c.pfc = state.pfc.counters;
         for (p, pfc) in c.pfc.iter_mut().enumerate() {
-            pfc.rx_pause_ns = state.pfc.paused_ns(p, self.now_ns);
+            pfc.rx_pause_ns = state.pfc.paused_ns(p, Instant::from_ns(self.now_ns));
         }
         c.pfc_wd = std::array::from_fn(|q| {
             let q = q as u8;
