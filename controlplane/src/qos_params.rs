@@ -12,6 +12,7 @@
 use lossless_dataplane::model::config::{ConfigDb, compile};
 use lossless_dataplane::model::mmu::WatermarkKind;
 use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::time::{Instant, Nanos};
 use lossless_dataplane::wire::EthernetAddress;
 use lossless_dataplane::wire::build::Ipv4Flow;
 use lossless_dataplane::wire::ip::Ecn;
@@ -143,7 +144,7 @@ struct Probe {
     sw: Switch,
     src: PortId,
     dst: PortId,
-    now: u64,
+    now: Instant,
     sent: u64,
 }
 
@@ -154,7 +155,7 @@ impl Probe {
         let port = |name: &str| sw.port_id(name).ok_or_else(|| format!("the profile has no port {name}"));
         let (src, dst) = (port(&ports.src)?, port(&ports.dst)?);
         sw.set_port_hold(dst, true);
-        Ok(Probe { sw, src, dst, now: 1_000, sent: 0 })
+        Ok(Probe { sw, src, dst, now: Instant::from_ns(1_000), sent: 0 })
     }
 
     fn send(&mut self, dscp: u8) {

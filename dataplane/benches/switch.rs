@@ -12,6 +12,7 @@
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::build::{self, Ipv4Flow};
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_dataplane::wire::{self, ArpOperation, ArpRepr, EtherType, EthernetAddress};
@@ -37,12 +38,12 @@ fn switch_with_host(yaml: &str) -> Switch {
     sw.handle_frame(
         e8,
         build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp)),
-        0,
+        Instant::from_ns(0),
     );
     for p in PortId::all(sw.port_count()) {
         let mut t = 0;
         while sw.port_backlog(p) > 0 {
-            sw.poll_transmit(p, t);
+            sw.poll_transmit(p, Instant::from_ns(t));
             t += 1_000;
         }
     }
@@ -82,8 +83,8 @@ fn bench_switch(c: &mut Criterion) {
                 || frame.clone(),
                 |f| {
                     now += 100;
-                    sw.handle_frame(e0, f, now);
-                    sw.poll_transmit(e8, now).expect("routed")
+                    sw.handle_frame(e0, f, Instant::from_ns(now));
+                    sw.poll_transmit(e8, Instant::from_ns(now)).expect("routed")
                 },
                 BatchSize::SmallInput,
             )

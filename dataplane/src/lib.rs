@@ -23,4 +23,4 @@ pub mod rocehost;
 pub mod server;
 pub mod shutdown;
 
-pub use lossless_core::{model, nic, sim, text, wire};
+pub use lossless_core::{model, nic, sim, text, time, wire};

@@ -11,6 +11,7 @@ use common::*;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{PortId, Switch};
 use lossless_dataplane::sim::{Device, Sim};
+use lossless_dataplane::time::Instant;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -87,7 +88,7 @@ proptest! {
         let mut sw = Switch::new();
         sw.apply(&db_with_alpha(0), 0).unwrap();
         let (e0, e4, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet4"), port(&sw, "Ethernet8"));
-        sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+        sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), Instant::from_ns(0));
         let mut sim = Sim::new();
         sim.add(Device::Switch(Box::new(sw)));
         sim.keep_log = true;
@@ -107,7 +108,7 @@ proptest! {
                         let before = sim.switch(0).mmu().pg_occupancy(port, pg);
                         let shp_before = sim.switch(0).mmu().pool_cells("ingress_lossless_pool").unwrap().1;
                         let drops_before = sim.switch(0).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
-                        sim.switch(0).handle_frame(port, frame(dscp, len, i), now);
+                        sim.switch(0).handle_frame(port, frame(dscp, len, i), Instant::from_ns(now));
                         let drops = sim.switch(0).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
                         if pg != 0 && drops > drops_before {
                             let need = u64::from(len).div_ceil(cell);

@@ -10,6 +10,7 @@ use common::*;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::mmu::{WatermarkKind, WatermarkTables};
 use lossless_dataplane::model::{Event, PortId, Switch};
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::{self, L3, MacControlRepr};
 use std::net::Ipv4Addr;
 
@@ -36,7 +37,11 @@ impl Rig {
         let applied = sw.apply(&db, 0).unwrap_or_else(|e| panic!("{e}"));
         assert!(applied.generation == 1);
         let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
-        sw.handle_frame(dst, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+        sw.handle_frame(
+            dst,
+            arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)),
+            Instant::from_ns(0),
+        );
         drain_all(&mut sw, 0);
         Rig { sw, db, now: 1_000, src, dst }
     }
@@ -57,7 +62,7 @@ impl Rig {
                 dscp,
             );
             assert_eq!(f.len(), 60);
-            self.sw.handle_frame(src, f, self.now);
+            self.sw.handle_frame(src, f, Instant::from_ns(self.now));
         }
     }
 
@@ -65,13 +70,13 @@ impl Rig {
     fn pfc_sent(&mut self, port: PortId) -> Vec<(u8, [u16; 8])> {
         let mut out = Vec::new();
         loop {
-            let tx = match self.sw.poll_transmit(port, self.now) {
+            let tx = match self.sw.poll_transmit(port, Instant::from_ns(self.now)) {
                 Some(tx) => tx,
                 // Frames due back to back wait for the line (a 64-byte frame is a few ns); a refresh, due
                 // after half a pause time, is not "since the last call".
                 None => match self.sw.next_transmit_at(port) {
-                    Some(t) if t > self.now && t - self.now < 10_000 => {
-                        self.now = t;
+                    Some(t) if t.as_ns() > self.now && t.as_ns() - self.now < 10_000 => {
+                        self.now = t.as_ns();
                         continue;
                     }
                     _ => break,
@@ -220,8 +225,8 @@ fn pfc_xoff_limit(yaml: &str, pg_profile: &str, dscp: u8) {
     let mut sent = 0u64;
     let mut xon_at = None;
     while sent < trig_ingr_drp - 1 {
-        let Some(tx) = rig.sw.poll_transmit(dst, rig.now) else {
-            rig.now = rig.sw.next_transmit_at(dst).expect("more to send");
+        let Some(tx) = rig.sw.poll_transmit(dst, Instant::from_ns(rig.now)) else {
+            rig.now = (rig.sw.next_transmit_at(dst).expect("more to send")).as_ns();
             continue;
         };
         assert_eq!(tx.queue, Some(pg as u8));
@@ -263,8 +268,11 @@ fn xoff_is_refreshed_at_half_the_pause_time() {
     let t0 = rig.now;
     // 65535 quanta at 100G = 335,539.2 ns -> 335,540 ns; refresh at 50 % = 167,770 ns.
     let refresh = wire::mac_control::quanta_to_ns(0xffff, 100_000) / 2;
-    assert_eq!(rig.sw.next_transmit_at(src), Some(t0 + refresh));
-    assert!(rig.sw.poll_transmit(src, t0 + refresh - 1).is_none(), "not a nanosecond early");
+    assert_eq!(rig.sw.next_transmit_at(src), Some(Instant::from_ns(t0 + refresh)));
+    assert!(
+        rig.sw.poll_transmit(src, Instant::from_ns(t0 + refresh - 1)).is_none(),
+        "not a nanosecond early"
+    );
     rig.now = t0 + refresh;
     let f = rig.pfc_sent(src);
     assert_eq!(f.len(), 1);
@@ -442,7 +450,7 @@ fn dscp_ecn_marking_follows_the_wred_curve() {
         };
         expected += pr;
         variance += pr * (1.0 - pr);
-        rig.sw.handle_frame(src, frame(i as u16), rig.now);
+        rig.sw.handle_frame(src, frame(i as u16), Instant::from_ns(rig.now));
     }
     let c = rig.sw.port_counters(dst).unwrap();
     let marked = c.queues[3].ecn_marked_packets as f64;

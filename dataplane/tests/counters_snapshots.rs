@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use lossless_dataplane::time::Instant;
 use std::net::Ipv4Addr;
 
 const SEC: u64 = 1_000_000_000;
@@ -17,13 +18,17 @@ fn routed_dscp_sweep() {
     sw.handle_frame(
         e8,
         arp_request(HOST2_MAC, Ipv4Addr::new(192, 168, 0, 2), Ipv4Addr::new(192, 168, 0, 1)),
-        0,
+        Instant::from_ns(0),
     );
-    sw.handle_frame(e0, arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)), 0);
+    sw.handle_frame(
+        e0,
+        arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)),
+        Instant::from_ns(0),
+    );
     for dscp in 0..64 {
         let f =
             routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), Ipv4Addr::new(192, 168, 0, 2), 1, 2, dscp);
-        sw.handle_frame(e0, f, SEC);
+        sw.handle_frame(e0, f, Instant::from_ns(SEC));
     }
     let mut expired =
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), Ipv4Addr::new(192, 168, 0, 2), 1, 2, 8);
@@ -32,13 +37,13 @@ fn routed_dscp_sweep() {
         ip.set_ttl(1);
         ip.fill_checksum();
     }
-    sw.handle_frame(e0, expired, SEC);
+    sw.handle_frame(e0, expired, Instant::from_ns(SEC));
     sw.handle_frame(
         e0,
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(8, 8, 8, 8), 1, 2, 8),
-        SEC,
+        Instant::from_ns(SEC),
     );
-    sw.handle_frame(e0, vec![0x02; 20], SEC);
+    sw.handle_frame(e0, vec![0x02; 20], Instant::from_ns(SEC));
     drain_all(&mut sw, SEC);
     insta::assert_yaml_snapshot!(sw.counters());
 }
@@ -52,15 +57,15 @@ fn fdb_miss_drop_not_flood() {
     sw.handle_frame(
         e8,
         arp_request(HOST2_MAC, Ipv4Addr::new(192, 168, 0, 2), Ipv4Addr::new(192, 168, 0, 1)),
-        0,
+        Instant::from_ns(0),
     );
     drain_all(&mut sw, 0);
-    sw.handle_timeout(700 * SEC);
-    sw.handle_timeout(800 * SEC);
+    sw.handle_timeout(Instant::from_ns(700 * SEC));
+    sw.handle_timeout(Instant::from_ns(800 * SEC));
     for dscp in [3, 4, 4, 8] {
         let f =
             routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), Ipv4Addr::new(192, 168, 0, 2), 1, 2, dscp);
-        sw.handle_frame(e0, f, 800 * SEC);
+        sw.handle_frame(e0, f, Instant::from_ns(800 * SEC));
     }
     drain_all(&mut sw, 800 * SEC);
     insta::assert_yaml_snapshot!(sw.counters());

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{DropReason, Event, Switch};
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::build::{self, Dot1q};
 use lossless_dataplane::wire::ip::{Ecn, Protocol};
 use lossless_dataplane::wire::{self, ArpOperation, EtherType, Ipv4Packet, Ipv6Repr, L3};
@@ -19,7 +20,7 @@ const UPLINK0_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
 /// Host 2 on Ethernet8 ARPs for its gateway: the switch learns its MAC (FDB) and IP (neighbour).
 fn host2_announces(sw: &mut Switch, now: u64) {
-    sw.handle_frame(port(sw, "Ethernet8"), arp_request(HOST2_MAC, HOST2_IP, GATEWAY), now);
+    sw.handle_frame(port(sw, "Ethernet8"), arp_request(HOST2_MAC, HOST2_IP, GATEWAY), Instant::from_ns(now));
     drain_all(sw, now);
 }
 
@@ -28,7 +29,7 @@ fn uplink0_announces(sw: &mut Switch, now: u64) {
     sw.handle_frame(
         port(sw, "Ethernet0"),
         arp_request(UPLINK0_MAC, UPLINK0_IP, Ipv4Addr::new(10, 0, 0, 0)),
-        now,
+        Instant::from_ns(now),
     );
     drain_all(sw, now);
 }
@@ -38,7 +39,7 @@ fn routed_ipv4_uplink_to_vlan_host_rewrites_ttl_macs_and_checksum() {
     let mut sw = t0_switch();
     host2_announces(&mut sw, 0);
     let frame = routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 1, 1), HOST2_IP, 1234, 5678, 8);
-    sw.handle_frame(port(&sw, "Ethernet0"), frame, SEC);
+    sw.handle_frame(port(&sw, "Ethernet0"), frame, Instant::from_ns(SEC));
     let out = drain_all(&mut sw, SEC);
     assert_eq!(out.len(), 1, "exactly one copy: {out:?}");
     let (p, tx) = &out[0];
@@ -70,13 +71,13 @@ fn routed_to_tagged_member_carries_the_vlan_tag() {
         EtherType::Arp,
         &arp_request(HOST4_MAC, host4_ip, GATEWAY)[14..42],
     );
-    sw.handle_frame(port(&sw, "Ethernet16"), tagged, 0);
+    sw.handle_frame(port(&sw, "Ethernet16"), tagged, Instant::from_ns(0));
     drain_all(&mut sw, 0);
     assert!(sw.neighbors().lookup(host4_ip.into()).is_some());
     sw.handle_frame(
         port(&sw, "Ethernet0"),
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 9), host4_ip, 1, 2, 3),
-        1,
+        Instant::from_ns(1),
     );
     let out = drain_all(&mut sw, 1);
     assert_eq!(out.len(), 1);
@@ -103,7 +104,7 @@ fn routed_ipv6_between_uplinks_decrements_hop_limit() {
         flow_label: 7,
     };
     let frame = build::ethernet(UPLINK1_MAC, ROUTER_MAC, None, EtherType::Ipv6, &build::ipv6(&ip, &datagram));
-    sw.handle_frame(port(&sw, "Ethernet4"), frame.clone(), 0);
+    sw.handle_frame(port(&sw, "Ethernet4"), frame.clone(), Instant::from_ns(0));
     let out = drain_all(&mut sw, 0);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0, port(&sw, "Ethernet0"));
@@ -117,7 +118,7 @@ fn routed_ipv6_between_uplinks_decrements_hop_limit() {
     let ip1 = Ipv6Repr { hop_limit: 1, ..ip };
     let frame =
         build::ethernet(UPLINK1_MAC, ROUTER_MAC, None, EtherType::Ipv6, &build::ipv6(&ip1, &datagram));
-    sw.handle_frame(port(&sw, "Ethernet4"), frame, 1);
+    sw.handle_frame(port(&sw, "Ethernet4"), frame, Instant::from_ns(1));
     assert!(drain_all(&mut sw, 1).is_empty());
     assert_eq!(sw.port_counters(port(&sw, "Ethernet4")).unwrap().drop_reasons[&DropReason::Ttl], 1);
 }
@@ -133,8 +134,12 @@ fn ttl_expiry_and_route_miss_are_counted_drops() {
         ip.set_ttl(1);
         ip.fill_checksum();
     }
-    sw.handle_frame(e0, frame, 1);
-    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, UPLINK0_IP, Ipv4Addr::new(8, 8, 8, 8), 1, 2, 8), 2);
+    sw.handle_frame(e0, frame, Instant::from_ns(1));
+    sw.handle_frame(
+        e0,
+        routed_udp(UPLINK0_MAC, UPLINK0_IP, Ipv4Addr::new(8, 8, 8, 8), 1, 2, 8),
+        Instant::from_ns(2),
+    );
     assert!(drain_all(&mut sw, 2).is_empty());
     let c = sw.port_counters(e0).unwrap();
     assert_eq!(c.rx_drp, 2);
@@ -157,7 +162,7 @@ fn unresolved_next_hop_is_dropped_and_arped_for_once_per_second() {
                 7,
                 8,
             );
-            sw.handle_frame(e4, f, now);
+            sw.handle_frame(e4, f, Instant::from_ns(now));
         }
         drain(sw, e0, now)
     };
@@ -184,7 +189,7 @@ fn unresolved_next_hop_is_dropped_and_arped_for_once_per_second() {
     // The reply resolves it: every flow is forwarded from then on.
     let reply =
         arp(ArpOperation::Reply, UPLINK0_MAC, UPLINK0_IP, ROUTER_MAC, ROUTER_MAC, Ipv4Addr::new(10, 0, 0, 0));
-    sw.handle_frame(e0, reply, SEC + 1);
+    sw.handle_frame(e0, reply, Instant::from_ns(SEC + 1));
     let drops = sw.port_counters(e4).unwrap().rx_drp;
     burst(&mut sw, SEC + 2);
     drain(&mut sw, e4, SEC + 2);
@@ -197,14 +202,14 @@ fn ecmp_spreads_flows_and_keeps_each_flow_on_one_path() {
     uplink0_announces(&mut sw, 0);
     let (e0, e4) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet4"));
     let h8 = port(&sw, "Ethernet8");
-    sw.handle_frame(h8, arp_request(HOST2_MAC, HOST2_IP, GATEWAY), 0);
+    sw.handle_frame(h8, arp_request(HOST2_MAC, HOST2_IP, GATEWAY), Instant::from_ns(0));
     drain_all(&mut sw, 0);
     let mut per_path = [0usize; 2];
     for flow in 0..400u16 {
         let mut path = None;
         for _ in 0..3 {
             let f = Ipv4Flow_from(HOST2_MAC, HOST2_IP, Ipv4Addr::new(172, 16, 9, 9), 10_000 + flow);
-            sw.handle_frame(h8, f, 1);
+            sw.handle_frame(h8, f, Instant::from_ns(1));
             let out = drain_all(&mut sw, 1);
             assert_eq!(out.len(), 1);
             let p = out[0].0;
@@ -229,7 +234,7 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
     let mut sw = t0_switch();
     let (e8, e12, e16) = (port(&sw, "Ethernet8"), port(&sw, "Ethernet12"), port(&sw, "Ethernet16"));
     // Unknown unicast (lossy, DSCP 8) from host 2 floods to Ethernet12 (untagged) and Ethernet16 (tagged).
-    sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), 0);
+    sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), Instant::from_ns(0));
     let out = drain_all(&mut sw, 0);
     let ports: Vec<_> = out.iter().map(|(p, _)| *p).collect();
     assert_eq!(ports, vec![e12, e16]);
@@ -238,28 +243,32 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
     assert_eq!(sw.fdb().lookup(1000, HOST2_MAC).unwrap().port, e8);
 
     // Host 3 answers from Ethernet12, tagged frames from Ethernet16 are accepted; now unicast is direct.
-    sw.handle_frame(e12, l2_frame(HOST3_MAC, HOST2_MAC, None), SEC);
+    sw.handle_frame(e12, l2_frame(HOST3_MAC, HOST2_MAC, None), Instant::from_ns(SEC));
     assert_eq!(drain_all(&mut sw, SEC).iter().map(|(p, _)| *p).collect::<Vec<_>>(), vec![e8]);
-    sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), 2 * SEC);
+    sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), Instant::from_ns(2 * SEC));
     assert_eq!(drain_all(&mut sw, 2 * SEC).iter().map(|(p, _)| *p).collect::<Vec<_>>(), vec![e12]);
     let tag = Dot1q { pcp: 1, dei: false, vid: 1000 };
-    sw.handle_frame(e16, l2_frame(HOST4_MAC, HOST2_MAC, Some(tag)), 2 * SEC);
+    sw.handle_frame(e16, l2_frame(HOST4_MAC, HOST2_MAC, Some(tag)), Instant::from_ns(2 * SEC));
     let out = drain_all(&mut sw, 2 * SEC);
     assert_eq!(out.len(), 1);
     assert!(wire::decode(&out[0].1.frame).unwrap().vlan.is_none(), "untagged out of an untagged member");
 
     // A tag for a VLAN the port is not in is filtered.
-    sw.handle_frame(e16, l2_frame(HOST4_MAC, HOST2_MAC, Some(Dot1q { vid: 2000, ..tag })), 2 * SEC);
+    sw.handle_frame(
+        e16,
+        l2_frame(HOST4_MAC, HOST2_MAC, Some(Dot1q { vid: 2000, ..tag })),
+        Instant::from_ns(2 * SEC),
+    );
     assert_eq!(sw.port_counters(e16).unwrap().drop_reasons[&DropReason::IngressVlanFilter], 1);
 
     // Host 3 goes silent: after fdb_aging_time (600 s) plus at most one sweep, its entry is gone.
     let mut t = 2 * SEC;
     while let Some(at) = sw.poll_at() {
-        if at > 700 * SEC {
+        if at > Instant::from_ns(700 * SEC) {
             break;
         }
-        t = at;
-        sw.handle_timeout(t);
+        t = at.as_ns();
+        sw.handle_timeout(Instant::from_ns(t));
         if sw.fdb().lookup(1000, HOST3_MAC).is_none() {
             break;
         }
@@ -273,7 +282,7 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
         }
     }
     assert!(aged.contains(&HOST3_MAC));
-    sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), t);
+    sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), Instant::from_ns(t));
     assert_eq!(drain_all(&mut sw, t).len(), 2, "flooded again after aging");
 }
 
@@ -281,7 +290,7 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
 fn arp_requests_for_switch_addresses_are_answered_and_senders_learned() {
     let mut sw = t0_switch();
     let e8 = port(&sw, "Ethernet8");
-    sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, GATEWAY), 0);
+    sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, GATEWAY), Instant::from_ns(0));
     let out = drain_all(&mut sw, 0);
     // The reply goes back to the host; the broadcast request is also flooded in the VLAN.
     let replies: Vec<_> = out.iter().filter(|(p, _)| *p == e8).collect();
@@ -305,7 +314,7 @@ fn arp_requests_for_switch_addresses_are_answered_and_senders_learned() {
         wire::EthernetAddress([0; 6]),
         host3_ip,
     );
-    sw.handle_frame(port(&sw, "Ethernet12"), garp, 1);
+    sw.handle_frame(port(&sw, "Ethernet12"), garp, Instant::from_ns(1));
     assert_eq!(sw.neighbors().lookup(host3_ip.into()).unwrap().mac, HOST3_MAC);
     assert_eq!(drain_all(&mut sw, 1).len(), 2, "a gratuitous ARP is flooded, not answered");
 
@@ -313,7 +322,7 @@ fn arp_requests_for_switch_addresses_are_answered_and_senders_learned() {
     sw.handle_frame(
         port(&sw, "Ethernet0"),
         arp_request(UPLINK0_MAC, UPLINK0_IP, Ipv4Addr::new(10, 0, 0, 0)),
-        2,
+        Instant::from_ns(2),
     );
     let out = drain_all(&mut sw, 2);
     assert!(out.iter().all(|(p, _)| *p == port(&sw, "Ethernet0")));
@@ -328,8 +337,8 @@ fn neighbour_outlives_fdb_entry_and_lossless_is_dropped_not_flooded() {
     uplink0_announces(&mut sw, 0);
     let e0 = port(&sw, "Ethernet0");
     let t = 900 * SEC;
-    sw.handle_timeout(t);
-    sw.handle_timeout(t + 100 * SEC);
+    sw.handle_timeout(Instant::from_ns(t));
+    sw.handle_timeout(Instant::from_ns(t + 100 * SEC));
     assert!(sw.fdb().lookup(1000, HOST2_MAC).is_none(), "FDB entry aged");
     assert!(sw.neighbors().lookup(HOST2_IP.into()).is_some(), "ARP entry still there");
     let now = t + 100 * SEC;
@@ -339,7 +348,7 @@ fn neighbour_outlives_fdb_entry_and_lossless_is_dropped_not_flooded() {
             sw.handle_frame(
                 e0,
                 routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, i, 4791, dscp),
-                now,
+                Instant::from_ns(now),
             );
         }
     }
@@ -349,14 +358,22 @@ fn neighbour_outlives_fdb_entry_and_lossless_is_dropped_not_flooded() {
     assert_eq!(c.drop_reasons[&DropReason::FdbMissLossless], 20);
 
     // DSCP 8 (lossy) floods by default ...
-    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, 1, 4791, 8), now);
+    sw.handle_frame(
+        e0,
+        routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, 1, 4791, 8),
+        Instant::from_ns(now),
+    );
     assert_eq!(drain_all(&mut sw, now).len(), 3, "flooded to the three VLAN members");
 
     // ... and is dropped with lossy_fdb_miss_action: drop.
     let mut db = t0_db();
     db.set("SWITCH", "switch", "lossy_fdb_miss_action", "drop");
     sw.apply(&db, now).unwrap();
-    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, 1, 4791, 8), now);
+    sw.handle_frame(
+        e0,
+        routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, 1, 4791, 8),
+        Instant::from_ns(now),
+    );
     assert!(drain_all(&mut sw, now).is_empty());
     assert_eq!(sw.port_counters(e0).unwrap().drop_reasons[&DropReason::FdbMissLossy], 1);
 }
@@ -370,7 +387,7 @@ fn lossless_unknown_unicast_in_a_vlan_is_not_flooded() {
         let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
         ip.rewrite_dscp(3);
     }
-    sw.handle_frame(e8, frame, 0);
+    sw.handle_frame(e8, frame, Instant::from_ns(0));
     assert!(drain_all(&mut sw, 0).is_empty());
     assert_eq!(sw.port_counters(e8).unwrap().drop_reasons[&DropReason::UnknownUnicastLossless], 1);
 }
@@ -381,7 +398,7 @@ fn pfc_and_link_local_frames_are_consumed_never_forwarded() {
     let e8 = port(&sw, "Ethernet8");
     let mut pfc = vec![0u8; wire::mac_control::FRAME_LEN];
     wire::MacControlRepr::Pfc(wire::PfcRepr::xoff(0b1000, 0xffff)).emit_frame(HOST2_MAC, &mut pfc);
-    sw.handle_frame(e8, pfc, 0);
+    sw.handle_frame(e8, pfc, Instant::from_ns(0));
     let lldp = build::ethernet(
         HOST2_MAC,
         wire::EthernetAddress([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
@@ -389,7 +406,7 @@ fn pfc_and_link_local_frames_are_consumed_never_forwarded() {
         EtherType::Unknown(0x88cc),
         &[0; 46],
     );
-    sw.handle_frame(e8, lldp, 0);
+    sw.handle_frame(e8, lldp, Instant::from_ns(0));
     assert!(drain_all(&mut sw, 0).is_empty());
     assert_eq!(sw.port_counters(e8).unwrap().trapped, 2);
 }
@@ -407,11 +424,19 @@ fn pfc_and_pause_frames_count_as_pfc_rx_not_rx_ok_or_rx_drp() {
     };
     for quanta in [0xffff, 0] {
         for _ in 0..5 {
-            sw.handle_frame(e8, frame(wire::MacControlRepr::Pfc(wire::PfcRepr::xoff(0b1_1000, quanta))), 0);
+            sw.handle_frame(
+                e8,
+                frame(wire::MacControlRepr::Pfc(wire::PfcRepr::xoff(0b1_1000, quanta))),
+                Instant::from_ns(0),
+            );
         }
     }
     for _ in 0..3 {
-        sw.handle_frame(e8, frame(wire::MacControlRepr::Pause(wire::PauseRepr { pause_time: 0xffff })), 0);
+        sw.handle_frame(
+            e8,
+            frame(wire::MacControlRepr::Pause(wire::PauseRepr { pause_time: 0xffff })),
+            Instant::from_ns(0),
+        );
     }
     let c = sw.port_counters(e8).unwrap();
     assert_eq!((c.rx_ok, c.rx_drp, c.rx_err), (0, 0, 0), "MAC Control frames are not RX_OK/RX_DRP");
@@ -426,8 +451,8 @@ fn malformed_frames_are_rx_errors_with_a_reason() {
     let e0 = port(&sw, "Ethernet0");
     let mut frame = routed_udp(UPLINK0_MAC, UPLINK0_IP, HOST2_IP, 1, 2, 8);
     frame[14 + 10] ^= 0xff; // corrupt the IPv4 header checksum
-    sw.handle_frame(e0, frame, 0);
-    sw.handle_frame(e0, vec![0u8; 5], 0);
+    sw.handle_frame(e0, frame, Instant::from_ns(0));
+    sw.handle_frame(e0, vec![0u8; 5], Instant::from_ns(0));
     let c = sw.port_counters(e0).unwrap();
     assert_eq!((c.rx_err, c.rx_ok, c.rx_drp), (2, 0, 0));
     assert_eq!(c.drop_reasons.len(), 2);
@@ -447,7 +472,7 @@ fn dscp_mapping_pb_with_azure_maps() {
         sw.handle_frame(
             e0,
             routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), HOST2_IP, 1000, 2000, dscp),
-            1,
+            Instant::from_ns(1),
         );
     }
     let out = drain(&mut sw, e8, 1);
@@ -479,7 +504,11 @@ fn dscp_to_pg_mapping() {
     host2_announces(&mut sw, 0);
     let e0 = port(&sw, "Ethernet0");
     for dscp in 0..64u8 {
-        sw.handle_frame(e0, routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), HOST2_IP, 1, 2, dscp), 1);
+        sw.handle_frame(
+            e0,
+            routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), HOST2_IP, 1, 2, dscp),
+            Instant::from_ns(1),
+        );
     }
     let pgs: Vec<u64> = sw.port_counters(e0).unwrap().pgs.iter().map(|p| p.packets).collect();
     assert_eq!(pgs, vec![62, 0, 0, 1, 1, 0, 0, 0]);
@@ -500,9 +529,9 @@ fn border_rules_pin_cnp_to_queue_6_and_rewrite_dscp() {
     host2_announces(&mut sw, 0);
     let e0 = port(&sw, "Ethernet0");
     let src = Ipv4Addr::new(172, 16, 0, 5);
-    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 4791, 48), 1);
-    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 4791, 26), 1);
-    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 80, 7), 1);
+    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 4791, 48), Instant::from_ns(1));
+    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 4791, 26), Instant::from_ns(1));
+    sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 80, 7), Instant::from_ns(1));
     let e8 = port(&sw, "Ethernet8");
     let out = drain(&mut sw, e8, 1);
     let got: BTreeMap<u8, (u8, bool)> = out
@@ -541,8 +570,8 @@ fn a_port_whose_link_is_down_sends_nothing_and_comes_back() {
     let frame = || routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 1, 1), HOST2_IP, 1234, 5678, 8);
     // Two frames wait behind a hold; the link goes down: they are dropped, their cells released.
     sw.set_port_hold(e8, true);
-    sw.handle_frame(port(&sw, "Ethernet0"), frame(), SEC);
-    sw.handle_frame(port(&sw, "Ethernet0"), frame(), SEC);
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(SEC));
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(SEC));
     assert_eq!(sw.queue_depth(e8, 0), 2);
     while sw.poll_event().is_some() {}
     sw.set_port_oper(e8, false, SEC);
@@ -557,14 +586,14 @@ fn a_port_whose_link_is_down_sends_nothing_and_comes_back() {
     );
     sw.set_port_hold(e8, false);
     // While down: forwarded frames are dropped with the link-down reason, nothing is sent.
-    sw.handle_frame(port(&sw, "Ethernet0"), frame(), 2 * SEC);
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(2 * SEC));
     assert!(drain_all(&mut sw, 2 * SEC).is_empty());
     let c0 = sw.port_counters(port(&sw, "Ethernet0")).unwrap();
     assert_eq!(c0.drop_reasons.get(&DropReason::EgressPortDown), Some(&1), "{:?}", c0.drop_reasons);
     // Back up: forwarding resumes.
     sw.set_port_oper(e8, true, 3 * SEC);
     assert_eq!(sw.poll_event(), Some(Event::PortOperStatus { port: "Ethernet8".into(), up: true }));
-    sw.handle_frame(port(&sw, "Ethernet0"), frame(), 3 * SEC);
+    sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(3 * SEC));
     let out = drain_all(&mut sw, 3 * SEC);
     assert_eq!(out.len(), 1, "{out:?}");
     assert_eq!(out[0].0, e8);
@@ -580,7 +609,7 @@ fn transit_udp_with_an_inconsistent_header_is_routed_not_dropped() {
     let udp_len = 14 + 20 + 4;
     frame[udp_len..udp_len + 2].copy_from_slice(&4000u16.to_be_bytes());
     assert!(wire::decode(&frame).is_err());
-    sw.handle_frame(port(&sw, "Ethernet0"), frame, SEC);
+    sw.handle_frame(port(&sw, "Ethernet0"), frame, Instant::from_ns(SEC));
     let out = drain_all(&mut sw, SEC);
     assert_eq!(out.len(), 1, "routed: {out:?}");
     assert_eq!(out[0].0, port(&sw, "Ethernet8"));
@@ -599,7 +628,7 @@ fn group_addressed_frames_count_as_non_unicast_in_and_out() {
     let multicast = wire::EthernetAddress([0x01, 0x00, 0x5e, 0x00, 0x00, 0x01]);
     // Each of the three floods to Ethernet12 and Ethernet16: an unknown unicast, a broadcast, a multicast.
     for dst in [HOST3_MAC, wire::EthernetAddress::BROADCAST, multicast] {
-        sw.handle_frame(e8, l2_frame(HOST2_MAC, dst, None), 0);
+        sw.handle_frame(e8, l2_frame(HOST2_MAC, dst, None), Instant::from_ns(0));
     }
     assert_eq!(drain_all(&mut sw, 0).len(), 6);
     let c = sw.port_counters(e8).unwrap();
@@ -609,7 +638,7 @@ fn group_addressed_frames_count_as_non_unicast_in_and_out() {
         assert_eq!((c.tx_ok, c.tx_non_ucast), (3, 2), "{out}");
     }
     // Known unicast: neither counter of non-unicast moves.
-    sw.handle_frame(e12, l2_frame(HOST3_MAC, HOST2_MAC, None), 0);
+    sw.handle_frame(e12, l2_frame(HOST3_MAC, HOST2_MAC, None), Instant::from_ns(0));
     assert_eq!(drain_all(&mut sw, 0).len(), 1);
     assert_eq!(sw.port_counters(e12).unwrap().rx_non_ucast, 0);
     assert_eq!(sw.port_counters(e8).unwrap().tx_non_ucast, 0);

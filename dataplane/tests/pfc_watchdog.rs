@@ -9,6 +9,7 @@ use common::*;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{PortId, Switch};
 use lossless_dataplane::sim::{Device, Sim};
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::{MacControlRepr, PfcRepr, mac_control};
 use std::net::Ipv4Addr;
 
@@ -32,7 +33,11 @@ impl Lab {
         let mut sw = Switch::new();
         sw.apply(&db, 0).unwrap_or_else(|e| panic!("{e}"));
         let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
-        sw.handle_frame(dst, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+        sw.handle_frame(
+            dst,
+            arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)),
+            Instant::from_ns(0),
+        );
         let mut sim = Sim::new();
         sim.add(Device::Switch(Box::new(sw)));
         sim.keep_log = true;
@@ -57,14 +62,14 @@ impl Lab {
         MacControlRepr::Pfc(PfcRepr { class_enable: 1 << 3, time: [0, 0, 0, quanta, 0, 0, 0, 0] })
             .emit_frame(HOST2_MAC, &mut frame);
         let now = self.now;
-        self.sw().handle_frame(port, frame, now);
+        self.sw().handle_frame(port, frame, Instant::from_ns(now));
     }
 
     fn send(&mut self, dscp: u8, n: u16) {
         for i in 0..n {
             let f = routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), HOST2_IP, i, 4791, dscp);
             let (src, now) = (self.src, self.now);
-            self.sw().handle_frame(src, f, now);
+            self.sw().handle_frame(src, f, Instant::from_ns(now));
         }
     }
 
@@ -301,13 +306,13 @@ fn drop_action_with_drop_ingress_also_drops_the_priority_arriving_on_the_stormed
     lab.sw().handle_frame(
         uplink,
         arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)),
-        now,
+        Instant::from_ns(now),
     );
     let before = lab.wd(3);
     for i in 0..50 {
         let f = routed_udp(HOST2_MAC, HOST2_IP, Ipv4Addr::new(172, 16, 0, 9), i, 4791, 3);
         let (dst, now) = (lab.dst, lab.now);
-        lab.sw().handle_frame(dst, f, now);
+        lab.sw().handle_frame(dst, f, Instant::from_ns(now));
     }
     lab.storm_until(lab.now + 200 * MS);
     let after = lab.wd(3);

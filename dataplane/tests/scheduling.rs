@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::time::Instant;
 use std::net::Ipv4Addr;
 
 const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
@@ -20,7 +21,7 @@ fn wrr_run(db: &ConfigDb, counts: [u16; 7]) -> [usize; 7] {
     let mut sw = Switch::new();
     sw.apply(db, 0).unwrap();
     let (e0, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
-    sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+    sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), Instant::from_ns(0));
     drain_all(&mut sw, 0);
     sw.set_port_hold(e8, true);
     let mut now = 1_000_000;
@@ -36,7 +37,7 @@ fn wrr_run(db: &ConfigDb, counts: [u16; 7]) -> [usize; 7] {
                     4791,
                     DSCP_FOR_QUEUE[q],
                 );
-                sw.handle_frame(e0, f, now);
+                sw.handle_frame(e0, f, Instant::from_ns(now));
             }
         }
     }
@@ -47,7 +48,7 @@ fn wrr_run(db: &ConfigDb, counts: [u16; 7]) -> [usize; 7] {
     let mut remaining = total;
     let mut outstanding_at_last = [0usize; 7];
     while remaining > 0 {
-        match sw.poll_transmit(e8, now) {
+        match sw.poll_transmit(e8, Instant::from_ns(now)) {
             Some(tx) => {
                 let q = usize::from(tx.queue.unwrap());
                 left[q] -= 1;
@@ -56,7 +57,7 @@ fn wrr_run(db: &ConfigDb, counts: [u16; 7]) -> [usize; 7] {
                     outstanding_at_last[q] = remaining;
                 }
             }
-            None => now = sw.next_transmit_at(e8).expect("more to send"),
+            None => now = (sw.next_transmit_at(e8).expect("more to send")).as_ns(),
         }
     }
     outstanding_at_last

@@ -14,6 +14,7 @@ mod common;
 use common::*;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::time::Instant;
 use std::net::Ipv4Addr;
 
 const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
@@ -63,7 +64,11 @@ impl Rig {
         sw.apply(&db, 0).unwrap_or_else(|e| panic!("{}: {e}", row.source));
         let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
         if dst_ip == HOST2_IP {
-            sw.handle_frame(dst, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), 0);
+            sw.handle_frame(
+                dst,
+                arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)),
+                Instant::from_ns(0),
+            );
         }
         drain_all(&mut sw, 0);
         sw.set_port_hold(dst, true);
@@ -74,7 +79,7 @@ impl Rig {
         let f =
             routed_udp(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), self.dst_ip, (i % 60000) as u16, 4791, dscp);
         assert_eq!(f.len() + 4, 64, "64-byte packets on the wire (with FCS), as sonic-mgmt sends");
-        self.sw.handle_frame(self.src, f, self.now);
+        self.sw.handle_frame(self.src, f, Instant::from_ns(self.now));
     }
 
     /// Sends until `done` holds; returns how many packets it took (the last one made it hold).
@@ -82,7 +87,7 @@ impl Rig {
         for n in 1..=1_000_000 {
             self.send_one(dscp, n);
             // The source's line carries only what the switch generates (PFC): send it now.
-            while self.sw.poll_transmit(self.src, self.now).is_some() {}
+            while self.sw.poll_transmit(self.src, Instant::from_ns(self.now)).is_some() {}
             if done(&self.sw, self.src, self.dst) {
                 return n;
             }
@@ -331,7 +336,7 @@ fn tomahawk_headroom_pool_size() {
             rig.send_one(dscp, sent);
             // PFC goes out on every source line at once (a PG may assert XOFF on another's frame).
             for port in [e0, e4] {
-                while rig.sw.poll_transmit(port, rig.now).is_some() {}
+                while rig.sw.poll_transmit(port, Instant::from_ns(rig.now)).is_some() {}
             }
         }
     };

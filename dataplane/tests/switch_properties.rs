@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use lossless_dataplane::model::{CountersDump, PortId, Switch};
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::build::Dot1q;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
@@ -108,10 +109,10 @@ proptest! {
         let mut before = sw.counters();
         for op in ops {
             match op {
-                Op::Frame(p, f) => sw.handle_frame(PortId::new(p), f, now),
+                Op::Frame(p, f) => sw.handle_frame(PortId::new(p), f, Instant::from_ns(now)),
                 Op::Advance(s) => {
                     now += s * 1_000_000_000;
-                    sw.handle_timeout(now);
+                    sw.handle_timeout(Instant::from_ns(now));
                 }
                 Op::Drain => transmitted += drain_all(&mut sw, now).len() as u64,
                 Op::ApplyValid => {
@@ -149,7 +150,7 @@ proptest! {
 #[test]
 fn switch_without_config_ignores_frames() {
     let mut sw = Switch::new();
-    sw.handle_frame(PortId::new(0), vec![0; 64], 0);
+    sw.handle_frame(PortId::new(0), vec![0; 64], Instant::from_ns(0));
     assert_eq!(sw.ledger().received, 0);
-    assert_eq!(sw.poll_transmit(PortId::new(0), 0), None);
+    assert_eq!(sw.poll_transmit(PortId::new(0), Instant::from_ns(0)), None);
 }

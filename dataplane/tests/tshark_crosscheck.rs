@@ -5,6 +5,7 @@
 //! on PATH (`.ci/run` installs it).
 
 use lossless_dataplane::model::PortId;
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::{
     self, ArpOperation, ArpRepr, BthOpcode, BthRepr, EtherType, EthernetAddress, Ipv4Packet, Ipv6Repr,
     MacControlRepr, PauseRepr, PfcRepr,
@@ -257,7 +258,7 @@ fn pfc_frames_generated_by_the_switch() {
     sw.handle_frame(
         e8,
         build::ethernet(host, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp)),
-        0,
+        Instant::from_ns(0),
     );
     sw.set_port_hold(e8, true);
     let flow = Ipv4Flow {
@@ -273,8 +274,8 @@ fn pfc_frames_generated_by_the_switch() {
     let mut frames = Vec::new();
     let mut now = 1_000;
     for _ in 0..30_000 {
-        sw.handle_frame(e0, flow.udp(4791, &[0; 18]), now);
-        if let Some(tx) = sw.poll_transmit(e0, now) {
+        sw.handle_frame(e0, flow.udp(4791, &[0; 18]), Instant::from_ns(now));
+        if let Some(tx) = sw.poll_transmit(e0, Instant::from_ns(now)) {
             frames.push(tx.frame);
             break;
         }
@@ -290,13 +291,13 @@ fn pfc_frames_generated_by_the_switch() {
             sw.poll_at(),
             sw.port_backlog(e8)
         );
-        now = sw.poll_at().expect("draining").max(now);
-        sw.handle_timeout(now);
+        now = sw.poll_at().expect("draining").as_ns().max(now);
+        sw.handle_timeout(Instant::from_ns(now));
         // The host's ARP request was also flooded to the other VLAN members: drain every port but Ethernet0.
         for p in PortId::all(sw.port_count()).filter(|&p| p != e0) {
-            while sw.poll_transmit(p, now).is_some() {}
+            while sw.poll_transmit(p, Instant::from_ns(now)).is_some() {}
         }
-        if let Some(tx) = sw.poll_transmit(e0, now) {
+        if let Some(tx) = sw.poll_transmit(e0, Instant::from_ns(now)) {
             frames.push(tx.frame);
         }
     }

@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire;
 use std::net::Ipv4Addr;
 
@@ -17,7 +18,11 @@ fn ucloud() -> Switch {
     let mut sw = Switch::new();
     sw.apply(&ConfigDb::from_yaml_str(UCLOUD).unwrap(), 0).unwrap();
     let e0 = port(&sw, "Ethernet0");
-    sw.handle_frame(e0, arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)), 0);
+    sw.handle_frame(
+        e0,
+        arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)),
+        Instant::from_ns(0),
+    );
     drain_all(&mut sw, 0);
     sw
 }
@@ -31,7 +36,7 @@ fn border_rules_on_server_ports_and_dscp_trust_on_uplinks() {
     };
     // The server's frames go to the uplink via the ECMP route; 10.0.0.3 is static, 10.0.0.1 learned.
     for (dport, dscp) in [(4791, 48), (4791, 46), (4791, 26), (80, 46)] {
-        sw.handle_frame(e8, server(dport, dscp), 1_000);
+        sw.handle_frame(e8, server(dport, dscp), Instant::from_ns(1_000));
     }
     let out = drain_all(&mut sw, 1_000);
     let got: Vec<(u8, u8)> = out
@@ -49,18 +54,18 @@ fn border_rules_on_server_ports_and_dscp_trust_on_uplinks() {
     sw.handle_frame(
         e0,
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 7), Ipv4Addr::new(192, 168, 0, 9), 1, 80, 46),
-        2_000,
+        Instant::from_ns(2_000),
     );
     sw.handle_frame(
         port(&sw, "Ethernet12"),
         arp_request(HOST3_MAC, Ipv4Addr::new(192, 168, 0, 9), Ipv4Addr::new(192, 168, 0, 1)),
-        2_000,
+        Instant::from_ns(2_000),
     );
     drain_all(&mut sw, 2_000);
     sw.handle_frame(
         e0,
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 7), Ipv4Addr::new(192, 168, 0, 9), 1, 80, 46),
-        3_000,
+        Instant::from_ns(3_000),
     );
     let out = drain_all(&mut sw, 3_000);
     assert_eq!(out.iter().map(|(_, t)| t.queue).collect::<Vec<_>>(), vec![Some(5)]);
@@ -75,7 +80,7 @@ fn the_strict_cnp_queue_is_policed() {
     for _ in 0..2000u16 {
         let f =
             routed_udp(HOST2_MAC, Ipv4Addr::new(192, 168, 0, 2), Ipv4Addr::new(172, 16, 0, 7), 7, 4791, 48);
-        sw.handle_frame(e8, f, 1_000);
+        sw.handle_frame(e8, f, Instant::from_ns(1_000));
     }
     let dropped: u64 =
         PortId::all(sw.port_count()).map(|p| sw.port_counters(p).unwrap().queues[6].dropped_packets).sum();

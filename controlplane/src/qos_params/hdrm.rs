@@ -9,7 +9,7 @@
 //! figures split the shared headroom pool as `(pgs_num − 1) × full + partial`, the last PG about half full
 //! (td3 100000_300m: 17 × 362 + 182 = 6336 cells = the pool's `xoff` of 1 622 016 B at 256 B a cell).
 
-use super::{Probe, Serialize};
+use super::{Nanos, Probe, Serialize};
 use lossless_dataplane::model::PortId;
 use lossless_dataplane::model::config::{AsicFamily, ConfigDb, SwitchConfig};
 
@@ -54,14 +54,14 @@ pub(super) struct Pair {
 /// the last: a source port sends one PFC frame at a time, so a second PG's XOFF goes out only once the
 /// clock moves past the first.
 pub(super) fn send(probe: &mut Probe, p: &Pair) {
-    probe.now += 7;
+    probe.now += Nanos::from_ns(7);
     probe.send_from(p.src, p.dscp);
 }
 
 /// Lets a microsecond pass, time for any PFC frame `src` has pending to go out: the test waits (8 s) for
 /// the counters before it reads them.
 fn settle(probe: &mut Probe, src: PortId) {
-    probe.now += 1_000;
+    probe.now += Nanos::from_ns(1_000);
     while probe.sw.poll_transmit(src, probe.now).is_some() {}
 }
 

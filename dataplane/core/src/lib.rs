@@ -16,4 +16,5 @@ pub mod nic;
 mod ps;
 pub mod sim;
 pub mod text;
+pub mod time;
 pub mod wire;

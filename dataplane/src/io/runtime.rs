@@ -35,6 +35,7 @@ use crate::model::config::ConfigDb;
 use crate::model::mmu::WatermarkKind;
 use crate::model::{Event, PortId, Switch};
 use crate::server::{CountersSnapshot, WatermarksSnapshot};
+use crate::time::Instant;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -380,12 +381,12 @@ impl Runtime {
                         self.capturing.forget_drops(&mut self.switch);
                         self.capturing.received(port, &frame, now);
                         let copy = frame.clone();
-                        self.switch.handle_frame(port, frame, now);
+                        self.switch.handle_frame(port, frame, Instant::from_ns(now));
                         self.capturing.after_receive(&mut self.switch, &copy, now);
                     }
                 }
                 for frame in rx.drain(..) {
-                    self.switch.handle_frame(PortId::new(p), frame, now);
+                    self.switch.handle_frame(PortId::new(p), frame, Instant::from_ns(now));
                 }
                 if let Some(e) = failed {
                     self.check_link(p, now, Some(&e));
@@ -403,8 +404,8 @@ impl Runtime {
             }
             self.publish(now);
             let now = self.now_ns();
-            if self.switch.timeout_at().is_some_and(|t| t <= now) {
-                self.switch.handle_timeout(now);
+            if self.switch.timeout_at().is_some_and(|t| t.as_ns() <= now) {
+                self.switch.handle_timeout(Instant::from_ns(now));
             }
             self.transmit(now);
             while let Some(event) = self.switch.poll_event() {
@@ -558,10 +559,13 @@ impl Runtime {
                     break;
                 }
                 let t = free.max(now.saturating_sub(CATCH_UP_NS));
-                let tx = match self.switch.poll_transmit(port, t) {
+                let tx = match self.switch.poll_transmit(port, Instant::from_ns(t)) {
                     Some(tx) => tx,
                     // Nothing was eligible back then (a pause or a shaper ended since): try now.
-                    None => match (t < now).then(|| self.switch.poll_transmit(port, now)).flatten() {
+                    None => match (t < now)
+                        .then(|| self.switch.poll_transmit(port, Instant::from_ns(now)))
+                        .flatten()
+                    {
                         Some(tx) => tx,
                         None => break,
                     },
@@ -593,7 +597,7 @@ impl Runtime {
     fn wait(&mut self) -> io::Result<()> {
         let now = self.now_ns();
         let housekeeping = self.next_snapshot_ns.min(self.next_link_check_ns);
-        let deadline = Some(self.switch.poll_at().map_or(housekeeping, |t| t.min(housekeeping)));
+        let deadline = Some(self.switch.poll_at().map_or(housekeeping, |t| t.as_ns().min(housekeeping)));
         let timeout_ns = match deadline {
             Some(t) if t <= now => return Ok(()),
             Some(t) => (t - now).min(100_000_000),

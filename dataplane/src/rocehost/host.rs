@@ -8,6 +8,7 @@ use crate::io::PortBackend;
 use crate::io::runtime::{libc_pollfd, monotonic_ns, poll_fds};
 use crate::nic::Nic;
 use crate::shutdown::{Shutdown, Signal};
+use crate::time::Instant;
 use std::path::PathBuf;
 
 /// Why the loop ended.
@@ -119,7 +120,7 @@ impl Host {
         let mut ready = options.ready.as_ref();
         let mut progress = Progress::new(epoch);
         // Start-up since `epoch` is no lateness to catch up on.
-        self.nic.handle_timeout(monotonic_ns());
+        self.nic.handle_timeout(Instant::from_ns(monotonic_ns()));
         loop {
             if let Some(signal) = signals.received() {
                 return Stop::Signal(signal);
@@ -153,7 +154,7 @@ impl Host {
             if options.progress && now >= progress.next_ns {
                 eprintln!("{}", progress.line(&self.nic, now));
             }
-            let mut due = self.nic.poll_at();
+            let mut due = self.nic.poll_at().map(Instant::as_ns);
             if stalled || self.backlog.len() >= BACKLOG_MAX {
                 due = due.map(|t| t.max(now + STALL_WAIT_NS));
             }
@@ -179,17 +180,17 @@ impl Host {
     /// said it was due but had nothing to do (the caller then sleeps a little rather than spin).
     fn drive(&mut self, now: u64) -> bool {
         let mut floor = now.saturating_sub(CATCH_UP_NS).max(self.nic.now_ns());
-        while let Some(at) = self.nic.poll_at().filter(|&t| t <= now) {
+        while let Some(at) = self.nic.poll_at().map(Instant::as_ns).filter(|&t| t <= now) {
             if self.backlog.len() >= BACKLOG_MAX {
                 // The kernel takes nothing: the line is blocked, but timers still run.
-                self.nic.handle_timeout(now);
+                self.nic.handle_timeout(Instant::from_ns(now));
                 return false;
             }
             let t = at.max(floor);
-            self.nic.handle_timeout(t);
-            match self.nic.poll_transmit(t) {
+            self.nic.handle_timeout(Instant::from_ns(t));
+            match self.nic.poll_transmit(Instant::from_ns(t)) {
                 Some(frame) => self.backlog.push(frame),
-                None if self.nic.poll_at().is_some_and(|a| a <= t) => {
+                None if self.nic.poll_at().is_some_and(|a| a.as_ns() <= t) => {
                     tracing::debug!(t, "the NIC is due but has nothing to do");
                     return true;
                 }
@@ -223,7 +224,7 @@ impl Host {
                 if self.probe_only && !crate::nic::probe::is_pfc_or_pong(frame) {
                     continue;
                 }
-                self.nic.handle_frame(frame, now);
+                self.nic.handle_frame(frame, Instant::from_ns(now));
             }
             if n < RX_BATCH {
                 break;

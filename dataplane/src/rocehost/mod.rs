@@ -59,6 +59,7 @@ use crate::io::runtime::monotonic_ns;
 use crate::io::{self, PortSpec};
 use crate::nic::{Nic, NicConfig, ProbeConfig, Retransmit};
 use crate::shutdown::Shutdown;
+use crate::time::Instant;
 use anyhow::{Context, bail};
 use args::{
     Args, FlowSpec, RetransmitArg, apply_dcqcn_options, apply_rx_options, resolve_flows, resolve_probe_peers,
@@ -194,7 +195,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         })
         .context("--pingmesh-peer")?;
     }
-    nic.handle_timeout(epoch);
+    nic.handle_timeout(Instant::from_ns(epoch));
     let storm = args.storm.map(|storm| StormWindow {
         storm,
         window: Window::new(epoch + args.storm_from.unwrap_or(0), args.storm_until.map(|d| epoch + d)),
@@ -235,7 +236,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let stop = host.run(&options, &signals, epoch);
     let end = monotonic_ns();
     // The report is as of the exit (pauses in progress, rates of unfinished flows), not the last wake-up.
-    host.nic.handle_timeout(end);
+    host.nic.handle_timeout(Instant::from_ns(end));
     let report = Report { start: Some(start), ..Report::from(host.nic.report()) };
     let json = serde_json::to_string_pretty(&report)?;
     if let Some(path) = &args.report {

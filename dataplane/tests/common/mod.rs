@@ -3,6 +3,7 @@
 
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{PortId, Switch, Transmit};
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::build::{self, Dot1q, Ipv4Flow};
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_dataplane::wire::{ArpOperation, ArpRepr, EtherType, EthernetAddress};
@@ -41,10 +42,10 @@ pub fn drain(sw: &mut Switch, port: PortId, now_ns: u64) -> Vec<Transmit> {
     let mut t = now_ns;
     let mut out = Vec::new();
     loop {
-        match sw.poll_transmit(port, t) {
+        match sw.poll_transmit(port, Instant::from_ns(t)) {
             Some(tx) => out.push(tx),
             None => match sw.next_transmit_at(port) {
-                Some(next) if next > t => t = next,
+                Some(next) if next > Instant::from_ns(t) => t = next.as_ns(),
                 _ => break,
             },
         }

@@ -12,6 +12,7 @@
 //! `pfc_enable` are counted but ignored. The frame on the line is always finished first (the scheduler only
 //! picks frames between transmissions). Pause time is accumulated per priority, as SONiC's PFC history.
 
+use crate::time::{Instant, Nanos};
 use crate::wire::mac_control::{self, PfcRepr};
 
 /// PFC counters of one priority, as `show pfc counters` and `--history` show them.
@@ -36,17 +37,17 @@ pub struct PfcPort {
     asserted: u8,
     /// Priorities whose state must go out in the next PFC frame.
     pending: u8,
-    next_refresh_ns: Option<u64>,
+    next_refresh: Option<Instant>,
     /// Per priority: paused until (exclusive), and since when (for the pause time).
-    paused_until_ns: [u64; 8],
-    pause_started_ns: [Option<u64>; 8],
-    /// Priorities with a pause in progress (`pause_started_ns` set): most ports have none to settle.
+    paused_until: [Instant; 8],
+    pause_started: [Option<Instant>; 8],
+    /// Priorities with a pause in progress (`pause_started` set): most ports have none to settle.
     pausing: u8,
-    /// At least every `paused_until_ns` (raised with them, never lowered): before it nothing is paused,
+    /// At least every `paused_until` (raised with them, never lowered): before it nothing is paused,
     /// which the packet path asks on every frame.
-    paused_until_max_ns: u64,
+    paused_until_max: Instant,
     /// 802.3x PAUSE: all queues paused until.
-    link_paused_until_ns: u64,
+    link_paused_until: Instant,
     pub counters: [PfcCounters; 8],
 }
 
@@ -64,7 +65,7 @@ impl PfcPort {
         self.asserted &= !priorities;
         self.pending |= released;
         if self.asserted == 0 {
-            self.next_refresh_ns = None;
+            self.next_refresh = None;
         }
     }
 
@@ -74,7 +75,7 @@ impl PfcPort {
         self.asserted &= !priorities;
         self.pending &= !priorities;
         if self.asserted == 0 {
-            self.next_refresh_ns = None;
+            self.next_refresh = None;
         }
     }
 
@@ -83,13 +84,13 @@ impl PfcPort {
     }
 
     /// When a PFC frame is due: now if some state changed, else at the next refresh.
-    pub fn next_frame_at(&self, now_ns: u64) -> Option<u64> {
-        if self.pending != 0 { Some(now_ns) } else { self.next_refresh_ns }
+    pub fn next_frame_at(&self, now: Instant) -> Option<Instant> {
+        if self.pending != 0 { Some(now) } else { self.next_refresh }
     }
 
     /// The PFC frame to send now, if one is due; counts it and schedules the refresh.
-    pub fn poll_frame(&mut self, now_ns: u64, quanta: u16, refresh_ns: u64) -> Option<PfcRepr> {
-        if self.next_refresh_ns.is_some_and(|t| t <= now_ns) {
+    pub fn poll_frame(&mut self, now: Instant, quanta: u16, refresh: Nanos) -> Option<PfcRepr> {
+        if self.next_refresh.is_some_and(|t| t <= now) {
             self.pending |= self.asserted;
         }
         if self.pending == 0 {
@@ -106,13 +107,13 @@ impl PfcPort {
             }
         }
         self.pending = 0;
-        self.next_refresh_ns = (self.asserted != 0).then(|| now_ns + refresh_ns.max(1));
+        self.next_refresh = (self.asserted != 0).then(|| now + refresh.max(Nanos::from_ns(1)));
         Some(PfcRepr { class_enable, time })
     }
 
     /// A PFC frame arrived. `enabled` is the port's effective `pfc_enable`; `speed_mbps` converts quanta.
-    pub fn receive(&mut self, frame: &PfcRepr, enabled: u8, speed_mbps: u32, now_ns: u64) {
-        self.settle(now_ns);
+    pub fn receive(&mut self, frame: &PfcRepr, enabled: u8, speed_mbps: u32, now: Instant) {
+        self.settle(now);
         for (p, quanta) in frame.priorities() {
             let p = usize::from(p);
             let c = &mut self.counters[p];
@@ -124,91 +125,91 @@ impl PfcPort {
                 continue;
             }
             if quanta == 0 {
-                self.end_pause(p, now_ns);
-                self.paused_until_ns[p] = now_ns;
-                self.paused_until_max_ns = self.paused_until_max_ns.max(now_ns);
+                self.end_pause(p, now);
+                self.paused_until[p] = now;
+                self.paused_until_max = self.paused_until_max.max(now);
             } else {
-                if self.pause_started_ns[p].is_none() {
-                    self.pause_started_ns[p] = Some(now_ns);
+                if self.pause_started[p].is_none() {
+                    self.pause_started[p] = Some(now);
                     self.pausing |= 1 << p;
                     self.counters[p].rx_pause_transitions += 1;
                 }
-                self.paused_until_ns[p] = now_ns + mac_control::quanta_to_ns(quanta, speed_mbps);
-                self.paused_until_max_ns = self.paused_until_max_ns.max(self.paused_until_ns[p]);
+                self.paused_until[p] = now + Nanos::from_ns(mac_control::quanta_to_ns(quanta, speed_mbps));
+                self.paused_until_max = self.paused_until_max.max(self.paused_until[p]);
             }
         }
     }
 
     /// An 802.3x PAUSE frame arrived (honoured only on ports without PFC).
-    pub fn receive_pause(&mut self, quanta: u16, speed_mbps: u32, now_ns: u64) {
-        self.link_paused_until_ns = now_ns + mac_control::quanta_to_ns(quanta, speed_mbps);
+    pub fn receive_pause(&mut self, quanta: u16, speed_mbps: u32, now: Instant) {
+        self.link_paused_until = now + Nanos::from_ns(mac_control::quanta_to_ns(quanta, speed_mbps));
     }
 
-    fn end_pause(&mut self, p: usize, end_ns: u64) {
+    fn end_pause(&mut self, p: usize, end: Instant) {
         self.pausing &= !(1 << p);
-        if let Some(start) = self.pause_started_ns[p].take() {
-            self.counters[p].rx_pause_ns += end_ns.saturating_sub(start);
+        if let Some(start) = self.pause_started[p].take() {
+            self.counters[p].rx_pause_ns += end.saturating_since(start).as_ns();
         }
     }
 
-    /// Closes pauses whose timers expired by `now_ns`.
-    pub fn settle(&mut self, now_ns: u64) {
+    /// Closes pauses whose timers expired by `now`.
+    pub fn settle(&mut self, now: Instant) {
         if self.pausing == 0 {
             return;
         }
         for p in 0..8 {
-            if self.pause_started_ns[p].is_some() && self.paused_until_ns[p] <= now_ns {
-                self.end_pause(p, self.paused_until_ns[p]);
+            if self.pause_started[p].is_some() && self.paused_until[p] <= now {
+                self.end_pause(p, self.paused_until[p]);
             }
         }
     }
 
     /// Lifts every pause on these priorities (the watchdog stops honouring them).
-    pub fn unpause(&mut self, priorities: u8, now_ns: u64) {
+    pub fn unpause(&mut self, priorities: u8, now: Instant) {
         for p in 0..8 {
-            if priorities & (1 << p) != 0 && self.paused_until_ns[p] > now_ns {
-                self.end_pause(p, now_ns);
-                self.paused_until_ns[p] = now_ns;
-                self.paused_until_max_ns = self.paused_until_max_ns.max(now_ns);
+            if priorities & (1 << p) != 0 && self.paused_until[p] > now {
+                self.end_pause(p, now);
+                self.paused_until[p] = now;
+                self.paused_until_max = self.paused_until_max.max(now);
             }
         }
     }
 
-    /// Priorities paused at `now_ns`.
-    pub fn paused_priorities(&self, now_ns: u64) -> u8 {
-        if self.paused_until_max_ns <= now_ns {
+    /// Priorities paused at `now`.
+    pub fn paused_priorities(&self, now: Instant) -> u8 {
+        if self.paused_until_max <= now {
             return 0;
         }
-        (0..8).filter(|&p| self.paused_until_ns[p] > now_ns).fold(0, |m, p| m | 1 << p)
+        (0..8).filter(|&p| self.paused_until[p] > now).fold(0, |m, p| m | 1 << p)
     }
 
-    /// Egress queues paused at `now_ns`, given the port's priority → queue map.
-    pub fn paused_queues(&self, now_ns: u64, pfc_to_queue: &[u8; 8]) -> u8 {
-        if self.link_paused_until_ns > now_ns {
+    /// Egress queues paused at `now`, given the port's priority → queue map.
+    pub fn paused_queues(&self, now: Instant, pfc_to_queue: &[u8; 8]) -> u8 {
+        if self.link_paused_until > now {
             return 0xff;
         }
-        let prios = self.paused_priorities(now_ns);
+        let prios = self.paused_priorities(now);
         if prios == 0 {
             return 0;
         }
         (0..8).filter(|&p| prios & (1 << p) != 0).fold(0, |m, p| m | 1 << (pfc_to_queue[p] & 7))
     }
 
-    /// The earliest pause expiry after `now_ns`, if any queue is paused.
-    pub fn next_unpause_at(&self, now_ns: u64) -> Option<u64> {
-        self.paused_until_ns
+    /// The earliest pause expiry after `now`, if any queue is paused.
+    pub fn next_unpause_at(&self, now: Instant) -> Option<Instant> {
+        self.paused_until
             .iter()
-            .chain(std::iter::once(&self.link_paused_until_ns))
+            .chain(std::iter::once(&self.link_paused_until))
             .copied()
-            .filter(|&t| t > now_ns)
+            .filter(|&t| t > now)
             .min()
     }
 
-    /// Time priority `p` has spent paused up to `now_ns` (including a pause in progress).
-    pub fn paused_ns(&self, p: usize, now_ns: u64) -> u64 {
+    /// Time priority `p` has spent paused up to `now` (including a pause in progress), in nanoseconds.
+    pub fn paused_ns(&self, p: usize, now: Instant) -> u64 {
         let running =
-            self.pause_started_ns[p].map_or(0, |s| now_ns.min(self.paused_until_ns[p]).saturating_sub(s));
-        self.counters[p].rx_pause_ns + running
+            self.pause_started[p].map_or(Nanos::ZERO, |s| now.min(self.paused_until[p]).saturating_since(s));
+        self.counters[p].rx_pause_ns + running.as_ns()
     }
 }
 
@@ -220,15 +221,15 @@ mod tests {
     fn xoff_refresh_and_xon() {
         let mut pfc = PfcPort::default();
         pfc.assert_xoff(0b1000);
-        let f = pfc.poll_frame(100, 0xffff, 1000).unwrap();
+        let f = pfc.poll_frame(Instant::from_ns(100), 0xffff, Nanos::from_ns(1000)).unwrap();
         assert_eq!((f.class_enable, f.time[3]), (0b1000, 0xffff));
-        assert!(pfc.poll_frame(500, 0xffff, 1000).is_none());
-        assert_eq!(pfc.next_frame_at(500), Some(1100));
-        let f = pfc.poll_frame(1100, 0xffff, 1000).unwrap();
+        assert!(pfc.poll_frame(Instant::from_ns(500), 0xffff, Nanos::from_ns(1000)).is_none());
+        assert_eq!(pfc.next_frame_at(Instant::from_ns(500)), Some(Instant::from_ns(1100)));
+        let f = pfc.poll_frame(Instant::from_ns(1100), 0xffff, Nanos::from_ns(1000)).unwrap();
         assert_eq!(f.time[3], 0xffff, "refresh");
         pfc.assert_xoff(0b10000);
         pfc.release_xoff(0b1000);
-        let f = pfc.poll_frame(1200, 0xffff, 1000).unwrap();
+        let f = pfc.poll_frame(Instant::from_ns(1200), 0xffff, Nanos::from_ns(1000)).unwrap();
         assert_eq!(f.class_enable, 0b11000, "XON for 3 and XOFF for 4 share a frame");
         assert_eq!((f.time[3], f.time[4]), (0, 0xffff));
         assert_eq!(pfc.counters[3].tx, 3);
@@ -239,22 +240,26 @@ mod tests {
         let mut pfc = PfcPort::default();
         let map = [0, 1, 2, 3, 4, 5, 6, 7];
         // 100 quanta at 100G = 512 ns.
-        pfc.receive(&PfcRepr::xoff(0b1000, 100), 0b11000, 100_000, 0);
-        assert_eq!(pfc.paused_queues(511, &map), 0b1000);
-        assert_eq!(pfc.paused_queues(512, &map), 0);
-        pfc.receive(&PfcRepr::xoff(0b1000, 100), 0b11000, 100_000, 1000);
-        pfc.receive(&PfcRepr::xoff(0b1000, 10), 0b11000, 100_000, 1100);
-        assert_eq!(pfc.paused_queues(1151, &map), 0b1000);
-        assert_eq!(pfc.paused_queues(1152, &map), 0, "the last frame's quanta (10 = 51.2 ns) wins");
-        pfc.settle(2000);
+        pfc.receive(&PfcRepr::xoff(0b1000, 100), 0b11000, 100_000, Instant::from_ns(0));
+        assert_eq!(pfc.paused_queues(Instant::from_ns(511), &map), 0b1000);
+        assert_eq!(pfc.paused_queues(Instant::from_ns(512), &map), 0);
+        pfc.receive(&PfcRepr::xoff(0b1000, 100), 0b11000, 100_000, Instant::from_ns(1000));
+        pfc.receive(&PfcRepr::xoff(0b1000, 10), 0b11000, 100_000, Instant::from_ns(1100));
+        assert_eq!(pfc.paused_queues(Instant::from_ns(1151), &map), 0b1000);
+        assert_eq!(
+            pfc.paused_queues(Instant::from_ns(1152), &map),
+            0,
+            "the last frame's quanta (10 = 51.2 ns) wins"
+        );
+        pfc.settle(Instant::from_ns(2000));
         assert_eq!(pfc.counters[3].rx_pause_ns, 512 + 152);
         assert_eq!(pfc.counters[3].rx_pause_transitions, 2);
-        pfc.receive(&PfcRepr::xoff(0b1000, 0xffff), 0b11000, 100_000, 3000);
-        pfc.receive(&PfcRepr::xon(0b1000), 0b11000, 100_000, 3100);
-        assert_eq!(pfc.paused_queues(3100, &map), 0);
+        pfc.receive(&PfcRepr::xoff(0b1000, 0xffff), 0b11000, 100_000, Instant::from_ns(3000));
+        pfc.receive(&PfcRepr::xon(0b1000), 0b11000, 100_000, Instant::from_ns(3100));
+        assert_eq!(pfc.paused_queues(Instant::from_ns(3100), &map), 0);
         assert_eq!(pfc.counters[3].rx_xon, 1);
         // Priority 5 is not enabled: counted, not honoured.
-        pfc.receive(&PfcRepr::xoff(0b10_0000, 0xffff), 0b11000, 100_000, 4000);
-        assert_eq!((pfc.counters[5].rx, pfc.paused_queues(4001, &map)), (1, 0));
+        pfc.receive(&PfcRepr::xoff(0b10_0000, 0xffff), 0b11000, 100_000, Instant::from_ns(4000));
+        assert_eq!((pfc.counters[5].rx, pfc.paused_queues(Instant::from_ns(4001), &map)), (1, 0));
     }
 }

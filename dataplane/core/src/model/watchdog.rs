@@ -30,6 +30,7 @@
 //! (and, with `drop_ingress`, ingress traffic of the priority on that port); alert only records.
 
 use super::config::{PfcWdAction, PfcWdDetectionRule, PfcWdPort, PortId, SwitchConfig};
+use crate::time::{Instant, Nanos};
 
 /// Counters of one watched queue (`PFC_WD_QUEUE_STATS_*`); `*_last` cover the most recent storm only.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -81,8 +82,8 @@ struct QueueWatch {
     /// The PFC priority watched on this queue, if it is monitored.
     priority: Option<u8>,
     stormed: bool,
-    detection_left_ns: u64,
-    restoration_left_ns: u64,
+    detection_left: Nanos,
+    restoration_left: Nanos,
     last: Option<QueueObservation>,
     storm_start: QueueObservation,
     debug_storm: bool,
@@ -101,22 +102,25 @@ struct PortWatch {
 /// The watchdog of the whole switch.
 #[derive(Debug, Clone, Default)]
 pub struct Watchdog {
-    poll_ns: u64,
+    poll: Nanos,
     rule: Option<PfcWdDetectionRule>,
     big_red_switch: bool,
     drop_ingress: bool,
-    next_poll_ns: Option<u64>,
+    next_poll: Option<Instant>,
     ports: Vec<PortWatch>,
 }
 
-const MS: u64 = 1_000_000;
+/// A configured restoration time, or none: never restored by time alone.
+fn restoration(ms: Option<u32>) -> Nanos {
+    ms.map_or(Nanos::MAX, |r| Nanos::from_ms(u64::from(r)))
+}
 
 impl Watchdog {
     /// Applies `PFC_WD` and `pfcwd_sw_enable`. Storm state and counters survive when the port set is
     /// unchanged (`keep`); a queue that stops being monitored loses its storm.
-    pub fn configure(&mut self, config: &SwitchConfig, keep: bool, now_ns: u64) -> Vec<Transition> {
+    pub fn configure(&mut self, config: &SwitchConfig, keep: bool, now: Instant) -> Vec<Transition> {
         let g = config.pfc_wd_global;
-        self.poll_ns = u64::from(g.poll_interval_ms.max(1)) * MS;
+        self.poll = Nanos::from_ms(u64::from(g.poll_interval_ms.max(1)));
         self.rule = Some(g.detection_rule);
         self.drop_ingress = g.drop_ingress;
         if !keep {
@@ -145,19 +149,19 @@ impl Watchdog {
                 }
                 watch.priority = if monitored { priority } else { None };
                 if let Some(c) = port.config {
-                    watch.detection_left_ns = u64::from(c.detection_time_ms) * MS;
-                    watch.restoration_left_ns = c.restoration_time_ms.map_or(u64::MAX, |r| u64::from(r) * MS);
+                    watch.detection_left = Nanos::from_ms(u64::from(c.detection_time_ms));
+                    watch.restoration_left = restoration(c.restoration_time_ms);
                 }
             }
         }
         self.big_red_switch = g.big_red_switch;
         let any = self.ports.iter().any(|p| p.config.is_some());
-        self.next_poll_ns = any.then(|| now_ns + self.poll_ns);
+        self.next_poll = any.then(|| now + self.poll);
         restored
     }
 
-    pub fn next_poll_at(&self) -> Option<u64> {
-        self.next_poll_ns
+    pub fn next_poll_at(&self) -> Option<Instant> {
+        self.next_poll
     }
 
     /// Forces (or stops forcing) the storm condition on a queue, as SONiC's `DEBUG_STORM`.
@@ -219,16 +223,17 @@ impl Watchdog {
         w.priority.map(|_| w.stormed || self.big_red_switch)
     }
 
-    /// Runs one poll at `now_ns` if it is due; `observe(port, queue, priority)` reads the queue.
+    /// Runs one poll at `at` if it is due; `observe(port, queue, priority)` reads the queue.
     pub fn poll(
         &mut self,
-        now_ns: u64,
+        at: Instant,
         mut observe: impl FnMut(PortId, u8, u8) -> QueueObservation,
     ) -> Vec<Transition> {
         let mut out = Vec::new();
-        let Some(due) = self.next_poll_ns.filter(|&t| t <= now_ns) else { return out };
-        let poll = self.poll_ns;
-        self.next_poll_ns = Some(due + poll * ((now_ns - due) / poll + 1));
+        let Some(due) = self.next_poll.filter(|&t| t <= at) else { return out };
+        let poll = self.poll;
+        // The next poll on the grid of polls, after `at` (polls missed by a late call are skipped).
+        self.next_poll = Some(due + poll * (at.saturating_since(due).as_ns() / poll.as_ns() + 1));
         let (rule, brs) = (self.rule.unwrap_or(PfcWdDetectionRule::Vs), self.big_red_switch);
         for (port, pw) in PortId::all(self.ports.len()).zip(self.ports.iter_mut()) {
             let Some(cfg) = pw.config else { continue };
@@ -256,28 +261,27 @@ impl Watchdog {
                                 && now.paused
                         }
                     };
-                let detection_ns = u64::from(cfg.detection_time_ms) * MS;
+                let detection = Nanos::from_ms(u64::from(cfg.detection_time_ms));
                 if w.stormed {
                     w.update_storm_counters(&now);
                     let restore = if cfg.action == PfcWdAction::Alert {
                         !condition
                     } else if now.pfc_rx - now.pfc_rx_xon != last.pfc_rx - last.pfc_rx_xon || debug_seen {
-                        w.restoration_left_ns =
-                            cfg.restoration_time_ms.map_or(u64::MAX, |r| u64::from(r) * MS);
+                        w.restoration_left = restoration(cfg.restoration_time_ms);
                         false
                     } else {
-                        w.restoration_left_ns = w.restoration_left_ns.saturating_sub(poll);
-                        w.restoration_left_ns == 0
+                        w.restoration_left -= poll;
+                        w.restoration_left.is_zero()
                     };
                     if restore {
                         w.stormed = false;
                         w.counters.deadlock_restored += 1;
-                        w.detection_left_ns = detection_ns;
+                        w.detection_left = detection;
                         out.push(Transition { port, queue: q, priority, stormed: false, action: cfg.action });
                     }
                 } else if !condition {
-                    w.detection_left_ns = detection_ns;
-                } else if w.detection_left_ns == 0 {
+                    w.detection_left = detection;
+                } else if w.detection_left.is_zero() {
                     w.stormed = true;
                     w.counters.deadlock_detected += 1;
                     w.storm_start = now;
@@ -288,11 +292,11 @@ impl Watchdog {
                         c.rx_packets_last,
                         c.rx_dropped_packets_last,
                     ) = (0, 0, 0, 0);
-                    w.detection_left_ns = detection_ns;
-                    w.restoration_left_ns = cfg.restoration_time_ms.map_or(u64::MAX, |r| u64::from(r) * MS);
+                    w.detection_left = detection;
+                    w.restoration_left = restoration(cfg.restoration_time_ms);
                     out.push(Transition { port, queue: q, priority, stormed: true, action: cfg.action });
                 } else {
-                    w.detection_left_ns = w.detection_left_ns.saturating_sub(poll);
+                    w.detection_left -= poll;
                 }
             }
         }

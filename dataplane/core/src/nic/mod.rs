@@ -68,6 +68,7 @@ pub use stats::{
 };
 
 use crate::model::pfc::{PfcCounters, PfcPort};
+use crate::time::Instant;
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
@@ -286,7 +287,8 @@ impl Nic {
     // ---------------------------------------------------------------------------------------- receive
 
     /// A frame arrived from the link.
-    pub fn handle_frame(&mut self, frame: &[u8], now_ns: u64) {
+    pub fn handle_frame(&mut self, frame: &[u8], now: Instant) {
+        let now_ns = now.as_ns();
         self.observe(now_ns);
         self.counters.rx_frames += 1;
         self.counters.rx_bytes += frame.len() as u64;
@@ -314,12 +316,21 @@ impl Nic {
         match decoded.l3 {
             L3::MacControl(MacControlRepr::Pfc(pfc)) => {
                 self.counters.rx_pfc_frames += 1;
-                self.pfc.receive(&pfc, self.cfg.pfc_enable, self.cfg.line_rate_mbps, now_ns);
+                self.pfc.receive(
+                    &pfc,
+                    self.cfg.pfc_enable,
+                    self.cfg.line_rate_mbps,
+                    Instant::from_ns(now_ns),
+                );
             }
             L3::MacControl(MacControlRepr::Pause(pause)) => {
                 self.counters.rx_pause_frames += 1;
                 if self.cfg.pfc_enable == 0 {
-                    self.pfc.receive_pause(pause.pause_time, self.cfg.line_rate_mbps, now_ns);
+                    self.pfc.receive_pause(
+                        pause.pause_time,
+                        self.cfg.line_rate_mbps,
+                        Instant::from_ns(now_ns),
+                    );
                 }
             }
             L3::Arp(request)
@@ -511,13 +522,14 @@ impl Nic {
 
     // ---------------------------------------------------------------------------------------- timers
 
-    /// Runs the timers due by `now_ns`: DCQCN decrease checks and rate increases, retransmission
+    /// Runs the timers due by `now`: DCQCN decrease checks and rate increases, retransmission
     /// timeouts, and closes pauses that expired (for the pause-time accounting).
-    pub fn handle_timeout(&mut self, now_ns: u64) {
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now_ns = now.as_ns();
         self.observe(now_ns);
         self.run_rx_pipeline(now_ns);
         self.expire_idle(now_ns);
-        self.pfc.settle(now_ns);
+        self.pfc.settle(Instant::from_ns(now_ns));
         let (now, window) = (self.now_ns, self.cfg.window_packets);
         // Only flows with something due are visited (found in the index): the others' handle_timeout would
         // change nothing.
@@ -540,14 +552,18 @@ impl Nic {
 
     /// The next instant the NIC needs [`Nic::handle_timeout`] or may send a frame; `None` when it is idle
     /// until a frame arrives. Relative to the latest `now` passed in.
-    pub fn poll_at(&self) -> Option<u64> {
+    pub fn poll_at(&self) -> Option<Instant> {
+        self.poll_at_ns().map(Instant::from_ns)
+    }
+
+    fn poll_at_ns(&self) -> Option<u64> {
         let now = self.now_ns;
         let paused = self.paused(now);
-        let unpause = self.pfc.next_unpause_at(now);
+        let unpause = self.pfc.next_unpause_at(Instant::from_ns(now)).map(Instant::as_ns);
         let gate = |priority: u8, ready: u64| {
             if paused & (1 << priority) != 0 { unpause.map(|u| u.max(ready)) } else { Some(ready) }
         };
-        let mut transmit = self.pfc.next_frame_at(now);
+        let mut transmit = self.pfc.next_frame_at(Instant::from_ns(now)).map(Instant::as_ns);
         let mut earliest = |t: Option<u64>| {
             if let Some(t) = t {
                 transmit = Some(transmit.map_or(t, |x| x.min(t)));
@@ -577,7 +593,10 @@ impl Nic {
                 earliest(tree.min().and_then(|r| gate(p as u8, r)));
             }
             if cfg!(debug_assertions) {
-                let mut scanned = [self.pfc.next_frame_at(now), probe].into_iter().flatten().min();
+                let mut scanned = [self.pfc.next_frame_at(Instant::from_ns(now)).map(Instant::as_ns), probe]
+                    .into_iter()
+                    .flatten()
+                    .min();
                 for c in &self.control {
                     scanned = [scanned, gate(self.control_priority(c), now)].into_iter().flatten().min();
                 }
@@ -646,13 +665,13 @@ impl Nic {
     /// Time `priority` has been paused by received PFC, up to the latest `now` (a pause in progress
     /// included).
     pub fn pause_ns(&self, priority: u8) -> u64 {
-        self.pfc.paused_ns(usize::from(priority & 7), self.now_ns)
+        self.pfc.paused_ns(usize::from(priority & 7), Instant::from_ns(self.now_ns))
     }
 
     /// [`Nic::pause_ns`] up to `now_ns` (not before the latest `now`): a driver's reading at an instant
     /// the NIC had no event.
     pub fn pause_ns_at(&self, priority: u8, now_ns: u64) -> u64 {
-        self.pfc.paused_ns(usize::from(priority & 7), now_ns.max(self.now_ns))
+        self.pfc.paused_ns(usize::from(priority & 7), Instant::from_ns(now_ns.max(self.now_ns)))
     }
 
     /// PFC counters of a priority: frames received (`rx`, `rx_xon`, transitions, completed pause time)

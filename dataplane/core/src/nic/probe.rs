@@ -385,6 +385,7 @@ mod tests {
     use super::*;
     use crate::nic::{Nic, NicConfig, WIRE_OVERHEAD_BYTES};
     use crate::sim::{Device, Sim};
+    use crate::time::Instant;
     use crate::wire::ip::Ecn;
     use crate::wire::{L3, L4, decode};
 
@@ -550,14 +551,14 @@ mod tests {
         .unwrap();
         let mut t = 0;
         while let Some(at) = a.poll_at() {
-            t = at.max(t);
-            a.handle_timeout(t);
-            while a.poll_transmit(t).is_some() {}
+            t = at.as_ns().max(t);
+            a.handle_timeout(Instant::from_ns(t));
+            while a.poll_transmit(Instant::from_ns(t)).is_some() {}
             if t > 20_000 {
                 break;
             }
         }
-        a.handle_timeout(20_000);
+        a.handle_timeout(Instant::from_ns(20_000));
         let s = &a.probe_stats()[0];
         assert_eq!((s.sent, s.received, s.lost, s.outstanding), (10, 0, 10, 0), "{s:?}");
         let bad = ProbeConfig { dscp: 64, ..ProbeConfig::default() };

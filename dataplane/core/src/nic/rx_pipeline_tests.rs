@@ -26,11 +26,11 @@ fn data_frames(n: usize, flow_id: u32, src_ip: Ipv4Addr) -> Vec<Vec<u8>> {
     let mut frames = Vec::new();
     let mut t = 0;
     while frames.len() < n {
-        a.handle_timeout(t);
-        if let Some(f) = a.poll_transmit(t) {
+        a.handle_timeout(Instant::from_ns(t));
+        if let Some(f) = a.poll_transmit(Instant::from_ns(t)) {
             frames.push(f);
         }
-        t = a.poll_at().unwrap().max(t + 1);
+        t = a.poll_at().unwrap().as_ns().max(t + 1);
     }
     frames
 }
@@ -41,9 +41,9 @@ fn receiver(rx: RxPipelineConfig) -> Nic {
 
 /// The PFC frames the NIC sends at `t` (it is polled until it has nothing more).
 fn pfc_sent(nic: &mut Nic, t: u64) -> Vec<PfcRepr> {
-    nic.handle_timeout(t);
+    nic.handle_timeout(Instant::from_ns(t));
     let mut out = Vec::new();
-    while let Some(f) = nic.poll_transmit(t) {
+    while let Some(f) = nic.poll_transmit(Instant::from_ns(t)) {
         if let Ok(d) = decode(&f)
             && let L3::MacControl(MacControlRepr::Pfc(p)) = d.l3
         {
@@ -57,7 +57,7 @@ fn pfc_sent(nic: &mut Nic, t: u64) -> Vec<PfcRepr> {
 fn without_a_buffer_frames_are_consumed_on_arrival() {
     let mut b = receiver(RxPipelineConfig::default());
     for (i, f) in data_frames(3, 1, A_IP).iter().enumerate() {
-        b.handle_frame(f, 100 * i as u64);
+        b.handle_frame(f, Instant::from_ns(100 * i as u64));
     }
     assert_eq!(b.rx_keys().count(), 1);
     let key = b.rx_keys().next().unwrap();
@@ -82,7 +82,7 @@ fn the_buffer_fills_at_arrival_minus_service_rate_xoff_at_the_threshold_xon_afte
     let mut xoff_at = None;
     for (k, f) in frames.iter().take(25).enumerate() {
         let t = k as u64 * 1_000;
-        b.handle_frame(f, t);
+        b.handle_frame(f, Instant::from_ns(t));
         let occupancy = b.rx_pipeline_stats().unwrap().occupancy_bytes;
         assert_eq!(occupancy, (k as u64 + 1 - k as u64 / 2) * len, "after arrival {k}");
         let sent = pfc_sent(&mut b, t);
@@ -99,7 +99,7 @@ fn the_buffer_fills_at_arrival_minus_service_rate_xoff_at_the_threshold_xon_afte
     let mut xon_at = None;
     let mut t = 24_001;
     while xon_at.is_none() && t < 100_000 {
-        t = b.poll_at().unwrap();
+        t = b.poll_at().unwrap().as_ns();
         let sent = pfc_sent(&mut b, t);
         if let Some(p) = sent.iter().find(|p| p.time[3] == 0) {
             assert_eq!(p.class_enable, 0b1_1000);
@@ -131,7 +131,7 @@ fn a_stuck_pipeline_keeps_pausing_and_the_nic_watchdog_stops_it_after_the_set_ti
         let mut b = receiver(rx(watchdog_ns));
         b.set_rx_stuck(true, 0);
         for (k, f) in frames.iter().enumerate() {
-            b.handle_frame(f, 10 + k as u64 * 100);
+            b.handle_frame(f, Instant::from_ns(10 + k as u64 * 100));
         }
         let stats = b.rx_pipeline_stats().unwrap();
         assert_eq!((stats.occupancy_bytes, stats.dropped_frames, stats.processed_frames), (20 * len, 10, 0));
@@ -141,7 +141,7 @@ fn a_stuck_pipeline_keeps_pausing_and_the_nic_watchdog_stops_it_after_the_set_ti
         // Follow the NIC for 3 ms, collecting the PFC frames it sends.
         let mut sent = Vec::new();
         let mut t = 2_000;
-        while let Some(next) = b.poll_at().filter(|&n| n <= 3_000_000) {
+        while let Some(next) = b.poll_at().map(Instant::as_ns).filter(|&n| n <= 3_000_000) {
             t = next.max(t + 1);
             sent.extend(pfc_sent(&mut b, t).into_iter().map(|p| (t, p)));
         }
@@ -156,12 +156,12 @@ fn a_stuck_pipeline_keeps_pausing_and_the_nic_watchdog_stops_it_after_the_set_ti
             assert_eq!(sent.len() as u64, watchdog_ns / refresh_ns);
             assert_eq!(b.counters().rx_pause_watchdog_events, 1);
             // Still stuck: more data is dropped, and no pause goes out.
-            b.handle_frame(&frames[0], 3_000_001);
+            b.handle_frame(&frames[0], Instant::from_ns(3_000_001));
             assert_eq!(b.rx_pipeline_stats().unwrap().dropped_frames, 11);
             assert!(pfc_sent(&mut b, 3_000_001).is_empty());
             // Unstuck: it drains (nothing costs time here), all at once.
             b.set_rx_stuck(false, 4_000_000);
-            b.handle_timeout(4_000_000);
+            b.handle_timeout(Instant::from_ns(4_000_000));
             assert_eq!(b.rx_pipeline_stats().unwrap().processed_frames, 20);
         }
     }
@@ -189,13 +189,13 @@ fn translation_cache_misses_cost_what_is_configured() {
         let mut b = receiver(rx(page_bytes));
         b.set_rx_stuck(true, 0);
         for f in &frames {
-            b.handle_frame(f, 10);
+            b.handle_frame(f, Instant::from_ns(10));
         }
         b.set_rx_stuck(false, 1_000_000);
         let done = 1_000_000 + 500 * misses;
-        b.handle_timeout(done - 1);
+        b.handle_timeout(Instant::from_ns(done - 1));
         assert_eq!(b.rx_pipeline_stats().unwrap().processed_frames, finished_before, "page {page_bytes}");
-        b.handle_timeout(done);
+        b.handle_timeout(Instant::from_ns(done));
         let stats = b.rx_pipeline_stats().unwrap();
         assert_eq!((stats.processed_frames, stats.page_misses), (16, misses), "page {page_bytes}");
         assert_eq!(stats.page_hits, 16 * PAYLOAD.div_ceil(page_bytes.min(PAYLOAD)) - misses);
@@ -217,8 +217,8 @@ fn a_cache_smaller_than_the_pages_in_use_misses_on_every_page() {
             ..RxPipelineConfig::default()
         });
         for (x, y) in a.iter().zip(&b) {
-            nic.handle_frame(x, 0);
-            nic.handle_frame(y, 0);
+            nic.handle_frame(x, Instant::from_ns(0));
+            nic.handle_frame(y, Instant::from_ns(0));
         }
         assert_eq!(nic.rx_pipeline_stats().unwrap().page_misses, misses, "{entries} entries");
     }

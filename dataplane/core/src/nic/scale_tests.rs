@@ -122,7 +122,8 @@ impl sim::Node for MarkingPort {
         RX + 1
     }
 
-    fn handle_frame(&mut self, port: usize, mut frame: Vec<u8>, now: u64) {
+    fn handle_frame(&mut self, port: usize, mut frame: Vec<u8>, now: Instant) {
+        let now = now.as_ns();
         if port == RX {
             let to = (0..SENDERS).find(|&s| frame[..6] == mac(s).0).expect("to a sender");
             self.to_senders[to].push_back((now, frame));
@@ -143,7 +144,8 @@ impl sim::Node for MarkingPort {
         self.to_rx.push_back((leaves, frame));
     }
 
-    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit> {
+    fn poll_transmit(&mut self, port: usize, now: Instant) -> Option<Transmit> {
+        let now = now.as_ns();
         let frame = if port == RX {
             self.to_rx.front().is_some_and(|&(at, _)| at <= now).then(|| self.to_rx.pop_front().unwrap().1)
         } else {
@@ -152,12 +154,12 @@ impl sim::Node for MarkingPort {
         frame.map(|frame| Transmit { frame, queue: None })
     }
 
-    fn poll_at(&self) -> Option<u64> {
+    fn poll_at(&self) -> Option<Instant> {
         let replies = self.to_senders.iter().filter_map(|q| q.front().map(|&(at, _)| at));
-        self.to_rx.front().map(|&(at, _)| at).into_iter().chain(replies).min()
+        self.to_rx.front().map(|&(at, _)| at).into_iter().chain(replies).min().map(Instant::from_ns)
     }
 
-    fn handle_timeout(&mut self, _now: u64) {}
+    fn handle_timeout(&mut self, _now: Instant) {}
 }
 
 /// The incast on the driver: senders `0..SENDERS` and the receiver [`RX`] linked to the [`MarkingPort`].

@@ -577,12 +577,12 @@ fn arp_request_for_our_address_is_answered() {
             &crate::wire::build::arp(&r),
         )
     };
-    nic.handle_frame(&frame(request(Ipv4Addr::new(10, 0, 0, 99))), 0);
+    nic.handle_frame(&frame(request(Ipv4Addr::new(10, 0, 0, 99))), Instant::from_ns(0));
     assert_eq!(nic.poll_at(), None);
     assert_eq!(nic.counters().rx_ignored, 1);
-    nic.handle_frame(&frame(request(A_IP)), 10);
-    assert_eq!(nic.poll_at(), Some(10));
-    let reply = decode(&nic.poll_transmit(10).unwrap()).unwrap();
+    nic.handle_frame(&frame(request(A_IP)), Instant::from_ns(10));
+    assert_eq!(nic.poll_at(), Some(Instant::from_ns(10)));
+    let reply = decode(&nic.poll_transmit(Instant::from_ns(10)).unwrap()).unwrap();
     assert_eq!((reply.ethernet.src_addr, reply.ethernet.dst_addr), (A_MAC, B_MAC));
     let L3::Arp(arp) = reply.l3 else { panic!("{reply:?}") };
     assert_eq!(
@@ -595,7 +595,7 @@ fn arp_request_for_our_address_is_answered() {
             target_protocol_addr: B_IP,
         }
     );
-    assert_eq!(nic.poll_transmit(10), None, "the line is busy with the reply");
+    assert_eq!(nic.poll_transmit(Instant::from_ns(10)), None, "the line is busy with the reply");
     assert_eq!(nic.poll_at(), None);
     assert_eq!(nic.counters().tx_arp_replies, 1);
 }

@@ -8,6 +8,7 @@ use super::{
     ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, SPARE_FRAMES, STORM_QUANTA,
     WIRE_OVERHEAD_BYTES,
 };
+use crate::time::{Instant, Nanos};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::mac_control;
@@ -21,7 +22,7 @@ impl Nic {
 
     /// Priorities paused at `now` (all of them under an 802.3x PAUSE).
     pub(super) fn paused(&self, now_ns: u64) -> u8 {
-        self.pfc.paused_queues(now_ns, &IDENTITY_PRIORITIES)
+        self.pfc.paused_queues(Instant::from_ns(now_ns), &IDENTITY_PRIORITIES)
     }
 
     /// Puts a frame of `len` bytes on the line at `now_ns`; returns the instant (ps) its first bit leaves.
@@ -38,14 +39,19 @@ impl Nic {
         start
     }
 
-    /// The next frame to put on the line at `now_ns`, if the line is free and something may go.
-    pub fn poll_transmit(&mut self, now_ns: u64) -> Option<Vec<u8>> {
+    /// The next frame to put on the line at `now`, if the line is free and something may go.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
+        let now_ns = now.as_ns();
         self.observe(now_ns);
         if now_ns < self.line_free_ns() {
             return None;
         }
-        self.pfc.settle(now_ns);
-        if let Some(pfc) = self.pfc.poll_frame(now_ns, STORM_QUANTA, self.storm_interval_ns) {
+        self.pfc.settle(Instant::from_ns(now_ns));
+        if let Some(pfc) = self.pfc.poll_frame(
+            Instant::from_ns(now_ns),
+            STORM_QUANTA,
+            Nanos::from_ns(self.storm_interval_ns),
+        ) {
             let mut frame = vec![0u8; mac_control::FRAME_LEN];
             MacControlRepr::Pfc(pfc).emit_frame(self.cfg.mac, &mut frame);
             self.counters.tx_pfc_frames += 1;

@@ -7,11 +7,12 @@
 //! several times larger than the live set, and its pops a visible part of a run.
 
 use super::Wake;
+use crate::time::Instant;
 
 const ABSENT: u32 = u32::MAX;
 
 /// A pending wake-up: (instant, booking order, what).
-pub(super) type Entry = (u64, u64, Wake);
+pub(super) type Entry = (Instant, u64, Wake);
 
 #[derive(Debug, Default)]
 pub(super) struct Calendar {
@@ -40,7 +41,7 @@ impl Calendar {
     }
 
     /// Books `wake` at `at` with booking order `order`, replacing its pending entry if it has one.
-    pub(super) fn book(&mut self, wake: Wake, at: u64, order: u64) {
+    pub(super) fn book(&mut self, wake: Wake, at: Instant, order: u64) {
         let entry = (at, order, wake);
         let s = slot(wake);
         if self.pos.len() <= s {
@@ -136,6 +137,7 @@ mod tests {
                 match op {
                     0 | 1 => {
                         live.retain(|e| e.2 != wake);
+                        let at = Instant::from_ns(at);
                         live.push((at, order as u64, wake));
                         calendar.book(wake, at, order as u64);
                     }

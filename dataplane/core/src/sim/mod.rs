@@ -23,6 +23,7 @@ pub mod pcap;
 use crate::model::config::ConfigDb;
 use crate::model::{DropReason, Event, PortId, Switch, Transmit};
 use crate::nic::Nic;
+use crate::time::Instant;
 pub use link::{Endpoint, Frames, Impairment, Link, LinkStats};
 use link::{Fate, LinkState};
 use pcap::Pcap;
@@ -34,28 +35,28 @@ use std::collections::BinaryHeap;
 pub trait Node: Any {
     fn port_count(&self) -> usize;
     /// A frame arrived on `port` at `now`.
-    fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: u64);
+    fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: Instant);
     /// A frame arrived on `port` at `now` with a bad FCS (corrupted on the link): a real port counts it
     /// as a receive error and drops it. Default: dropped, uncounted.
-    fn handle_corrupt(&mut self, _port: usize, _frame: Vec<u8>, _now: u64) {}
+    fn handle_corrupt(&mut self, _port: usize, _frame: Vec<u8>, _now: Instant) {}
     /// The next frame `port` sends at `now`, if its line is free and something is due (with the egress
     /// queue it left from; `None` for a frame the port made itself, such as PFC, or a NIC's).
-    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit>;
+    fn poll_transmit(&mut self, port: usize, now: Instant) -> Option<Transmit>;
     /// The first port from `from` on that may have a frame to send at `now`: ports passed over would
     /// answer [`Node::poll_transmit`] with `None` and change nothing. Default: `from` itself.
-    fn next_port_to_poll(&self, from: usize, _now: u64) -> Option<usize> {
+    fn next_port_to_poll(&self, from: usize, _now: Instant) -> Option<usize> {
         (from < self.port_count()).then_some(from)
     }
     /// The next instant the node needs to be woken.
-    fn poll_at(&self) -> Option<u64>;
+    fn poll_at(&self) -> Option<Instant>;
     /// Runs whatever is due at `now`.
-    fn handle_timeout(&mut self, now: u64);
+    fn handle_timeout(&mut self, now: Instant);
     /// Something that happened inside the node, for an observer (a switch's storms, XOFF/XON, ...).
     fn poll_event(&mut self) -> Option<Event> {
         None
     }
     /// Takes a new configuration (CONFIG_DB tables) at `now`, whole or not at all.
-    fn apply(&mut self, _config: &ConfigDb, _now: u64) -> Result<(), String> {
+    fn apply(&mut self, _config: &ConfigDb, _now: Instant) -> Result<(), String> {
         Err("this node takes no configuration".into())
     }
 }
@@ -65,28 +66,28 @@ impl Node for Switch {
         Switch::port_count(self)
     }
 
-    fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: u64) {
+    fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: Instant) {
         Switch::handle_frame(self, PortId::new(port), frame, now);
     }
 
-    fn handle_corrupt(&mut self, port: usize, _frame: Vec<u8>, now: u64) {
+    fn handle_corrupt(&mut self, port: usize, _frame: Vec<u8>, now: Instant) {
         self.handle_timeout(now);
         self.count_rx_lost(PortId::new(port), DropReason::FcsError, 1);
     }
 
-    fn poll_transmit(&mut self, port: usize, now: u64) -> Option<Transmit> {
+    fn poll_transmit(&mut self, port: usize, now: Instant) -> Option<Transmit> {
         Switch::poll_transmit(self, PortId::new(port), now)
     }
 
-    fn next_port_to_poll(&self, from: usize, now: u64) -> Option<usize> {
-        Switch::next_port_to_poll(self, from, now).map(PortId::index)
+    fn next_port_to_poll(&self, from: usize, now: Instant) -> Option<usize> {
+        Switch::next_port_to_poll(self, from, now.as_ns()).map(PortId::index)
     }
 
-    fn poll_at(&self) -> Option<u64> {
+    fn poll_at(&self) -> Option<Instant> {
         Switch::poll_at(self)
     }
 
-    fn handle_timeout(&mut self, now: u64) {
+    fn handle_timeout(&mut self, now: Instant) {
         Switch::handle_timeout(self, now);
     }
 
@@ -94,8 +95,8 @@ impl Node for Switch {
         Switch::poll_event(self)
     }
 
-    fn apply(&mut self, config: &ConfigDb, now: u64) -> Result<(), String> {
-        Switch::apply(self, config, now).map(drop).map_err(|e| e.to_string())
+    fn apply(&mut self, config: &ConfigDb, now: Instant) -> Result<(), String> {
+        Switch::apply(self, config, now.as_ns()).map(drop).map_err(|e| e.to_string())
     }
 }
 
@@ -105,20 +106,20 @@ impl Node for Nic {
         1
     }
 
-    fn handle_frame(&mut self, _port: usize, frame: Vec<u8>, now: u64) {
+    fn handle_frame(&mut self, _port: usize, frame: Vec<u8>, now: Instant) {
         Nic::handle_frame(self, &frame, now);
         self.recycle(frame);
     }
 
-    fn poll_transmit(&mut self, _port: usize, now: u64) -> Option<Transmit> {
+    fn poll_transmit(&mut self, _port: usize, now: Instant) -> Option<Transmit> {
         Nic::poll_transmit(self, now).map(|frame| Transmit { frame, queue: None })
     }
 
-    fn poll_at(&self) -> Option<u64> {
+    fn poll_at(&self) -> Option<Instant> {
         Nic::poll_at(self)
     }
 
-    fn handle_timeout(&mut self, now: u64) {
+    fn handle_timeout(&mut self, now: Instant) {
         Nic::handle_timeout(self, now);
     }
 }
@@ -180,7 +181,7 @@ enum Wake {
 }
 
 /// A frame put on the way to a port from outside: (arrival, insertion order, destination, frame).
-type Injected = Reverse<(u64, u64, Endpoint, Vec<u8>)>;
+type Injected = Reverse<(Instant, u64, Endpoint, Vec<u8>)>;
 
 /// A capture: frames sent by some ports.
 struct Capture {
@@ -196,14 +197,14 @@ pub struct Sim {
     links: Vec<LinkState>,
     calendar: calendar::Calendar,
     /// Per node: its wake-up in the calendar.
-    scheduled: Vec<Option<u64>>,
+    scheduled: Vec<Option<Instant>>,
     injected: BinaryHeap<Injected>,
     /// Nodes no longer driven (a host that stopped): frames to them are lost.
     stopped: Vec<bool>,
     dirty: Vec<usize>,
     is_dirty: Vec<bool>,
     order: u64,
-    now: u64,
+    now: Instant,
     seed: u64,
     tap: Option<Tap>,
     captures: Vec<Capture>,
@@ -241,7 +242,7 @@ impl Sim {
             dirty: Vec::new(),
             is_dirty: Vec::new(),
             order: 0,
-            now: 0,
+            now: Instant::ZERO,
             seed,
             tap: None,
             captures: Vec::new(),
@@ -320,7 +321,7 @@ impl Sim {
         }
         for (node, port) in [from, to] {
             if let Device::Switch(s) = &mut self.devices[node] {
-                s.set_port_oper(PortId::new(port), up, now);
+                s.set_port_oper(PortId::new(port), up, now.as_ns());
                 self.mark(node);
                 self.reschedule(node);
             }
@@ -355,7 +356,7 @@ impl Sim {
     }
 
     pub fn now(&self) -> u64 {
-        self.now
+        self.now.as_ns()
     }
 
     pub fn switch(&mut self, id: usize) -> &mut Switch {
@@ -412,12 +413,14 @@ impl Sim {
     /// Puts a frame on the way to a port, arriving at `at` (a host outside the simulation, a test).
     pub fn inject(&mut self, to: Endpoint, at: u64, frame: Vec<u8>) {
         self.order += 1;
-        self.injected.push(Reverse((at, self.order, to, frame)));
+        self.injected.push(Reverse((Instant::from_ns(at), self.order, to, frame)));
     }
 
     /// Runs every event up to `end` inclusive, then wakes every node at `end` (pause accounting,
     /// statistics), unless `end` is unbounded (from `u64::MAX / 2` on: until nothing is left to do).
     pub fn run_until(&mut self, end: u64) {
+        let unbounded = end >= u64::MAX / 2;
+        let end = Instant::from_ns(end);
         // Nodes may have been changed from outside since the last run (flows added, storms started).
         for id in 0..self.devices.len() {
             self.reschedule(id);
@@ -433,7 +436,7 @@ impl Sim {
             self.now = self.now.max(t);
             self.step();
         }
-        if end < u64::MAX / 2 {
+        if !unbounded {
             self.now = self.now.max(end);
             for (device, stopped) in self.devices.iter_mut().zip(&self.stopped) {
                 if !stopped {
@@ -444,7 +447,7 @@ impl Sim {
     }
 
     /// The earliest pending instant.
-    fn next_time(&mut self) -> Option<u64> {
+    fn next_time(&mut self) -> Option<Instant> {
         let calendar = self.calendar.peek().map(|e| e.0);
         let injected = self.injected.peek().map(|Reverse(e)| e.0);
         calendar.into_iter().chain(injected).min()
@@ -467,12 +470,12 @@ impl Sim {
                     self.mark(id);
                 }
                 Wake::Link(l) => {
-                    while self.links[l].wire.front().is_some_and(|f| f.at <= now) {
+                    while self.links[l].wire.front().is_some_and(|f| f.at <= now.as_ns()) {
                         let f = self.links[l].wire.pop_front().expect("peeked");
                         let to = self.links[l].link.to;
-                        self.deliver(to, f.at, f.frame, f.corrupt);
+                        self.deliver(to, Instant::from_ns(f.at), f.frame, f.corrupt);
                     }
-                    if let Some(next) = self.links[l].wire.front().map(|f| f.at) {
+                    if let Some(next) = self.links[l].wire.front().map(|f| Instant::from_ns(f.at)) {
                         self.push(next, Wake::Link(l));
                     }
                 }
@@ -495,12 +498,12 @@ impl Sim {
         self.dirty = dirty;
     }
 
-    fn deliver(&mut self, to: Endpoint, at: u64, frame: Vec<u8>, corrupt: bool) {
+    fn deliver(&mut self, to: Endpoint, at: Instant, frame: Vec<u8>, corrupt: bool) {
         if self.stopped[to.0] {
             return;
         }
         if self.keep_log {
-            self.delivered.push(Delivered { at, to, frame: frame.clone() });
+            self.delivered.push(Delivered { at: at.as_ns(), to, frame: frame.clone() });
         }
         let node = self.devices[to.0].node_mut();
         if corrupt {
@@ -520,7 +523,7 @@ impl Sim {
 
     /// Runs a node's timers, sends what its ports have ready, collects its events, and books its next
     /// wake-up.
-    fn visit(&mut self, id: usize, now: u64) {
+    fn visit(&mut self, id: usize, now: Instant) {
         self.devices[id].node_mut().handle_timeout(now);
         let mut from = 0;
         while let Some(port) = self.devices[id].node().next_port_to_poll(from, now) {
@@ -530,7 +533,7 @@ impl Sim {
             from = port + 1;
         }
         while let Some(event) = self.devices[id].node_mut().poll_event() {
-            self.events.push((now, id, event));
+            self.events.push((now.as_ns(), id, event));
         }
         self.reschedule(id);
     }
@@ -551,19 +554,19 @@ impl Sim {
     }
 
     /// Books a wake-up (replacing the one pending for the same node or link).
-    fn push(&mut self, at: u64, wake: Wake) {
+    fn push(&mut self, at: Instant, wake: Wake) {
         self.order += 1;
         self.calendar.book(wake, at, self.order);
     }
 
-    fn transmit(&mut self, from: Endpoint, at: u64, tx: Transmit) {
+    fn transmit(&mut self, from: Endpoint, at: Instant, tx: Transmit) {
         let link = self.link_index(from);
         let mut out = tx.frame;
         // The frame is copied only for a tap or the log, which see it as it left the port.
         let mut keep = true;
         if self.tap.is_some() || self.keep_log {
             let to = link.map(|l| self.links[l].link.to);
-            let sent = Sent { at, from, to, queue: tx.queue, frame: out.clone() };
+            let sent = Sent { at: at.as_ns(), from, to, queue: tx.queue, frame: out.clone() };
             if let Some(tap) = self.tap.as_mut() {
                 keep = tap(&sent, &mut out);
             }
@@ -573,15 +576,15 @@ impl Sim {
         }
         for c in &mut self.captures {
             if c.ports.contains(&from) {
-                c.pcap.record(at, &out);
+                c.pcap.record(at.as_ns(), &out);
             }
         }
         if let (Some(l), true) = (link, keep) {
             let was_idle = self.links[l].wire.is_empty();
-            if let Fate::Delivered { at: arrival } = self.links[l].send(at, out)
+            if let Fate::Delivered { at: arrival } = self.links[l].send(at.as_ns(), out)
                 && was_idle
             {
-                self.push(arrival, Wake::Link(l));
+                self.push(Instant::from_ns(arrival), Wake::Link(l));
             }
         }
     }

@@ -277,8 +277,10 @@ impl Switch {
         self.touch_port(port);
         let pfc = &mut self.ports[port.index()].pfc;
         match repr {
-            MacControlRepr::Pfc(frame) => pfc.receive(frame, enabled, speed, now_ns),
-            MacControlRepr::Pause(p) if !has_pfc => pfc.receive_pause(p.pause_time, speed, now_ns),
+            MacControlRepr::Pfc(frame) => pfc.receive(frame, enabled, speed, Instant::from_ns(now_ns)),
+            MacControlRepr::Pause(p) if !has_pfc => {
+                pfc.receive_pause(p.pause_time, speed, Instant::from_ns(now_ns))
+            }
             MacControlRepr::Pause(_) => {}
         }
     }
@@ -287,13 +289,14 @@ impl Switch {
     fn blocked_queues(&self, port: PortId, now_ns: u64) -> u8 {
         let state = &self.ports[port.index()];
         let hold = if state.port_hold { 0xff } else { state.queue_hold };
-        state.pfc.paused_queues(now_ns, &self.config.qos[port.index()].pfc_to_queue) | hold
+        state.pfc.paused_queues(Instant::from_ns(now_ns), &self.config.qos[port.index()].pfc_to_queue) | hold
     }
 
     /// The port's line is free: the next frame to send on it, if any. A PFC frame that is due goes first;
     /// then the scheduler's pick among queues that are neither paused nor held. Returns `None` while the
     /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
-    pub fn poll_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
+    pub fn poll_transmit(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
+        let now_ns = now.as_ns();
         let transmit = self.next_transmit(port, now_ns);
         self.refresh_readiness();
         transmit
@@ -303,7 +306,7 @@ impl Switch {
         self.note_time(now_ns);
         // Most polls find the port busy or idle: answer those before any arithmetic.
         let state = self.ports.get(port.index())?;
-        let pfc_due = state.pfc.next_frame_at(now_ns).is_some_and(|t| t <= now_ns);
+        let pfc_due = state.pfc.next_frame_at(Instant::from_ns(now_ns)).is_some_and(|t| t.as_ns() <= now_ns);
         if state.egress.line_free_at_ns() > now_ns || !state.oper_up || (!pfc_due && state.egress.is_empty())
         {
             return None;
@@ -318,7 +321,9 @@ impl Switch {
         // interval (a division) is computed only when one is.
         if pfc_due {
             let refresh_ns = mac_control::quanta_to_ns(quanta, speed) * u64::from(refresh_percent) / 100;
-            if let Some(repr) = state.pfc.poll_frame(now_ns, quanta, refresh_ns) {
+            if let Some(repr) =
+                state.pfc.poll_frame(Instant::from_ns(now_ns), quanta, Nanos::from_ns(refresh_ns))
+            {
                 let mut frame = vec![0u8; mac_control::FRAME_LEN];
                 MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
                 state.egress.occupy_line(now_ns, frame.len());
@@ -364,14 +369,18 @@ impl Switch {
     pub(super) fn port_ready_at(&self, port: PortId, now_ns: u64) -> Option<u64> {
         let state = &self.ports[port.index()];
         let line = state.egress.line_free_at_ns();
-        let pfc = state.pfc.next_frame_at(now_ns).map(|t| t.max(line));
+        let pfc = state.pfc.next_frame_at(Instant::from_ns(now_ns)).map(|t| t.as_ns().max(line));
         if state.egress.is_empty() {
             return pfc;
         }
         let blocked = self.blocked_queues(port, now_ns);
         let data = state.egress.next_ready_at(now_ns, blocked);
         let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
-        let unpause = if paused_with_packets { state.pfc.next_unpause_at(now_ns) } else { None };
+        let unpause = if paused_with_packets {
+            state.pfc.next_unpause_at(Instant::from_ns(now_ns)).map(Instant::as_ns)
+        } else {
+            None
+        };
         [pfc, data, unpause].into_iter().flatten().min()
     }
 
@@ -423,16 +432,17 @@ impl Switch {
             tx_dropped: s.counters.queues[q].dropped_packets,
             pfc_rx: s.pfc.counters[p].rx,
             pfc_rx_xon: s.pfc.counters[p].rx_xon,
-            paused: s.pfc.paused_priorities(now_ns) & (1 << p) != 0,
-            paused_ns: s.pfc.paused_ns(p, now_ns),
+            paused: s.pfc.paused_priorities(Instant::from_ns(now_ns)) & (1 << p) != 0,
+            paused_ns: s.pfc.paused_ns(p, Instant::from_ns(now_ns)),
             pg_packets: s.counters.pgs[g].packets,
             pg_dropped: s.counters.pgs[g].dropped_packets,
         }
     }
 
-    pub(super) fn poll_watchdog(&mut self, now_ns: u64) {
+    pub(super) fn poll_watchdog(&mut self, now: Instant) {
+        let now_ns = now.as_ns();
         let mut wd = std::mem::take(&mut self.watchdog);
-        let transitions = wd.poll(now_ns, |port, queue, prio| self.observe_queue(port, queue, prio, now_ns));
+        let transitions = wd.poll(now, |port, queue, prio| self.observe_queue(port, queue, prio, now_ns));
         self.watchdog = wd;
         self.apply_watchdog(transitions, now_ns);
     }
@@ -476,7 +486,7 @@ impl Switch {
             let disabled = self.wd_masks[port.index()].pfc_disabled;
             if disabled != 0 {
                 let pfc = &mut self.ports[port.index()].pfc;
-                pfc.unpause(disabled, now_ns);
+                pfc.unpause(disabled, Instant::from_ns(now_ns));
                 if pfc.asserted() & disabled != 0 {
                     pfc.forget(disabled);
                 }
@@ -536,7 +546,7 @@ impl Switch {
     /// PFC state of a port: priorities it is sending XOFF for, and priorities paused by its peer.
     pub fn pfc_state(&self, port: PortId) -> Option<(u8, u8)> {
         let s = self.ports.get(port.index())?;
-        Some((s.pfc.asserted(), s.pfc.paused_priorities(self.now_ns)))
+        Some((s.pfc.asserted(), s.pfc.paused_priorities(Instant::from_ns(self.now_ns))))
     }
 }
 

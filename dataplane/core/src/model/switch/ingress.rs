@@ -6,7 +6,8 @@ use super::*;
 impl Switch {
     /// A frame (without FCS) arrived on `port`. Frames for a port the configuration does not have are
     /// ignored (the driver only delivers frames of configured ports).
-    pub fn handle_frame(&mut self, port: PortId, frame: Vec<u8>, now_ns: u64) {
+    pub fn handle_frame(&mut self, port: PortId, frame: Vec<u8>, now: Instant) {
+        let now_ns = now.as_ns();
         // The ports this frame touched stay marked stale: the next `poll_transmit` (which a driver makes
         // on a touched port) or `handle_timeout` computes them, and `poll_at` computes stale ports as it
         // goes. Refreshing here too cost the real-time path a second computation per frame (~10 %).

@@ -13,6 +13,7 @@ use super::pfc::PfcPort;
 use super::scheduler::{PortSettings, QueueSettings, Scheduler};
 use super::watchdog::Watchdog;
 use super::wred::{Rng, WredQueue};
+use crate::time::{Instant, Nanos};
 use crate::wire::{
     self, ArpOperation, ArpRepr, Decoded, EtherType, EthernetAddress, EthernetFrame, IpFields, Ipv4Packet,
     Ipv6Packet, L3, Transit, build, ethernet, vlan,
@@ -473,7 +474,7 @@ impl Switch {
         self.arp_pending.clear();
         self.next_fdb_sweep_ns = sweep_interval(config.switch.fdb_aging_ns).map(|i| now_ns + i);
         self.next_neigh_sweep_ns = sweep_interval(config.switch.neigh_aging_ns).map(|i| now_ns + i);
-        let restored = self.watchdog.configure(&config, same_ports, now_ns);
+        let restored = self.watchdog.configure(&config, same_ports, Instant::from_ns(now_ns));
         let retired = Retired {
             _config: std::mem::replace(&mut self.config, config),
             _derived: std::mem::replace(&mut self.derived, derived),
@@ -507,7 +508,7 @@ impl Switch {
         if !up {
             self.drop_queued(port, 0xff);
             let pfc = &mut self.ports[port.index()].pfc;
-            pfc.unpause(0xff, now_ns);
+            pfc.unpause(0xff, Instant::from_ns(now_ns));
             pfc.forget(0xff);
         }
         let name = self.config.ports[port.index()].name.clone();
@@ -569,8 +570,8 @@ impl Switch {
     /// The next instant the switch needs attention: [`handle_timeout`](Self::handle_timeout) for aging
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
-    pub fn poll_at(&self) -> Option<u64> {
-        match (self.timeout_at(), self.earliest_ready_at(self.now_ns)) {
+    pub fn poll_at(&self) -> Option<Instant> {
+        match (self.timeout_at(), self.earliest_ready_at(self.now_ns).map(Instant::from_ns)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -578,17 +579,18 @@ impl Switch {
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
     /// leaving out transmissions: a driver that transmits on its own schedule calls `handle_timeout` only then.
-    pub fn timeout_at(&self) -> Option<u64> {
-        [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns, self.watchdog.next_poll_at()]
-            .into_iter()
-            .flatten()
-            .min()
+    pub fn timeout_at(&self) -> Option<Instant> {
+        let sweeps = [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns].map(|t| t.map(Instant::from_ns));
+        [sweeps[0], sweeps[1], self.watchdog.next_poll_at()].into_iter().flatten().min()
     }
 
     /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame
     /// or an eligible queue with the line free): at or after the latest time the switch was given.
-    pub fn next_transmit_at(&self, port: PortId) -> Option<u64> {
-        (port.index() < self.ports.len()).then(|| self.port_ready_at(port, self.now_ns)).flatten()
+    pub fn next_transmit_at(&self, port: PortId) -> Option<Instant> {
+        (port.index() < self.ports.len())
+            .then(|| self.port_ready_at(port, self.now_ns))
+            .flatten()
+            .map(Instant::from_ns)
     }
 
     /// When the port's line finished (or will finish) carrying its last frame: a driver that woke up late
@@ -604,14 +606,15 @@ impl Switch {
             .collect()
     }
 
-    /// Runs whatever is due at `now_ns`.
-    pub fn handle_timeout(&mut self, now_ns: u64) {
+    /// Runs whatever is due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now_ns = now.as_ns();
         self.note_time(now_ns);
         for state in &mut self.ports {
-            state.pfc.settle(now_ns);
+            state.pfc.settle(Instant::from_ns(now_ns));
         }
-        if self.watchdog.next_poll_at().is_some_and(|t| t <= now_ns) {
-            self.poll_watchdog(now_ns);
+        if self.watchdog.next_poll_at().is_some_and(|t| t <= now) {
+            self.poll_watchdog(now);
         }
         if self.next_fdb_sweep_ns.is_some_and(|t| t <= now_ns) {
             for (vid, mac) in self.fdb.age(now_ns, self.config.switch.fdb_aging_ns) {
@@ -651,7 +654,7 @@ impl Switch {
         let mut c = state.counters.clone();
         c.pfc = state.pfc.counters;
         for (p, pfc) in c.pfc.iter_mut().enumerate() {
-            pfc.rx_pause_ns = state.pfc.paused_ns(p, self.now_ns);
+            pfc.rx_pause_ns = state.pfc.paused_ns(p, Instant::from_ns(self.now_ns));
         }
         c.pfc_wd = std::array::from_fn(|q| {
             let q = q as u8;
