@@ -13,7 +13,9 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use lossless_core::model::Switch;
 use lossless_core::model::config::ConfigDb;
+use lossless_core::model::config::PortId;
 use lossless_core::model::config::asic::{cells, pool_shares};
+use lossless_core::time::Instant;
 use lossless_core::wire::build::{self, Dot1q, Ipv4Flow};
 use lossless_core::wire::ip::{Ecn, Protocol};
 use lossless_core::wire::{
@@ -280,13 +282,13 @@ struct Harness {
 }
 
 impl Harness {
-    fn port(&self, p: u8) -> usize {
+    fn port(&self, p: u8) -> PortId {
         // One past the last port too: frames for a port the configuration lacks are ignored.
-        usize::from(p) % (self.sw.port_count() + 1)
+        PortId::new(usize::from(p) % (self.sw.port_count() + 1))
     }
 
-    fn transmit(&mut self, port: usize, at: u64) {
-        while let Some(tx) = self.sw.poll_transmit(port, at) {
+    fn transmit(&mut self, port: PortId, at: u64) {
+        while let Some(tx) = self.sw.poll_transmit(port, Instant::from_ns(at)) {
             assert!(wire::decode(&tx.frame).is_ok(), "the switch sent an undecodable frame");
             if tx.queue.is_some() {
                 self.sent += 1;
@@ -297,7 +299,9 @@ impl Harness {
     fn step(&mut self, op: &Op) {
         let now = self.now;
         match op {
-            Op::Raw { port, bytes } => self.sw.handle_frame(self.port(*port), bytes.clone(), now),
+            Op::Raw { port, bytes } => {
+                self.sw.handle_frame(self.port(*port), bytes.clone(), Instant::from_ns(now))
+            }
             Op::Frame { port, frame, mutation, burst } => {
                 let mut bytes = frame.build();
                 if let Some((at, x)) = *mutation {
@@ -306,24 +310,24 @@ impl Harness {
                 }
                 let port = self.port(*port);
                 for _ in 0..=(burst % 32) {
-                    self.sw.handle_frame(port, bytes.clone(), now);
+                    self.sw.handle_frame(port, bytes.clone(), Instant::from_ns(now));
                 }
             }
             Op::Poll { port } => self.transmit(self.port(*port), now),
             Op::PollAll => {
-                for p in 0..self.sw.port_count() {
+                for p in PortId::all(self.sw.port_count()) {
                     self.transmit(p, now);
                 }
             }
-            Op::Timeout => self.sw.handle_timeout(now),
+            Op::Timeout => self.sw.handle_timeout(Instant::from_ns(now)),
             Op::Advance { ns, scale } => {
                 self.now += u64::from(*ns) << (2 * u32::from(scale % 16));
-                self.sw.handle_timeout(self.now);
+                self.sw.handle_timeout(Instant::from_ns(self.now));
             }
             Op::Stale { back_ns, port } => {
                 let then = now.saturating_sub(u64::from(*back_ns));
                 let port = self.port(*port);
-                self.sw.handle_timeout(then);
+                self.sw.handle_timeout(Instant::from_ns(then));
                 self.transmit(port, then);
             }
             Op::PortHold { port, hold } => self.sw.set_port_hold(self.port(*port), *hold),
@@ -358,7 +362,7 @@ impl Harness {
     }
 
     fn queued(&self) -> u64 {
-        (0..self.sw.port_count()).map(|p| self.sw.port_backlog(p) as u64).sum()
+        PortId::all(self.sw.port_count()).map(|p| self.sw.port_backlog(p) as u64).sum()
     }
 
     fn check(&self) {
@@ -382,7 +386,7 @@ impl Harness {
             for (pg, profile) in buffers.pg_profile.iter().enumerate() {
                 let Some(profile) = profile else { continue };
                 let cap = cells(config.profiles[*profile].xoff_bytes, cell) * cell;
-                let occ = mmu.pg_occupancy(p, pg as u8);
+                let occ = mmu.pg_occupancy(PortId::new(p), pg as u8);
                 assert!(occ.headroom_bytes <= cap, "port {p} PG {pg}: headroom {occ:?} over {cap}");
             }
         }
@@ -390,7 +394,7 @@ impl Harness {
 
     /// Releases every hold and storm, brings links up and runs time on until nothing is queued.
     fn drain(&mut self) {
-        for p in 0..self.sw.port_count() {
+        for p in PortId::all(self.sw.port_count()) {
             self.sw.set_port_hold(p, false);
             self.sw.set_port_oper(p, true, self.now);
             for q in 0..8 {
@@ -399,16 +403,21 @@ impl Harness {
             }
         }
         for _ in 0..100_000 {
-            for p in 0..self.sw.port_count() {
+            for p in PortId::all(self.sw.port_count()) {
                 self.transmit(p, self.now);
             }
             if self.queued() == 0 {
                 break;
             }
             // Admin-down ports hold their queues: nothing leaves them but a re-apply or a flush.
-            let next = self.sw.poll_at().filter(|&t| t > self.now).unwrap_or(self.now + 1_000_000);
+            let next = self
+                .sw
+                .poll_at()
+                .map(Instant::as_ns)
+                .filter(|&t| t > self.now)
+                .unwrap_or(self.now + 1_000_000);
             self.now = next;
-            self.sw.handle_timeout(self.now);
+            self.sw.handle_timeout(Instant::from_ns(self.now));
         }
     }
 }
@@ -434,7 +443,7 @@ fuzz_target!(|input: Input| {
     assert_eq!(h.queued(), 0, "frames left queued after a drain");
     let mmu = h.sw.mmu();
     assert_eq!(mmu.total_cells(), 0, "buffer cells left after a drain");
-    for p in 0..h.sw.port_count() {
+    for p in PortId::all(h.sw.port_count()) {
         assert_eq!(mmu.xoff_pgs(p), 0, "port {p} left in XOFF after a drain");
     }
     let l = h.sw.ledger();
