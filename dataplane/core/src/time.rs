@@ -35,16 +35,19 @@ impl Instant {
     pub const MAX: Instant = Instant(u64::MAX);
 
     /// The instant `ns` nanoseconds after the origin (at a boundary: a driver's clock, a test's figure).
+    #[inline]
     pub const fn from_ns(ns: u64) -> Instant {
         Instant(ns)
     }
 
     /// Nanoseconds since the origin (at a boundary: output, a wire field, arithmetic not yet typed).
+    #[inline]
     pub const fn as_ns(self) -> u64 {
         self.0
     }
 
     /// The span from `earlier` to `self`, or `None` if `earlier` is later.
+    #[inline]
     pub const fn checked_since(self, earlier: Instant) -> Option<Nanos> {
         match self.0.checked_sub(earlier.0) {
             Some(ns) => Some(Nanos(ns)),
@@ -53,6 +56,7 @@ impl Instant {
     }
 
     /// The span from `earlier` to `self`, zero if `earlier` is later.
+    #[inline]
     pub const fn saturating_since(self, earlier: Instant) -> Nanos {
         Nanos(self.0.saturating_sub(earlier.0))
     }
@@ -62,26 +66,32 @@ impl Nanos {
     pub const ZERO: Nanos = Nanos(0);
     pub const MAX: Nanos = Nanos(u64::MAX);
 
+    #[inline]
     pub const fn from_ns(ns: u64) -> Nanos {
         Nanos(ns)
     }
 
+    #[inline]
     pub const fn from_us(us: u64) -> Nanos {
         Nanos(us.saturating_mul(1_000))
     }
 
+    #[inline]
     pub const fn from_ms(ms: u64) -> Nanos {
         Nanos(ms.saturating_mul(1_000_000))
     }
 
+    #[inline]
     pub const fn as_ns(self) -> u64 {
         self.0
     }
 
+    #[inline]
     pub const fn is_zero(self) -> bool {
         self.0 == 0
     }
 
+    #[inline]
     pub const fn checked_sub(self, other: Nanos) -> Option<Nanos> {
         match self.0.checked_sub(other.0) {
             Some(ns) => Some(Nanos(ns)),
@@ -92,12 +102,14 @@ impl Nanos {
 
 impl Add<Nanos> for Instant {
     type Output = Instant;
+    #[inline]
     fn add(self, span: Nanos) -> Instant {
         Instant(self.0.saturating_add(span.0))
     }
 }
 
 impl AddAssign<Nanos> for Instant {
+    #[inline]
     fn add_assign(&mut self, span: Nanos) {
         *self = *self + span;
     }
@@ -105,12 +117,14 @@ impl AddAssign<Nanos> for Instant {
 
 impl Sub<Nanos> for Instant {
     type Output = Instant;
+    #[inline]
     fn sub(self, span: Nanos) -> Instant {
         Instant(self.0.saturating_sub(span.0))
     }
 }
 
 impl SubAssign<Nanos> for Instant {
+    #[inline]
     fn sub_assign(&mut self, span: Nanos) {
         *self = *self - span;
     }
@@ -118,12 +132,14 @@ impl SubAssign<Nanos> for Instant {
 
 impl Add for Nanos {
     type Output = Nanos;
+    #[inline]
     fn add(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_add(other.0))
     }
 }
 
 impl AddAssign for Nanos {
+    #[inline]
     fn add_assign(&mut self, other: Nanos) {
         *self = *self + other;
     }
@@ -132,12 +148,14 @@ impl AddAssign for Nanos {
 /// Saturating at zero: a span is never negative (use [`Nanos::checked_sub`] where that is an error).
 impl Sub for Nanos {
     type Output = Nanos;
+    #[inline]
     fn sub(self, other: Nanos) -> Nanos {
         Nanos(self.0.saturating_sub(other.0))
     }
 }
 
 impl SubAssign for Nanos {
+    #[inline]
     fn sub_assign(&mut self, other: Nanos) {
         *self = *self - other;
     }
@@ -145,6 +163,7 @@ impl SubAssign for Nanos {
 
 impl Mul<u64> for Nanos {
     type Output = Nanos;
+    #[inline]
     fn mul(self, times: u64) -> Nanos {
         Nanos(self.0.saturating_mul(times))
     }
@@ -153,18 +172,21 @@ impl Mul<u64> for Nanos {
 /// Integer division, rounding down; dividing by zero panics as it does for `u64`.
 impl Div<u64> for Nanos {
     type Output = Nanos;
+    #[inline]
     fn div(self, parts: u64) -> Nanos {
         Nanos(self.0 / parts)
     }
 }
 
 impl fmt::Display for Instant {
+    #[inline]
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "{} ns", self.0)
     }
 }
 
 impl fmt::Display for Nanos {
+    #[inline]
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "{} ns", self.0)
     }
