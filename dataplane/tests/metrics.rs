@@ -90,11 +90,16 @@ fn metrics_agree_with_the_grpc_counters_and_pass_promtool() {
     let mut lab = Lab::start();
     let mut h1 = lab.star.hosts[0].open_port("eth0").unwrap();
     send_all(h1.as_mut(), &star_roce(1, 3, 3, 50, 200));
-    // The frames are counted once the switch's ledger has them all.
+    // Until the frames stop moving: all 50 received on Ethernet0 and sent from Ethernet8's queue 3 (counting
+    // them in is not enough: Ethernet8 is paced at its speed, and a snapshot taken while they are still queued
+    // would disagree with a later one).
     let deadline = Instant::now() + Duration::from_secs(10);
     let counters = loop {
         let c = lab.counters();
-        if c.ports.iter().find(|p| p.name == "Ethernet0").is_some_and(|p| p.rx_ok >= 50) {
+        let port = |name: &str| c.ports.iter().find(|p| p.name == name);
+        if port("Ethernet0").is_some_and(|p| p.rx_ok >= 50)
+            && port("Ethernet8").is_some_and(|p| p.queues.get(3).is_some_and(|q| q.packets >= 50))
+        {
             break c;
         }
         assert!(Instant::now() < deadline, "switchd did not count the 50 frames: {c:?}");
