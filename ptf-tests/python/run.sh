@@ -46,19 +46,9 @@ started=$(date +%s)
 log() { printf '[ptf %3ds] %s\n' "$(( $(date +%s) - started ))" "$*"; }
 
 # ---- binaries and the venv --------------------------------------------------------------------------
-# PTF_CARGO_PROFILE=debug: the debug binaries (what the rest of the test suite builds anyway).
-case "${PTF_CARGO_PROFILE:-release}" in
-  release) cargo_profile=(--release); BIN=$TARGET_DIR/release ;;
-  debug) cargo_profile=(); BIN=$TARGET_DIR/debug ;;
-  *) echo "run.sh: PTF_CARGO_PROFILE is release or debug" >&2; exit 2 ;;
-esac
-if [ "$build" = 1 ]; then
-  log "cargo build ${cargo_profile[*]} --bin switchd --bin swctl"
-  (cd "$REPO" && cargo build "${cargo_profile[@]}" --locked --quiet --bin switchd --bin swctl)
-fi
-for b in switchd swctl; do
-  [ -x "$BIN/$b" ] || { echo "run.sh: $BIN/$b missing (build it, or drop --no-build)" >&2; exit 2; }
-done
+# shellcheck source=ptf-tests/python/binaries.sh
+. "$REPO/ptf-tests/python/binaries.sh"
+ptf_binaries run.sh
 
 # ptf, and the `lossless` gRPC client (ptf-tests/sai-shim) the tests read counters with; reinstalled when
 # the requirements, the client's sources or the .proto files change.

@@ -56,18 +56,9 @@ fi
 started=$(date +%s)
 log() { printf '[sonic-mgmt %3ds] %s\n' "$(( $(date +%s) - started ))" "$*"; }
 
-case "${PTF_CARGO_PROFILE:-release}" in
-  release) cargo_profile=(--release); BIN=$TARGET_DIR/release ;;
-  debug) cargo_profile=(); BIN=$TARGET_DIR/debug ;;
-  *) echo "sonic-mgmt.sh: PTF_CARGO_PROFILE is release or debug" >&2; exit 2 ;;
-esac
-if [ "$build" = 1 ]; then
-  log "cargo build ${cargo_profile[*]} --bin switchd --bin swctl"
-  (cd "$REPO" && cargo build "${cargo_profile[@]}" --locked --quiet --bin switchd --bin swctl)
-fi
-for b in switchd swctl; do
-  [ -x "$BIN/$b" ] || { echo "sonic-mgmt.sh: $BIN/$b missing (build it, or drop --no-build)" >&2; exit 2; }
-done
+# shellcheck source=ptf-tests/python/binaries.sh
+. "$REPO/ptf-tests/python/binaries.sh"
+ptf_binaries sonic-mgmt.sh
 
 # The venv: ptf (pinned as for run.sh), the shim, and what sai_qos_tests.py imports beside them (macsec.py
 # needs cryptography). Reinstalled when the requirements or the shim's sources change.

@@ -9,25 +9,12 @@
 use super::measure::Measured;
 use super::report::{CaseReport, ScoreReport};
 use super::targets::Verdict;
-use crate::sim::plot::write_port_plot;
+use crate::sim::plot::{COLOURS, err, write_port_plot};
 use crate::sim::series::Series;
 use anyhow::Context;
 use plotters::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
-
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("plot: {e}")
-}
-
-const COLOURS: [RGBColor; 6] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x8c, 0x56, 0x4b),
-];
 
 /// Lines over time (µs); an empty chart is not drawn.
 fn line_chart(

@@ -10,7 +10,8 @@ use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const COLOURS: [RGBColor; 8] = [
+/// The plots' palette (score's report draws with it too).
+pub(crate) const COLOURS: [RGBColor; 8] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -29,7 +30,7 @@ fn kb(bytes: &f64) -> String {
     }
 }
 
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
+pub(crate) fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plot: {e}")
 }
 

@@ -1,0 +1,19 @@
+# Sourced by run.sh and sonic-mgmt.sh: builds (unless told not to) and finds switchd and swctl.
+# In: REPO, TARGET_DIR, build (1 or 0), a log function; $1 the calling script's name for errors.
+# Out: BIN, the directory holding both binaries. PTF_CARGO_PROFILE=debug: the debug binaries (what the rest
+# of the test suite builds anyway).
+ptf_binaries() {
+  local me=$1
+  case "${PTF_CARGO_PROFILE:-release}" in
+    release) cargo_profile=(--release); BIN=$TARGET_DIR/release ;;
+    debug) cargo_profile=(); BIN=$TARGET_DIR/debug ;;
+    *) echo "$me: PTF_CARGO_PROFILE is release or debug" >&2; exit 2 ;;
+  esac
+  if [ "$build" = 1 ]; then
+    log "cargo build ${cargo_profile[*]} --bin switchd --bin swctl"
+    (cd "$REPO" && cargo build "${cargo_profile[@]}" --locked --quiet --bin switchd --bin swctl)
+  fi
+  for b in switchd swctl; do
+    [ -x "$BIN/$b" ] || { echo "$me: $BIN/$b missing (build it, or drop --no-build)" >&2; exit 2; }
+  done
+}
