@@ -145,18 +145,10 @@ EOF
     port_map="$port_map'${PORTS[$i]}': $i, "
   done
   SOCK="$tmp/$name.sock"
-  ip netns exec "$SW_NS" "$BIN/switchd" --name "ptf-$name" --config "$profile" "${port_args[@]}" \
-    --grpc "unix:$SOCK" >"$tmp/switchd-$name.log" 2>&1 &
-  SWITCHD_PID=$!
-  # Up when it answers on its socket (bounded; fails at once if it exited).
-  local deadline=$(( $(date +%s) + 30 ))
-  until "$BIN/swctl" --switch "unix:$SOCK" get >/dev/null 2>&1; do
-    if ! kill -0 "$SWITCHD_PID" 2>/dev/null; then
-      echo "run.sh: switchd exited during start-up:" >&2; cat "$tmp/switchd-$name.log" >&2; return 1
-    fi
-    [ "$(date +%s)" -lt "$deadline" ] || { echo "run.sh: switchd did not answer in 30 s" >&2; return 1; }
-    sleep 0.1
-  done
+  # Up when it answers on its socket (the launcher fails at once, with the log, if it exited).
+  SWITCHD_PID=$("$BIN/switchd-launch" --netns "$SW_NS" --log "$tmp/switchd-$name.log" --grpc "unix:$SOCK" \
+    "$BIN/switchd" --name "ptf-$name" --config "$profile" "${port_args[@]}") || {
+    echo "run.sh: switchd did not start" >&2; return 1; }
 }
 
 report="$tmp/report.jsonl"

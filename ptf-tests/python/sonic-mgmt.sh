@@ -150,17 +150,9 @@ for i in "${!PORTS[@]}"; do
   iface_args+=(--interface "$i@eth$i")
 done
 SOCK="$tmp/switch.sock"
-ip netns exec "$SW_NS" "$BIN/switchd" --name "smgmt-$id" --config "$lab" "${port_args[@]}" \
-  --grpc "unix:$SOCK" >"$tmp/switchd.log" 2>&1 &
-SWITCHD_PID=$!
-deadline=$(( $(date +%s) + 30 ))
-until "$BIN/swctl" --switch "unix:$SOCK" get >/dev/null 2>&1; do
-  if ! kill -0 "$SWITCHD_PID" 2>/dev/null; then
-    echo "sonic-mgmt.sh: switchd exited during start-up:" >&2; cat "$tmp/switchd.log" >&2; exit 2
-  fi
-  [ "$(date +%s)" -lt "$deadline" ] || { echo "sonic-mgmt.sh: switchd did not answer in 30 s" >&2; exit 2; }
-  sleep 0.1
-done
+SWITCHD_PID=$("$BIN/switchd-launch" --netns "$SW_NS" --log "$tmp/switchd.log" --grpc "unix:$SOCK" \
+  "$BIN/switchd" --name "smgmt-$id" --config "$lab" "${port_args[@]}") || {
+  echo "sonic-mgmt.sh: switchd did not start" >&2; exit 2; }
 log "lab up: $(basename "$profile") as t0, ${#PORTS[@]} ports, switch $SW_NS, ptf $PTF_NS"
 
 # The qos_params figures, measured for the lab's first two test ports (src -> dst).
