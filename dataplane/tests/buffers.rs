@@ -504,3 +504,123 @@ fn occupancy_bytes_of_a_held_queue_and_its_pg() {
     drain(&mut rig.sw, dst, rig.now);
     assert_eq!(occupancy(&rig.sw), (vec![0; 8], vec![0; 8]));
 }
+
+/// TH with a static XOFF point of 20 cells on the 100G lossless PGs: a PG goes in and out of XOFF with a
+/// handful of frames.
+fn small_pg_rig() -> Rig {
+    let mut db = ConfigDb::from_yaml_str(TH).unwrap();
+    let profile =
+        db.tables.get_mut("BUFFER_PROFILE").unwrap().get_mut("pg_lossless_100000_40m_profile").unwrap();
+    profile.remove("dynamic_th");
+    profile.insert("static_th".into(), (20 * 208).to_string());
+    Rig::with_db(db)
+}
+
+/// An XOFF of 65535 quanta for these priorities, as (class-enable vector, quanta).
+fn xoff(priorities: u8) -> (u8, [u16; 8]) {
+    (priorities, std::array::from_fn(|p| if priorities & (1 << p) != 0 { 0xffff } else { 0 }))
+}
+
+/// The soak's failure (issue 14): PG 3 holds XOFF while PG 4 of the same port goes in and out of XOFF
+/// faster than the refresh interval. Every PFC frame restarts the port's refresh timer, so each must
+/// refresh priority 3 too: the peer's pause on 3 (65535 quanta at the port's speed) may never run out.
+#[test]
+fn a_toggling_pg_does_not_starve_the_refresh_of_another() {
+    let mut rig = small_pg_rig();
+    let (src, dst) = (rig.src, rig.dst);
+    let p = rig.profile("pg_lossless_100000_40m_profile");
+    let to_xoff = p.reserved + p.shared_to_xoff();
+    rig.sw.set_queue_hold(dst, 3, true);
+    rig.send(src, 3, to_xoff);
+    assert_eq!(rig.pfc_sent(src), vec![xoff(1 << 3)]);
+    let pause = wire::mac_control::quanta_to_ns(0xffff, rig.sw.config().ports[src.index()].speed_mbps);
+    let toggle_every = pause / 2 * 3 / 10;
+    let (mut last_xoff3, mut toggle_at, mut toggles) = (rig.now, rig.now, 0);
+    let end = rig.now + 20 * pause;
+    while rig.now < end {
+        assert!(
+            rig.now < last_xoff3 + pause,
+            "priority 3's pause ran out at {} ns (last XOFF at {last_xoff3} ns) while PG 3 is in XOFF",
+            rig.now
+        );
+        if rig.now >= toggle_at {
+            if rig.sw.mmu().xoff_pgs(src) & (1 << 4) == 0 {
+                rig.send(src, 4, to_xoff);
+            } else {
+                // Queue 4 of the destination runs (3 is held): PG 4 drains to XON.
+                loop {
+                    match rig.sw.poll_transmit(dst, Instant::from_ns(rig.now)) {
+                        Some(tx) => assert_eq!(tx.queue, Some(4)),
+                        None => match rig.sw.next_transmit_at(dst) {
+                            Some(t) if t.as_ns() > rig.now && t.as_ns() - rig.now < 10_000 => {
+                                rig.now = t.as_ns()
+                            }
+                            _ => break,
+                        },
+                    }
+                }
+                assert_eq!(rig.sw.mmu().xoff_pgs(src), 1 << 3, "PG 4 back at XON, PG 3 still in XOFF");
+            }
+            toggles += 1;
+            toggle_at = rig.now + toggle_every;
+        }
+        for (enable, time) in rig.pfc_sent(src) {
+            if enable & (1 << 3) != 0 && time[3] == 0xffff {
+                last_xoff3 = rig.now;
+            }
+        }
+        assert_eq!(rig.sw.pfc_out_of_step(), None);
+        let next = rig.sw.next_transmit_at(src).map_or(u64::MAX, Instant::as_ns);
+        rig.now = next.min(toggle_at).max(rig.now + 1);
+    }
+    assert!(toggles > 60, "PG 4 toggled {toggles} times");
+    assert_eq!(rig.pg_drops(src, 3) + rig.pg_drops(src, 4), 0);
+}
+
+/// A PG still in XOFF when its link comes back pauses the peer again (the link's loss forgot the pause on
+/// both sides), else its next frames would go to headroom without an XOFF until it overflowed.
+#[test]
+fn a_pg_in_xoff_pauses_its_peer_again_when_the_link_comes_back() {
+    let mut rig = small_pg_rig();
+    let (src, dst) = (rig.src, rig.dst);
+    let p = rig.profile("pg_lossless_100000_40m_profile");
+    rig.sw.set_port_hold(dst, true);
+    rig.send(src, 3, p.reserved + p.shared_to_xoff());
+    assert_eq!(rig.pfc_sent(src), vec![xoff(1 << 3)]);
+    rig.sw.set_port_oper(src, false, rig.now);
+    assert_eq!(rig.sw.mmu().xoff_pgs(src), 1 << 3, "its frames wait on another port");
+    rig.now += 1_000;
+    rig.sw.set_port_oper(src, true, rig.now);
+    assert_eq!(rig.pfc_sent(src), vec![xoff(1 << 3)]);
+    assert_eq!(rig.sw.pfc_out_of_step(), None);
+}
+
+/// WRED drops the very copy whose admission put its PG in XOFF: the PG stays in XOFF (it is still above
+/// its XON point) and the XOFF must have gone out, since no later frame asserts it again.
+#[test]
+fn the_xoff_of_a_copy_wred_drops_still_goes_out() {
+    let mut db = ConfigDb::from_yaml_str(TH).unwrap();
+    let p = {
+        let rig = small_pg_rig();
+        rig.profile("pg_lossless_100000_40m_profile")
+    };
+    let to_xoff = p.reserved + p.shared_to_xoff();
+    let profile =
+        db.tables.get_mut("BUFFER_PROFILE").unwrap().get_mut("pg_lossless_100000_40m_profile").unwrap();
+    profile.remove("dynamic_th");
+    profile.insert("static_th".into(), (20 * 208).to_string());
+    // Drop (no marking) once the queue ahead holds the frames before the XOFF one (one 208-byte cell each).
+    let wred = db.tables.get_mut("WRED_PROFILE").unwrap().get_mut("AZURE_LOSSLESS").unwrap();
+    wred.insert("ecn".into(), "ecn_none".into());
+    let at = ((to_xoff - 1) * 208).to_string();
+    wred.insert("green_min_threshold".into(), at.clone());
+    wred.insert("green_max_threshold".into(), at);
+    let mut rig = Rig::with_db(db);
+    let (src, dst) = (rig.src, rig.dst);
+    rig.sw.set_port_hold(dst, true);
+    rig.send(src, 3, to_xoff);
+    assert_eq!(rig.sw.port_counters(dst).unwrap().queues[3].wred_dropped_packets, 1);
+    assert_eq!(rig.sw.mmu().xoff_pgs(src), 1 << 3, "above its XON point after the drop");
+    assert_eq!(rig.pfc_sent(src), vec![xoff(1 << 3)]);
+    assert_eq!(rig.sw.pfc_out_of_step(), None);
+}

@@ -2,6 +2,7 @@
 //! - every frame handed in is, exactly once, forwarded, trapped or dropped with a reason, and every egress
 //!   copy leaves exactly once;
 //! - counters never go backwards;
+//! - every port asserts exactly the PFC priorities of its lossless PGs in XOFF;
 //! - an invalid configuration never changes the running generation or configuration.
 
 mod common;
@@ -131,6 +132,7 @@ proptest! {
             }
             let l = sw.ledger();
             prop_assert_eq!(l.received, l.forwarded + l.trapped + l.dropped);
+            prop_assert_eq!(sw.pfc_out_of_step(), None);
             let after = sw.counters();
             assert_monotonic(&before, &after);
             before = after;

@@ -6,6 +6,9 @@
 //!   `copies + originated == sent + queued + copies_dropped + flushed`;
 //! - no pool holds more than its configured (per-partition) size, shared or headroom, and no PG more
 //!   headroom than its profile's `xoff`;
+//! - every port that is up asserts exactly the PFC priorities of its lossless PGs in XOFF (less those the
+//!   watchdog took over), and every PFC frame it sends carries an XOFF for each priority it asserts (so no
+//!   frame postpones another priority's refresh);
 //! - after a full drain at the end nothing is queued and every buffer cell is back (PGs, queues, pools: 0).
 #![no_main]
 
@@ -289,9 +292,15 @@ impl Harness {
 
     fn transmit(&mut self, port: PortId, at: u64) {
         while let Some(tx) = self.sw.poll_transmit(port, Instant::from_ns(at)) {
-            assert!(wire::decode(&tx.frame).is_ok(), "the switch sent an undecodable frame");
+            let decoded = wire::decode(&tx.frame);
+            assert!(decoded.is_ok(), "the switch sent an undecodable frame");
             if tx.queue.is_some() {
                 self.sent += 1;
+            }
+            if let Ok(wire::L3::MacControl(MacControlRepr::Pfc(pfc))) = decoded.map(|d| d.l3) {
+                let asserted = self.sw.pfc_state(port).map_or(0, |(a, _)| a);
+                let xoff = (0..8).filter(|&p| pfc.time[p] != 0).fold(0u8, |m, p| m | 1 << p);
+                assert_eq!(asserted & !(pfc.class_enable & xoff), 0, "{port}: {pfc:?} leaves out {asserted:#b}");
             }
         }
     }
@@ -390,6 +399,7 @@ impl Harness {
                 assert!(occ.headroom_bytes <= cap, "port {p} PG {pg}: headroom {occ:?} over {cap}");
             }
         }
+        assert_eq!(self.sw.pfc_out_of_step(), None, "(port, asserted, due)");
     }
 
     /// Releases every hold and storm, brings links up and runs time on until nothing is queued.

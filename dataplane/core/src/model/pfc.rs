@@ -3,7 +3,8 @@
 //! **Generation** (this port's ingress PGs are filling): a priority whose PG asserts XOFF gets an XOFF
 //! frame (`pfc_pause_quanta`, default 0xFFFF) at once, re-sent every `pfc_refresh_percent` of that pause
 //! time while the PG stays above its limit, and a single XON (quanta 0) when it drains to its XON point.
-//! Priorities changing state together share one frame. PFC frames leave ahead of data and are not subject
+//! Every frame carries the port's whole state: an XOFF for each asserted priority (so any frame refreshes
+//! them all, and the port's one refresh timer restarts) and an XON for each priority just released. PFC frames leave ahead of data and are not subject
 //! to pauses or holds.
 //!
 //! **Honouring** (frames received on this port pause its egress queues): each enabled class with a
@@ -96,7 +97,11 @@ impl PfcPort {
         if self.pending == 0 {
             return None;
         }
-        let class_enable = self.pending;
+        // The frame carries the port's whole XOFF state: every asserted priority is refreshed with it, not
+        // only those that changed. The refresh timer is the port's, restarted by every frame; a frame that
+        // left an asserted priority out would postpone its refresh, and a PG toggling on another priority
+        // faster than the refresh interval would starve it until the peer's pause ran out.
+        let class_enable = self.pending | self.asserted;
         let mut time = [0u16; 8];
         for (p, t) in time.iter_mut().enumerate() {
             if class_enable & (1 << p) != 0 {
@@ -233,6 +238,46 @@ mod tests {
         assert_eq!(f.class_enable, 0b11000, "XON for 3 and XOFF for 4 share a frame");
         assert_eq!((f.time[3], f.time[4]), (0, 0xffff));
         assert_eq!(pfc.counters[3].tx, 3);
+    }
+
+    /// The soak's failure: priority 4's PG toggling XOFF/XON faster than the refresh interval must not
+    /// postpone priority 3's refresh. Checked against the peer's side: a pause of `quanta` at 1 Gb/s
+    /// (65535 quanta = 33.55 ms) must never run out while priority 3 stays asserted.
+    #[test]
+    fn a_toggling_priority_does_not_starve_another_ones_refresh() {
+        let speed_mbps = 1000;
+        let pause = Nanos::from_ns(mac_control::quanta_to_ns(0xffff, speed_mbps));
+        let refresh = Nanos::from_ns(pause.as_ns() / 2);
+        let mut pfc = PfcPort::default();
+        // The peer, honouring what it receives on priority 3.
+        let mut peer = PfcPort::default();
+        pfc.assert_xoff(1 << 3);
+        let mut now = Instant::from_ns(0);
+        // Priority 4 changes state every 0.3 refresh intervals, for 100 pause times.
+        let step = Nanos::from_ns(refresh.as_ns() * 3 / 10);
+        let mut toggle = Instant::from_ns(0);
+        while now < Instant::from_ns(100 * pause.as_ns()) {
+            if now >= toggle {
+                if pfc.asserted() & (1 << 4) != 0 {
+                    pfc.release_xoff(1 << 4);
+                } else {
+                    pfc.assert_xoff(1 << 4);
+                }
+                toggle = now + step;
+            }
+            // Checked before this instant's frame: a refresh that comes after the pause ran out is late.
+            if now > Instant::from_ns(0) {
+                assert_eq!(
+                    peer.paused_priorities(now) & (1 << 3),
+                    1 << 3,
+                    "priority 3 is asserted but its peer runs again at {now:?}"
+                );
+            }
+            if let Some(f) = pfc.poll_frame(now, 0xffff, refresh) {
+                peer.receive(&f, 0b1_1000, speed_mbps, now);
+            }
+            now = [pfc.next_frame_at(now), Some(toggle)].into_iter().flatten().min().unwrap().max(now);
+        }
     }
 
     #[test]

@@ -125,6 +125,17 @@ impl Switch {
                 return false;
             }
         };
+        // XOFF goes out as soon as the MMU asserts it, before WRED or the policer may still drop the copy:
+        // the PG stays in XOFF after that drop (it is above its limit), and `admit` reports the transition
+        // only once.
+        if xoff && let Some(port) = meta.ingress {
+            self.assert_pfc(port, class.pg);
+        }
+        if self.mmu.has_raised() {
+            for (port, pg) in self.mmu.take_raised() {
+                self.assert_pfc(port, pg);
+            }
+        }
         if let Some(w) =
             self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
         {
@@ -165,14 +176,6 @@ impl Switch {
             self.release(&item.alloc);
             self.count_egress_drop(out, queue, len, "POLICER");
             return false;
-        }
-        if xoff && let Some(port) = meta.ingress {
-            self.assert_pfc(port, class.pg);
-        }
-        if self.mmu.has_raised() {
-            for (port, pg) in self.mmu.take_raised() {
-                self.assert_pfc(port, pg);
-            }
         }
         true
     }
@@ -265,6 +268,52 @@ impl Switch {
             self.touch_port(port);
             self.push_event(Event::PfcXon { port: self.port_name(port), pg });
         }
+    }
+
+    /// The priorities a port should be sending XOFF for: those of its lossless PGs in XOFF, less those the
+    /// watchdog took over.
+    fn pfc_due(&self, port: PortId) -> u8 {
+        let xoff = self.mmu.xoff_pgs(port);
+        let prios =
+            (0..8u8).filter(|&g| xoff & (1 << g) != 0).fold(0, |m, g| m | self.pg_priorities(port, g));
+        prios & self.effective_pfc_enable(port)
+    }
+
+    /// Brings a port's PFC generation back in step with its PGs after something changed one of the two
+    /// outside the packet path (a configuration, a watchdog restoration, the link coming back up): XOFF
+    /// for the priorities of every PG in XOFF, XON for priorities asserted without one.
+    pub(super) fn sync_pfc(&mut self, port: PortId) {
+        let due = self.pfc_due(port);
+        let asserted = self.ports[port.index()].pfc.asserted();
+        if asserted == due {
+            return;
+        }
+        let xoff = self.mmu.xoff_pgs(port);
+        for pg in (0..8u8).filter(|&g| xoff & (1 << g) != 0) {
+            self.assert_pfc(port, pg);
+        }
+        let stale = asserted & !due;
+        let enabled = self.effective_pfc_enable(port);
+        let pfc = &mut self.ports[port.index()].pfc;
+        pfc.forget(stale & !enabled);
+        pfc.release_xoff(stale & enabled);
+        self.touch_port(port);
+        let qos = &self.config.qos[port.index()];
+        let pgs =
+            (0..8).filter(|&p| stale & enabled & (1 << p) != 0).fold(0u8, |m, p| m | 1 << qos.pfc_to_pg[p]);
+        for pg in (0..8u8).filter(|&g| pgs & (1 << g) != 0) {
+            self.push_event(Event::PfcXon { port: self.port_name(port), pg });
+        }
+    }
+
+    /// A port, if any, whose PFC generation is out of step with its PGs: (port, priorities it asserts,
+    /// priorities its PGs in XOFF call for). Ports that are down are skipped (they send nothing, and are
+    /// brought back in step when they come up). For tests and fuzzing: it is always `None`.
+    pub fn pfc_out_of_step(&self) -> Option<(PortId, u8, u8)> {
+        PortId::all(self.ports.len()).filter(|&p| self.ports[p.index()].oper_up).find_map(|p| {
+            let (asserted, due) = (self.ports[p.index()].pfc.asserted(), self.pfc_due(p));
+            (asserted != due).then_some((p, asserted, due))
+        })
     }
 
     /// A MAC Control frame arrived: PFC pauses the port's egress queues, PAUSE pauses them all on a port
@@ -498,12 +547,7 @@ impl Switch {
         }
         // A restored priority whose PG is still above its limit pauses its peer again.
         for t in transitions.iter().filter(|t| !t.stormed) {
-            let xoff = self.mmu.xoff_pgs(t.port);
-            for pg in 0..8u8 {
-                if xoff & (1 << pg) != 0 {
-                    self.assert_pfc(t.port, pg);
-                }
-            }
+            self.sync_pfc(t.port);
         }
     }
 

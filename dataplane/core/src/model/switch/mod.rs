@@ -484,6 +484,10 @@ impl Switch {
         };
         self.readiness.reset(self.ports.len());
         self.apply_watchdog(restored, now_ns);
+        // PGs kept their XOFF state, but the priorities mapped to them or enabled may have changed.
+        for port in PortId::all(self.ports.len()) {
+            self.sync_pfc(port);
+        }
         self.refresh_readiness();
         retired
     }
@@ -510,6 +514,9 @@ impl Switch {
             let pfc = &mut self.ports[port.index()].pfc;
             pfc.unpause(0xff, Instant::from_ns(now_ns));
             pfc.forget(0xff);
+        } else {
+            // The PGs kept their state while the link was down: one still in XOFF pauses the peer again.
+            self.sync_pfc(port);
         }
         let name = self.config.ports[port.index()].name.clone();
         self.push_event(Event::PortOperStatus { port: name, up });
