@@ -450,18 +450,32 @@ pub(super) fn describe_up(state: &LabState, topology: &Topology) -> String {
         );
     }
     let _ = writeln!(out, "Reach it:");
+    let swctl = swctl_invocation();
     if let Some(sw) = state.switches.first() {
-        let _ = writeln!(out, "  swctl --switch {} show pfc counters", sw.endpoint);
-        let _ = writeln!(out, "  swctl --lab {} --switch {} show queue counters", state.name, sw.name);
+        let _ = writeln!(out, "  {swctl} --switch {} show pfc counters", sw.endpoint);
+        let _ = writeln!(out, "  {swctl} --lab {} --switch {} show queue counters", state.name, sw.name);
     }
     if let [a, b, ..] = state.hosts.as_slice() {
         let ip = b.ip.split('/').next().unwrap_or_default();
         let _ =
             writeln!(out, "  ip netns exec {} ping -c 1 {ip}        # {} -> {}", a.namespace, a.name, b.name);
     }
-    let _ = writeln!(out, "  swctl lab status {}", state.name);
-    let _ = writeln!(out, "  swctl lab down {}", state.name);
+    let _ = writeln!(out, "  {swctl} lab status {}", state.name);
+    let _ = writeln!(out, "  {swctl} lab down {}", state.name);
     out
+}
+
+/// How to run swctl again, for the commands a lab suggests: the path it was started by
+/// (`target/release/swctl`, which the README's build leaves off PATH), or plain `swctl` when it was found
+/// on PATH or this is not swctl (a test binary driving the library).
+fn swctl_invocation() -> String {
+    let Some(argv0) = std::env::args_os().next() else { return "swctl".to_owned() };
+    let path = std::path::Path::new(&argv0);
+    if path.file_name().is_some_and(|n| n == "swctl") && path.components().count() > 1 {
+        path.display().to_string()
+    } else {
+        "swctl".to_owned()
+    }
 }
 
 /// `ip netns add`, retried: the first namespace of a machine mounts /run/netns, and two swctl processes

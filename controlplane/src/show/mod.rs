@@ -34,6 +34,7 @@ mod l2l3;
 mod pfc_config;
 mod pfcwd;
 mod portstat;
+mod running;
 mod status;
 mod table;
 
@@ -59,11 +60,12 @@ pub use portstat::{
     interfaces_counters_detailed, interfaces_counters_detailed_json, interfaces_counters_errors,
     interfaces_counters_errors_json, interfaces_counters_rates, interfaces_counters_rates_json,
 };
-pub use status::{interfaces_status, interfaces_status_json};
+pub use running::{running_all, running_table};
+pub use status::{interfaces_status, interfaces_status_json, parse_interface_filter};
 pub use watermarks::{
-    PgWatermarkKind, buffer_pool_watermark, buffer_pool_watermark_json, headroom_pool_watermark,
-    headroom_pool_watermark_json, pg_watermark, pg_watermark_json, queue_watermark_unicast,
-    queue_watermark_unicast_json, watermarks_json,
+    PgWatermarkKind, QueueWatermarkKind, buffer_pool_watermark, buffer_pool_watermark_json,
+    headroom_pool_watermark, headroom_pool_watermark_json, pg_watermark, pg_watermark_json, queue_watermark,
+    queue_watermark_json, queue_watermark_unicast, queue_watermark_unicast_json, watermarks_json,
 };
 
 #[cfg(test)]

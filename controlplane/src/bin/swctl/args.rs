@@ -82,7 +82,8 @@ pub(crate) enum Show {
     },
     /// `show mmu`: as `show buffer configuration`.
     Mmu,
-    /// `show runningconfiguration all`: the running configuration as config_db.json.
+    /// `show runningconfiguration all|ports [PORT]|interfaces [INTERFACE]`: the running configuration as
+    /// config_db.json, or its PORT / INTERFACE table.
     Runningconfiguration {
         #[command(subcommand)]
         what: RunningWhat,
@@ -113,7 +114,12 @@ pub(crate) enum RouteWhat {
 
 #[derive(Subcommand)]
 pub(crate) enum RunningWhat {
+    /// The whole running configuration (config_db.json).
     All,
+    /// The PORT table, or one port's fields.
+    Ports { portname: Option<String> },
+    /// The INTERFACE table, or one key's fields.
+    Interfaces { interfacename: Option<String> },
 }
 
 #[derive(Subcommand)]
@@ -129,8 +135,9 @@ pub(crate) enum InterfacesWhat {
         #[command(subcommand)]
         view: Option<CountersView>,
     },
-    /// Lanes, speed, MTU, FEC, alias, VLAN mode, oper and admin state per port (intfutil status).
-    Status,
+    /// Lanes, speed, MTU, FEC, alias, VLAN mode, oper and admin state per port (intfutil status); only
+    /// the ports named (`Ethernet0`, `Ethernet0,Ethernet8`, `Ethernet0-8`).
+    Status { interfacename: Option<String> },
 }
 
 #[derive(Subcommand)]
@@ -167,9 +174,13 @@ pub(crate) enum QueueWhat {
     },
 }
 
-#[derive(Subcommand)]
+/// watermarkstat's queue tables: every queue of the model is unicast (`all` shows them as `ALL<i>`,
+/// `multicast` says there are none, as SONiC does on a switch without multicast queues).
+#[derive(Subcommand, Clone, Copy)]
 pub(crate) enum QueueWatermark {
     Unicast,
+    Multicast,
+    All,
 }
 
 #[derive(Subcommand)]
@@ -270,12 +281,12 @@ pub(crate) enum ClearWatermark {
 pub(crate) enum ClearQueue {
     Counters,
     Wredcounters,
-    /// `sonic-clear queue watermark [unicast]`.
+    /// `sonic-clear queue watermark [unicast|multicast|all]`.
     Watermark {
         #[command(subcommand)]
         which: Option<QueueWatermark>,
     },
-    /// `sonic-clear queue persistent-watermark unicast`.
+    /// `sonic-clear queue persistent-watermark [unicast|multicast|all]`.
     #[command(name = "persistent-watermark")]
     PersistentWatermark {
         #[command(subcommand)]

@@ -31,8 +31,8 @@ struct Cli {
     /// The switch to talk to: unix:PATH or tcp:HOST:PORT (also $LOSSLESS_SWITCH).
     #[arg(long, global = true, env = "LOSSLESS_SWITCH", default_value = DEFAULT_SWITCH)]
     switch: String,
-    /// Machine-readable JSON instead of tables.
-    #[arg(long, global = true)]
+    /// Machine-readable JSON instead of tables (`-j`, as SONiC's show commands spell it, too).
+    #[arg(short = 'j', long, global = true)]
     json: bool,
     /// A lab (`swctl lab up`) whose switches --switch may name: `--lab demo --switch sw1` (also $LOSSLESS_LAB).
     #[arg(long, global = true, env = "LOSSLESS_LAB")]
