@@ -3,7 +3,8 @@
 #   build-essential             cc, the linker rustc calls (rustup installs none)
 #   tshark                      the wire tests cross-check frames against Wireshark's dissectors
 #   iproute2, procps            network namespaces and veths for switchd/lab/PTF tests; sysctl
-#   iputils-ping                what `swctl lab up` suggests trying (ping from a host's namespace)
+#   iputils-ping, curl          what `swctl lab up` suggests trying (ping from a host's namespace; a
+#                               switch's metrics with --metrics)
 #   python3-venv, python3-dev   the venv p4lang's ptf is installed into (netifaces builds a C extension)
 #   prometheus                  promtool checks switchd's metrics; a real Prometheus scrapes it
 #   cargo-nextest               the test runner (from crates.io)
@@ -26,12 +27,13 @@ need tshark tshark
 need iproute2 ip
 need procps sysctl
 need iputils-ping ping
+need curl curl
 need prometheus promtool prometheus
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 [ -n "$(python3-config --includes 2>/dev/null)" ] || missing+=(python3-dev)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: cc, tshark, iproute2, procps, iputils-ping, python3-venv, python3-dev and prometheus are installed"
+  echo "setup: cc, tshark, iproute2, procps, iputils-ping, curl, python3-venv, python3-dev and prometheus are installed"
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "setup: installing ${missing[*]} (apt-get)"
   export DEBIAN_FRONTEND=noninteractive

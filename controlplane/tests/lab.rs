@@ -110,12 +110,14 @@ fn up_then_down_leaves_nothing() {
     let env = Env::new("labtest");
     let topology = env.write("small.yaml", SMALL);
     let lab = env.name("u");
-    let out = up(&env, &topology, &lab);
+    let out = env.swctl(&["lab", "up", topology.to_str().unwrap(), "--name", &lab, "--metrics", "9101"]);
+    assert!(out.status.success(), "lab up {lab}: {}", text(&out));
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(printed.contains(&format!("swctl --lab {lab} --switch sw1")), "{printed}");
     assert!(printed.contains(&format!("unix:{}/sw1.sock", env.run_dir(&lab).display())), "{printed}");
     // What `lab up` suggests works as printed: swctl by the path it was run by (a cargo build leaves it
-    // off PATH), ping from a host's namespace (iputils-ping, which scripts/setup.sh installs).
+    // off PATH), the switch's metrics from its namespace (`--metrics`; curl), ping from a host's namespace
+    // (iputils-ping; scripts/setup.sh installs both).
     let swctl = env!("CARGO_BIN_EXE_swctl");
     let suggested: Vec<&str> = printed
         .lines()
@@ -124,13 +126,17 @@ fn up_then_down_leaves_nothing() {
         .map(|l| l.split('#').next().unwrap().trim())
         .filter(|l| !l.contains(" lab status ") && !l.contains(" lab down "))
         .collect();
-    assert_eq!(suggested.len(), 3, "{printed}");
+    assert_eq!(suggested.len(), 4, "{printed}");
     for line in suggested {
         let words: Vec<&str> = line.split_whitespace().collect();
         assert!(words[0] == swctl || words[0] == "ip", "{line}");
         let out =
             Command::new(words[0]).args(&words[1..]).env("LOSSLESS_LAB_DIR", &env.base).output().unwrap();
         assert!(out.status.success(), "{line}: {}", text(&out));
+        if line.contains("/metrics") {
+            let body = String::from_utf8_lossy(&out.stdout);
+            assert!(body.contains("lossless_port_rx_packets_total{port=\"Ethernet4\"}"), "{line}: {body}");
+        }
     }
 
     let state = env.state(&lab);

@@ -36,6 +36,8 @@ pub struct UpOptions {
     pub traffic_seconds: Option<u32>,
     /// Extra rocehost arguments per host (`swctl lab run`'s storms).
     pub host_args: BTreeMap<String, Vec<String>>,
+    /// Every switchd serves Prometheus metrics on this port of its namespace's loopback.
+    pub metrics_port: Option<u16>,
 }
 
 /// A lab this process brought up. Dropped while armed (an error, a panic, Ctrl-C), it tears everything down.
@@ -202,7 +204,7 @@ fn build(
     rocehost: Option<&Path>,
 ) -> anyhow::Result<()> {
     let namespaces = create_network(lab, topology)?;
-    switchd::start_all(lab, topology, switchd)?;
+    switchd::start_all(lab, topology, switchd, options.metrics_port)?;
     match rocehost {
         Some(rocehost) => start_hosts(lab, topology, options, rocehost, &namespaces),
         None => Ok(()),
@@ -255,6 +257,10 @@ fn create_network(
                 }
             }
         }
+    }
+    // Loopback up in the switches' namespaces too: switchd's metrics listen there.
+    for sw in &topology.switches {
+        namespaces[&sw.name].ip(&["link", "set", "dev", "lo", "up"])?;
     }
     for h in &topology.hosts {
         let ns = &namespaces[&h.name];
@@ -454,6 +460,11 @@ pub(super) fn describe_up(state: &LabState, topology: &Topology) -> String {
     if let Some(sw) = state.switches.first() {
         let _ = writeln!(out, "  {swctl} --switch {} show pfc counters", sw.endpoint);
         let _ = writeln!(out, "  {swctl} --lab {} --switch {} show queue counters", state.name, sw.name);
+    }
+    for sw in &state.switches {
+        if let Some(metrics) = &sw.metrics {
+            let _ = writeln!(out, "  ip netns exec {} curl -s http://{metrics}/metrics", sw.namespace);
+        }
     }
     if let [a, b, ..] = state.hosts.as_slice() {
         let ip = b.ip.split('/').next().unwrap_or_default();
