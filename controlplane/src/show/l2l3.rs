@@ -38,6 +38,20 @@ fn arp_table(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> Table {
     table
 }
 
+/// nbrshow's filters (`show arp [IPADDRESS] [-if IFACE]`): the neighbour with that address, those on that
+/// interface (the router interface the switch learnt them on: `Vlan1000`, `Ethernet0`, as `arp -i`).
+pub fn filter_neighbors(
+    neighbors: &[NeighborEntry],
+    ip: Option<&str>,
+    iface: Option<&str>,
+) -> Vec<NeighborEntry> {
+    neighbors
+        .iter()
+        .filter(|n| ip.is_none_or(|ip| n.ip == ip) && iface.is_none_or(|i| n.interface == i))
+        .cloned()
+        .collect()
+}
+
 /// `show arp`: the IPv4 neighbours, learnt and static.
 pub fn arp(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> String {
     let table = arp_table(neighbors, fdb);

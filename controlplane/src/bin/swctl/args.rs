@@ -42,8 +42,13 @@ pub(crate) enum Show {
         #[command(subcommand)]
         what: DropcountersWhat,
     },
-    /// `show arp`: the IPv4 neighbour table.
-    Arp,
+    /// `show arp [IPADDRESS] [--iface IFACE]`: the IPv4 neighbour table, or the neighbours with that
+    /// address or on that interface (SONiC's `-if IFACE` is `--iface IFACE` here).
+    Arp {
+        ipaddress: Option<String>,
+        #[arg(long)]
+        iface: Option<String>,
+    },
     /// `show mac [-v VLAN] [-p PORT] [-a MAC] [-t static|dynamic] [-c]`: the FDB (also `swctl fdb show`).
     Mac {
         #[arg(short = 'v', long, value_parser = clap::value_parser!(u32).range(1..4096))]

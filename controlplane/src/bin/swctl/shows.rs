@@ -174,13 +174,14 @@ pub(crate) async fn show_cmd(
             let c = counters_since(client, endpoint, "drops").await?;
             emit(json, show::dropcounters_counts(&c), || show::dropcounters_counts_json(&c));
         }
-        Show::Arp => {
+        Show::Arp { ipaddress, iface } => {
             let neighbors = client
                 .dump_neighbors(pb::DumpNeighborsRequest {})
                 .await
                 .map_err(status)?
                 .into_inner()
                 .entries;
+            let neighbors = show::filter_neighbors(&neighbors, ipaddress.as_deref(), iface.as_deref());
             let fdb = client.dump_fdb(pb::DumpFdbRequest {}).await.map_err(status)?.into_inner().entries;
             emit(json, show::arp(&neighbors, &fdb), || show::arp_json(&neighbors, &fdb));
         }

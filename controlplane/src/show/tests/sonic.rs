@@ -193,6 +193,13 @@ fn arp_resolves_vlan_neighbours_to_their_member_port() {
     // natsorted by address: 10.0.0.3, 192.168.0.9, 192.168.0.10.
     assert_eq!(arp_json(&neighbors, &fdb)[2]["Iface"], "Ethernet8");
     assert_eq!(arp_json(&neighbors, &fdb)[1]["Iface"], "-", "no FDB entry for that MAC");
+    // `show arp 192.168.0.9`, `show arp -if Vlan1000`.
+    let one = filter_neighbors(&neighbors, Some("192.168.0.9"), None);
+    assert!(arp(&one, &fdb).ends_with("Total number of entries 1 \n"));
+    let vlan: Vec<String> =
+        filter_neighbors(&neighbors, None, Some("Vlan1000")).into_iter().map(|n| n.ip).collect();
+    assert_eq!(vlan, ["192.168.0.10", "192.168.0.9"]);
+    assert!(filter_neighbors(&neighbors, Some("192.168.0.9"), Some("Ethernet4")).is_empty());
 }
 
 #[test]
