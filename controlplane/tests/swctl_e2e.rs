@@ -378,6 +378,8 @@ fn sonic_command_forms_against_a_live_switch() {
     let vlan = stdout(&lab.swctl(&["show", "vlan", "brief"]));
     assert!(vlan.contains("|      1000 |") && vlan.contains("| Ethernet0 "), "{vlan}");
     assert!(stdout(&lab.swctl(&["show", "arp"])).ends_with("Total number of entries 0 \n"));
+    let ndp = stdout(&lab.swctl(&["show", "ndp", "--iface", "Vlan1000"]));
+    assert!(ndp.starts_with("Address    MacAddress    Iface    Vlan    Status"), "{ndp}");
     let routes = stdout(&lab.swctl(&["show", "ip", "route"]));
     assert!(routes.starts_with("Codes: K - kernel route"), "{routes}");
     let running = json(&lab.swctl(&["show", "runningconfiguration", "all"]));

@@ -52,7 +52,7 @@ pub use counters::{
 pub use drops::{dropcounters_counts, dropcounters_counts_json};
 pub use l2l3::{
     MacQuery, Route, RouteNextHop, arp, arp_json, filter_fdb, filter_neighbors, ip_route, ip_route_json, mac,
-    mac_json, vlan_brief, vlan_brief_json,
+    mac_json, ndp, ndp_json, vlan_brief, vlan_brief_json,
 };
 pub use pfc_config::{pfc_asymmetric, pfc_asymmetric_json, pfc_priority, pfc_priority_json};
 pub use pfcwd::{pfcwd_any_stormed, pfcwd_config, pfcwd_config_json, pfcwd_stats, pfcwd_stats_json};

@@ -49,6 +49,12 @@ pub(crate) enum Show {
         #[arg(long)]
         iface: Option<String>,
     },
+    /// `show ndp [IPADDRESS] [--iface IFACE]`: the IPv6 neighbour table.
+    Ndp {
+        ipaddress: Option<String>,
+        #[arg(long)]
+        iface: Option<String>,
+    },
     /// `show mac [-v VLAN] [-p PORT] [-a MAC] [-t static|dynamic] [-c]`: the FDB (also `swctl fdb show`).
     Mac {
         #[arg(short = 'v', long, value_parser = clap::value_parser!(u32).range(1..4096))]

@@ -174,7 +174,8 @@ pub(crate) async fn show_cmd(
             let c = counters_since(client, endpoint, "drops").await?;
             emit(json, show::dropcounters_counts(&c), || show::dropcounters_counts_json(&c));
         }
-        Show::Arp { ipaddress, iface } => {
+        Show::Arp { ref ipaddress, ref iface } | Show::Ndp { ref ipaddress, ref iface } => {
+            let v6 = matches!(what, Show::Ndp { .. });
             let neighbors = client
                 .dump_neighbors(pb::DumpNeighborsRequest {})
                 .await
@@ -183,7 +184,11 @@ pub(crate) async fn show_cmd(
                 .entries;
             let neighbors = show::filter_neighbors(&neighbors, ipaddress.as_deref(), iface.as_deref());
             let fdb = client.dump_fdb(pb::DumpFdbRequest {}).await.map_err(status)?.into_inner().entries;
-            emit(json, show::arp(&neighbors, &fdb), || show::arp_json(&neighbors, &fdb));
+            if v6 {
+                emit(json, show::ndp(&neighbors, &fdb), || show::ndp_json(&neighbors, &fdb));
+            } else {
+                emit(json, show::arp(&neighbors, &fdb), || show::arp_json(&neighbors, &fdb));
+            }
         }
         Show::Mac { vlan, port, address, kind, count } => {
             if let Some(a) = address.as_deref().filter(|a| !is_mac(a)) {

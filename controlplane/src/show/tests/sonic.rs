@@ -200,6 +200,10 @@ fn arp_resolves_vlan_neighbours_to_their_member_port() {
         filter_neighbors(&neighbors, None, Some("Vlan1000")).into_iter().map(|n| n.ip).collect();
     assert_eq!(vlan, ["192.168.0.10", "192.168.0.9"]);
     assert!(filter_neighbors(&neighbors, Some("192.168.0.9"), Some("Ethernet4")).is_empty());
+    // `show ndp`: the IPv6 one, with nbrshow's Status column (a static NEIGH entry is PERMANENT).
+    let expected = "Address    MacAddress         Iface      Vlan    Status\n---------  -----------------  ---------  ------  ---------\nfc00::1    02:aa:00:00:00:01  Ethernet0  -       PERMANENT\nTotal number of entries 1 \n";
+    assert_eq!(ndp(&neighbors, &fdb), expected);
+    assert_eq!(ndp_json(&neighbors, &fdb)[0]["Status"], "PERMANENT");
 }
 
 #[test]
