@@ -16,7 +16,8 @@ need() { # need PACKAGE COMMAND...: the package is missing if any command is
   local package=$1
   shift
   for command in "$@"; do
-    if ! command -v "$command" >/dev/null 2>&1; then
+    # sbin is not on a Debian user's PATH: ip and sysctl live there.
+    if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$command" >/dev/null 2>&1; then
       missing+=("$package")
       return
     fi
