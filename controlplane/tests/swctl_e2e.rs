@@ -378,7 +378,7 @@ fn sonic_command_forms_against_a_live_switch() {
     let vlan = stdout(&lab.swctl(&["show", "vlan", "brief"]));
     assert!(vlan.contains("|      1000 |") && vlan.contains("| Ethernet0 "), "{vlan}");
     assert!(stdout(&lab.swctl(&["show", "arp"])).ends_with("Total number of entries 0 \n"));
-    let ndp = stdout(&lab.swctl(&["show", "ndp", "--iface", "Vlan1000"]));
+    let ndp = stdout(&lab.swctl(&["show", "ndp", "-if", "Vlan1000"]));
     assert!(ndp.starts_with("Address    MacAddress    Iface    Vlan    Status"), "{ndp}");
     let routes = stdout(&lab.swctl(&["show", "ip", "route"]));
     assert!(routes.starts_with("Codes: K - kernel route"), "{routes}");
@@ -505,4 +505,14 @@ fn sonic_command_forms_against_a_live_switch() {
     assert_eq!(line["kind"], "counters", "{line}");
     let wall = line["wall_time"].as_str().unwrap();
     assert!(wall.len() == 27 && wall.ends_with('Z') && wall.as_bytes()[10] == b'T', "RFC 3339 UTC: {wall}");
+
+    // queuestat -nz (SONiC's two-letter short option): after h1's 10 frames to h3 (DSCP 3), Ethernet8's
+    // queue 3 is listed with them, and no queue whose counters are all zero (Ethernet0 sent nothing).
+    assert!(lab.swctl(&["clear", "queuecounters"]).status.success());
+    traffic(&lab, 10);
+    let nonzero = json(&lab.swctl(&["-j", "show", "queue", "counters", "-nz"]));
+    assert_eq!(nonzero["Ethernet8"]["UC3"]["totalpacket"], 10, "{nonzero}");
+    assert!(nonzero.get("Ethernet0").is_none(), "{nonzero}");
+    let table = stdout(&lab.swctl(&["show", "queue", "counters", "Ethernet8", "-nz"]));
+    assert_eq!(cell(&table, &["Ethernet8", "UC3"], "Counter/pkts"), "10", "{table}");
 }

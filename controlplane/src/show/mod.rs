@@ -45,9 +45,10 @@ pub use buffers::{
     buffer_configuration, buffer_configuration_json, buffer_information, buffer_information_json,
 };
 pub use counters::{
-    interfaces_counters, interfaces_counters_json, pfc_counters, pfc_counters_history,
+    QueueFilter, interfaces_counters, interfaces_counters_json, pfc_counters, pfc_counters_history,
     pfc_counters_history_json, pfc_counters_json, pg_drop_counters, pg_drop_counters_json, queue_counters,
-    queue_counters_json, queue_wredcounters, queue_wredcounters_json, subtract_counters,
+    queue_counters_filtered, queue_counters_json, queue_wredcounters, queue_wredcounters_filtered,
+    queue_wredcounters_json, subtract_counters,
 };
 pub use drops::{dropcounters_counts, dropcounters_counts_json};
 pub use l2l3::{

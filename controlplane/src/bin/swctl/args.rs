@@ -43,7 +43,7 @@ pub(crate) enum Show {
         what: DropcountersWhat,
     },
     /// `show arp [IPADDRESS] [--iface IFACE]`: the IPv4 neighbour table, or the neighbours with that
-    /// address or on that interface (SONiC's `-if IFACE` is `--iface IFACE` here).
+    /// address or on that interface (`-if IFACE` as SONiC spells it, or `--iface IFACE`).
     Arp {
         ipaddress: Option<String>,
         #[arg(long)]
@@ -169,9 +169,15 @@ pub(crate) enum CountersView {
 pub(crate) enum QueueWhat {
     Counters {
         port: Option<String>,
+        /// Only queues with a counter above zero (queuestat's `-nz`).
+        #[arg(long)]
+        nonzero: bool,
     },
     Wredcounters {
         port: Option<String>,
+        /// Only queues with a counter above zero (wredstat's `-nz`).
+        #[arg(long)]
+        nonzero: bool,
     },
     Watermark {
         #[command(subcommand)]

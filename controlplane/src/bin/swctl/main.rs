@@ -214,9 +214,20 @@ enum Fdb {
         port: Option<String>,
     },
 }
+/// SONiC's click options with two-letter short names (`show queue counters -nz`, `show arp -if Vlan1000`),
+/// which clap cannot declare, spelled as their long forms.
+fn sonic_short_options(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.map(|a| match a.to_str() {
+        Some("-nz") => "--nonzero".into(),
+        Some("-if") => "--iface".into(),
+        _ => a,
+    })
+    .collect()
+}
+
 fn main() -> ExitCode {
     restore_sigpipe();
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(sonic_short_options(std::env::args_os()));
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -106,18 +106,18 @@ pub(crate) async fn show_cmd(
                 show::interfaces_status_json(&c, &db, &ports)
             });
         }
-        Show::Queue { what: QueueWhat::Counters { port } } => {
+        Show::Queue { what: QueueWhat::Counters { port, nonzero } } => {
             let c = counters_since(client, endpoint, "queue").await?;
             check_port(&c, port.as_deref())?;
-            emit(json, show::queue_counters(&c, port.as_deref()), || {
-                show::queue_counters_json(&c, port.as_deref())
-            });
+            let filter = show::QueueFilter { port: port.as_deref(), nonzero };
+            emit(json, show::queue_counters_filtered(&c, filter), || show::queue_counters_json(&c, filter));
         }
-        Show::Queue { what: QueueWhat::Wredcounters { port } } => {
+        Show::Queue { what: QueueWhat::Wredcounters { port, nonzero } } => {
             let c = counters_since(client, endpoint, "wred").await?;
             check_port(&c, port.as_deref())?;
-            emit(json, show::queue_wredcounters(&c, port.as_deref()), || {
-                show::queue_wredcounters_json(&c, port.as_deref())
+            let filter = show::QueueFilter { port: port.as_deref(), nonzero };
+            emit(json, show::queue_wredcounters_filtered(&c, filter), || {
+                show::queue_wredcounters_json(&c, filter)
             });
         }
         Show::Queue { what: QueueWhat::Watermark { which } } => {
