@@ -3,6 +3,8 @@
 //! test process, so tests run in parallel with each other and with real labs.
 //!
 //! - up then down leaves nothing: no namespace with the lab's prefix, no process, no socket, no run dir;
+//!   the commands `up` suggests run as printed;
+//! - a containerlab topology (labelled `linux` nodes, a startup-config) comes up as a lab;
 //! - a lab whose switchd was killed shows as dead in `lab status` and `lab down` still removes everything,
 //!   as it does for a hand-made half-finished state and for an `up` interrupted by Ctrl-C;
 //! - topology errors name what is wrong and create nothing;
@@ -108,10 +110,34 @@ fn up_then_down_leaves_nothing() {
     let env = Env::new("labtest");
     let topology = env.write("small.yaml", SMALL);
     let lab = env.name("u");
-    let out = up(&env, &topology, &lab);
+    let out = env.swctl(&["lab", "up", topology.to_str().unwrap(), "--name", &lab, "--metrics", "9101"]);
+    assert!(out.status.success(), "lab up {lab}: {}", text(&out));
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(printed.contains(&format!("swctl --lab {lab} --switch sw1")), "{printed}");
     assert!(printed.contains(&format!("unix:{}/sw1.sock", env.run_dir(&lab).display())), "{printed}");
+    // What `lab up` suggests works as printed: swctl by the path it was run by (a cargo build leaves it
+    // off PATH), the switch's metrics from its namespace (`--metrics`; curl), ping from a host's namespace
+    // (iputils-ping; scripts/setup.sh installs both).
+    let swctl = env!("CARGO_BIN_EXE_swctl");
+    let suggested: Vec<&str> = printed
+        .lines()
+        .skip_while(|l| *l != "Reach it:")
+        .skip(1)
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.contains(" lab status ") && !l.contains(" lab down "))
+        .collect();
+    assert_eq!(suggested.len(), 4, "{printed}");
+    for line in suggested {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert!(words[0] == swctl || words[0] == "ip", "{line}");
+        let out =
+            Command::new(words[0]).args(&words[1..]).env("LOSSLESS_LAB_DIR", &env.base).output().unwrap();
+        assert!(out.status.success(), "{line}: {}", text(&out));
+        if line.contains("/metrics") {
+            let body = String::from_utf8_lossy(&out.stdout);
+            assert!(body.contains("lossless_port_rx_packets_total{port=\"Ethernet4\"}"), "{line}: {body}");
+        }
+    }
 
     let state = env.state(&lab);
     assert_eq!(state["phase"], "up");
@@ -467,4 +493,58 @@ fn shipped_topologies_validate() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("valid (0 warning(s))"), "{}", text(&out));
+}
+
+/// SMALL as containerlab writes it: the switch's CONFIG_DB as its startup-config, the hosts as labelled
+/// `linux` nodes, containerlab-only settings (image, mgmt, exec) beside them.
+const SMALL_CLAB: &str = r#"
+name: small
+mgmt: { network: lossless-mgmt }
+topology:
+  nodes:
+    sw1: { kind: linux, image: lossless:latest, startup-config: sw1.yaml, labels: { lossless.role: switch } }
+    h1: { kind: linux, image: lossless:latest, labels: { lossless.role: host, lossless.ip: 10.9.0.1/24 } }
+    h2:
+      kind: linux
+      image: lossless:latest
+      exec: [ "true" ]
+      labels: { lossless.role: host, lossless.ip: 10.9.0.2/24, lossless.pfc: "3" }
+  links:
+    - endpoints: ["sw1:Ethernet0", "h1:eth0"]
+    - endpoints: ["sw1:Ethernet4", "h2:eth0"]
+"#;
+
+const SMALL_SWITCH: &str = r#"
+DEVICE_METADATA: { localhost: { mac: "02:4c:53:00:00:01" } }
+PORT: { Ethernet0: { speed: 1000, mtu: 9100 }, Ethernet4: { speed: 1000, mtu: 9100 } }
+VLAN: { Vlan10: { vlanid: 10 } }
+VLAN_MEMBER:
+  Vlan10|Ethernet0: { tagging_mode: untagged }
+  Vlan10|Ethernet4: { tagging_mode: untagged }
+"#;
+
+#[test]
+fn a_containerlab_topology_comes_up_as_a_lab() {
+    let env = Env::new("labtest");
+    env.write("sw1.yaml", SMALL_SWITCH);
+    let topology = env.write("small.clab.yml", SMALL_CLAB);
+    let lab = env.name("c");
+    up(&env, &topology, &lab);
+    let state = env.state(&lab);
+    let status = env.status(&lab);
+    assert_eq!(status["healthy"], true, "{status:#}");
+    let mut names = namespaces_of(&lab);
+    names.sort();
+    assert_eq!(names, [format!("ll-{lab}-h1"), format!("ll-{lab}-h2"), format!("ll-{lab}-sw1")]);
+    // The startup-config is what the switch runs; the hosts answer across it.
+    let get = env.swctl(&["--lab", &lab, "--switch", "sw1", "get"]);
+    assert!(String::from_utf8_lossy(&get.stdout).contains("Vlan10"), "{}", text(&get));
+    let ping = Command::new("ip")
+        .args(["netns", "exec", &format!("ll-{lab}-h1"), "ping", "-c", "1", "-W", "5", "10.9.0.2"])
+        .output()
+        .unwrap();
+    assert!(ping.status.success(), "{}", text(&ping));
+    let down = env.swctl(&["lab", "down", &lab]);
+    assert!(down.status.success(), "{}", text(&down));
+    assert_gone(&env, &lab, &state);
 }

@@ -271,6 +271,38 @@ fn capture_writes_pcapng_that_tshark_reads_with_ports_directions_and_drop_reason
     }
 }
 
+#[test]
+fn capture_includes_the_pfc_frames_the_switch_sends() {
+    let lab = Lab::start();
+    // Ethernet8 held: h1's lossless frames pile up in PG 3 of Ethernet0 past its XOFF point (110 cells of
+    // 256 bytes; 300 frames of 1 KB are ~1200 cells, all within the 4000 cells of headroom), and the switch
+    // pauses h1 on priority 3 and refreshes the pause while the hold lasts.
+    assert!(lab.swctl(&["hold", "Ethernet8"]).status.success());
+    let file = lab.dir.join("pfc.pcapng");
+    let capture = start_capture(&lab, &["Ethernet0", "-c", "320"], &file);
+    send_all(host_port(&lab.star.hosts[0]).as_mut(), &star_roce(1, 3, 3, 300, 1000));
+    let out = capture.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = tshark_fields(
+        &file,
+        &[
+            "frame.interface_name",
+            "frame.packet_flags_direction",
+            "macc.opcode",
+            "macc.cbfc.enbv",
+            "macc.cbfc.pause_time.c3",
+        ],
+    );
+    let direction = |r: &Vec<String>| u32::from_str_radix(r[1].trim_start_matches("0x"), 16).unwrap() & 3;
+    let pauses: Vec<&Vec<String>> =
+        rows.iter().filter(|r| r[0] == "Ethernet0" && direction(r) == 2 && r[2] == "0x0101").collect();
+    assert!(!pauses.is_empty(), "no PFC frame sent at Ethernet0 among {} captured: {rows:?}", rows.len());
+    // Wireshark's reading of the frames the switch made: priority 3 only, and XOFF (a pause time on it).
+    assert!(pauses.iter().all(|p| p[3] == "0x0008"), "{pauses:?}");
+    assert!(pauses.iter().any(|p| p[4].parse::<u32>().unwrap() > 0), "{pauses:?}");
+    assert!(lab.swctl(&["hold", "Ethernet8", "--release"]).status.success());
+}
+
 /// h1 sends `n` DSCP-3 (lossless) frames to a MAC nobody has: in the VLAN they are dropped, not flooded.
 fn lossless_to_unknown_mac(lab: &Lab, n: u16) {
     let mut tx = host_port(&lab.star.hosts[0]);
@@ -324,6 +356,16 @@ fn sonic_command_forms_against_a_live_switch() {
     let one = json(&lab.swctl(&["--json", "show", "interfaces", "counters", "-p", "0", "-i", "Ethernet4"]));
     assert_eq!(one.as_object().unwrap().keys().collect::<Vec<_>>(), ["Ethernet4"], "{one}");
 
+    // intfutil status, all ports or those named; SONiC's `-j` as well as `--json`.
+    let status = stdout(&lab.swctl(&["show", "interfaces", "status"]));
+    assert_eq!(cell(&status, &["Ethernet8"], "Speed"), "1G", "{status}");
+    assert_eq!(cell(&status, &["Ethernet8"], "Vlan"), "trunk", "a VLAN member, as intfutil says: {status}");
+    assert_eq!(cell(&status, &["Ethernet8"], "Oper"), "up", "{status}");
+    let two = json(&lab.swctl(&["show", "interfaces", "status", "Ethernet0-4", "-j"]));
+    assert_eq!(two.as_object().unwrap().keys().collect::<Vec<_>>(), ["Ethernet0", "Ethernet4"], "{two}");
+    let unknown = lab.swctl(&["show", "interfaces", "status", "Ethernet99"]);
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("Invalid interface name Ethernet99"));
+
     // The forwarding tables.
     let mac = stdout(&lab.swctl(&["show", "mac"]));
     assert!(mac.contains("Total number of entries 3\n"), "{mac}");
@@ -336,16 +378,34 @@ fn sonic_command_forms_against_a_live_switch() {
     let vlan = stdout(&lab.swctl(&["show", "vlan", "brief"]));
     assert!(vlan.contains("|      1000 |") && vlan.contains("| Ethernet0 "), "{vlan}");
     assert!(stdout(&lab.swctl(&["show", "arp"])).ends_with("Total number of entries 0 \n"));
+    let ndp = stdout(&lab.swctl(&["show", "ndp", "-if", "Vlan1000"]));
+    assert!(ndp.starts_with("Address    MacAddress    Iface    Vlan    Status"), "{ndp}");
     let routes = stdout(&lab.swctl(&["show", "ip", "route"]));
     assert!(routes.starts_with("Codes: K - kernel route"), "{routes}");
     let running = json(&lab.swctl(&["show", "runningconfiguration", "all"]));
     assert_eq!(running["VLAN"]["Vlan1000"]["vlanid"], "1000");
+    let port = json(&lab.swctl(&["show", "runningconfiguration", "ports", "Ethernet8"]));
+    assert_eq!(port, serde_json::json!({"mtu": "9100", "speed": "1000"}));
 
     // Watermarks: the persistent copy, one table per command in JSON, typed clears.
     let persistent = stdout(&lab.swctl(&["show", "queue", "persistent-watermark", "unicast"]));
     assert!(persistent.starts_with("Egress shared pool occupancy per unicast queue:"), "{persistent}");
     assert!(json(&lab.swctl(&["--json", "show", "priority-group", "watermark", "shared"])).is_array());
     assert!(json(&lab.swctl(&["--json", "show", "buffer_pool", "persistent-watermark"])).is_array());
+    let all = stdout(&lab.swctl(&["show", "queue", "watermark", "all"]));
+    assert!(all.starts_with("Egress shared pool occupancy per all queues:") && all.contains("ALL7"), "{all}");
+    let multicast = lab.swctl(&["show", "queue", "persistent-watermark", "multicast"]);
+    assert!(multicast.status.success() && stdout(&multicast).contains("multicast queues are not configured"));
+    let rows = json(&lab.swctl(&["show", "queue", "watermark", "unicast", "-j"]));
+    assert_eq!(rows[0]["Port"], "Ethernet0", "{rows}");
+
+    // mmuconfig's tables under its three names, and pfc/main.py's asymmetric view.
+    let mmu = stdout(&lab.swctl(&["mmuconfig", "-l"]));
+    assert!(mmu.contains("Pool: ingress_lossless_pool") && mmu.contains("Profile: pg_lossless"), "{mmu}");
+    assert_eq!(stdout(&lab.swctl(&["show", "buffer", "configuration"])), mmu);
+    assert_eq!(stdout(&lab.swctl(&["show", "mmu"])), mmu);
+    let asym = stdout(&lab.swctl(&["show", "pfc", "asymmetric", "Ethernet0"]));
+    assert_eq!(cell(&asym, &["Ethernet0"], "Asymmetric"), "N/A", "no PORT|pfc_asym: {asym}");
     for clear in [
         &["clear", "queue", "watermark", "unicast"][..],
         &["clear", "priority-group", "watermark", "shared"],
@@ -407,8 +467,52 @@ fn sonic_command_forms_against_a_live_switch() {
     assert_eq!(event["kind"], "config_applied", "{event}");
     let wall = event["wall_time"].as_str().unwrap();
     assert!(wall.len() == 27 && wall.ends_with('Z') && wall.as_bytes()[10] == b'T', "RFC 3339 UTC: {wall}");
+    let start_default = lab.swctl(&["pfcwd", "start_default"]);
+    assert!(start_default.status.success(), "{}", String::from_utf8_lossy(&start_default.stderr));
+    assert!(
+        String::from_utf8_lossy(&start_default.stderr).contains("default_pfcwd_status is not enable"),
+        "SONiC does nothing without DEVICE_METADATA default_pfcwd_status; swctl says so"
+    );
     let bad = lab.swctl(&["pfcwd", "start", "Ethernet0", "50"]);
     assert_eq!(bad.status.code(), Some(2), "a detection time below 100 ms is refused");
     let unknown = lab.swctl(&["pfcwd", "stop", "Ethernet99"]);
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("Ethernet99"), "the bad port is named");
+
+    // swctl watch: a port the switch lacks is refused by name; the counters lines are dated too.
+    let bad = lab.swctl(&["watch", "--port", "Ethernet99"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--port Ethernet99: the switch has no such port"));
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_swctl"))
+        .args([
+            "--switch",
+            lab.switchd.endpoint(),
+            "-j",
+            "watch",
+            "--counters-ms",
+            "100",
+            "--port",
+            "Ethernet0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(watch.stdout.take().unwrap()), &mut first)
+        .unwrap();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let line: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(line["kind"], "counters", "{line}");
+    let wall = line["wall_time"].as_str().unwrap();
+    assert!(wall.len() == 27 && wall.ends_with('Z') && wall.as_bytes()[10] == b'T', "RFC 3339 UTC: {wall}");
+
+    // queuestat -nz (SONiC's two-letter short option): after h1's 10 frames to h3 (DSCP 3), Ethernet8's
+    // queue 3 is listed with them, and no queue whose counters are all zero (Ethernet0 sent nothing).
+    assert!(lab.swctl(&["clear", "queuecounters"]).status.success());
+    traffic(&lab, 10);
+    let nonzero = json(&lab.swctl(&["-j", "show", "queue", "counters", "-nz"]));
+    assert_eq!(nonzero["Ethernet8"]["UC3"]["totalpacket"], 10, "{nonzero}");
+    assert!(nonzero.get("Ethernet0").is_none(), "{nonzero}");
+    let table = stdout(&lab.swctl(&["show", "queue", "counters", "Ethernet8", "-nz"]));
+    assert_eq!(cell(&table, &["Ethernet8", "UC3"], "Counter/pkts"), "10", "{table}");
 }

@@ -293,6 +293,26 @@ fn a_missing_interface_is_a_clear_start_up_error() {
     assert!(started.elapsed() < Duration::from_secs(5), "fails fast, no hang");
 }
 
+#[test]
+fn a_remote_grpc_address_without_tls_is_refused_before_anything_starts() {
+    // The port is one no namespace has: had switchd opened its ports first, this would fail on the port.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchd"))
+        .args(["--port", "Ethernet0=nope0", "--grpc", "tcp:0.0.0.0:50051"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("\"tcp:0.0.0.0:50051\": refusing to listen on non-loopback address 0.0.0.0"),
+        "{stderr}"
+    );
+    for flag in ["--grpc-tls-cert", "--grpc-tls-key", "--grpc-tls-client-ca"] {
+        assert!(stderr.contains(flag), "names the real flag {flag}: {stderr}");
+    }
+    assert!(!stderr.contains("ready") && !stderr.contains("nope0"), "{stderr}");
+}
+
 /// `--busy-poll-us`: the model thread spins instead of sleeping after traffic; frames, PFC, gRPC commands
 /// (found without the wake-up socket) and SIGTERM all still work, during and after the spinning.
 #[test]

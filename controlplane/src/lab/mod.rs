@@ -65,6 +65,10 @@ pub enum LabCommand {
         /// Lab name (default: the topology's `name`, else its file name).
         #[arg(long)]
         name: Option<String>,
+        /// Every switchd serves Prometheus metrics at 127.0.0.1:PORT inside its namespace
+        /// (`ip netns exec ll-<lab>-<switch> curl -s 127.0.0.1:PORT/metrics`).
+        #[arg(long, value_name = "PORT")]
+        metrics: Option<u16>,
     },
     /// Remove everything a lab created: processes, namespaces, sockets, its run directory. Works after a
     /// crash or a half-finished `up` too.
@@ -192,12 +196,12 @@ fn dispatch(command: LabCommand, json: bool, tokio: &tokio::runtime::Handle) -> 
         | LabCommand::Run { check: true, .. } => {}
     }
     match command {
-        LabCommand::Up { file, name } => {
+        LabCommand::Up { file, name, metrics } => {
             let topology = Topology::load(&file)?;
             if let Some(w) = crate::deadlock::check(&topology).warning() {
                 eprintln!("warning: {w}");
             }
-            let options = up::UpOptions { name, ..up::UpOptions::default() };
+            let options = up::UpOptions { name, metrics_port: metrics, ..up::UpOptions::default() };
             let lab = up::up(&topology, &options, tokio)?;
             let state = lab.detach();
             if json {

@@ -77,6 +77,9 @@ pub struct SwitchState {
     pub socket: PathBuf,
     /// Port → interface inside the namespace, with the far end of its link.
     pub ports: Vec<PortBinding>,
+    /// switchd's Prometheus endpoint inside the namespace (`127.0.0.1:9101`), when `lab up --metrics`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -13,7 +13,12 @@ use lossless_proto::v1 as pb;
 use std::path::Path;
 
 /// Starts every switch's switchd, waits for each to answer, and pushes its configuration.
-pub(super) fn start_all(lab: &mut Lab, topology: &Topology, switchd: &Path) -> anyhow::Result<()> {
+pub(super) fn start_all(
+    lab: &mut Lab,
+    topology: &Topology,
+    switchd: &Path,
+    metrics_port: Option<u16>,
+) -> anyhow::Result<()> {
     let name = lab.state.name.clone();
     let dir = lab.dir.clone();
     for sw in &topology.switches {
@@ -64,12 +69,19 @@ pub(super) fn start_all(lab: &mut Lab, topology: &Topology, switchd: &Path) -> a
             recorded.extend(["--port".into(), format!("{}={}", p.port, p.interface)]);
         }
         recorded.extend(["--grpc".into(), endpoint.clone()]);
+        // Each switch has a namespace of its own: the same loopback port serves every one.
+        let metrics = metrics_port.map(|port| format!("127.0.0.1:{port}"));
+        if let Some(metrics) = &metrics {
+            command = command.args(["--metrics", metrics.as_str()]);
+            recorded.extend(["--metrics".into(), metrics.clone()]);
+        }
         lab.state.switches.push(SwitchState {
             name: sw.name.clone(),
             namespace: ns.clone(),
             endpoint,
             socket,
             ports,
+            metrics,
         });
         record_process(lab, &sw.name, "switchd", &ns, recorded, log)?;
         let process = command.spawn().with_context(|| format!("starting switchd for {}", sw.name))?;

@@ -36,6 +36,8 @@ pub struct UpOptions {
     pub traffic_seconds: Option<u32>,
     /// Extra rocehost arguments per host (`swctl lab run`'s storms).
     pub host_args: BTreeMap<String, Vec<String>>,
+    /// Every switchd serves Prometheus metrics on this port of its namespace's loopback.
+    pub metrics_port: Option<u16>,
 }
 
 /// A lab this process brought up. Dropped while armed (an error, a panic, Ctrl-C), it tears everything down.
@@ -202,7 +204,7 @@ fn build(
     rocehost: Option<&Path>,
 ) -> anyhow::Result<()> {
     let namespaces = create_network(lab, topology)?;
-    switchd::start_all(lab, topology, switchd)?;
+    switchd::start_all(lab, topology, switchd, options.metrics_port)?;
     match rocehost {
         Some(rocehost) => start_hosts(lab, topology, options, rocehost, &namespaces),
         None => Ok(()),
@@ -255,6 +257,10 @@ fn create_network(
                 }
             }
         }
+    }
+    // Loopback up in the switches' namespaces too: switchd's metrics listen there.
+    for sw in &topology.switches {
+        namespaces[&sw.name].ip(&["link", "set", "dev", "lo", "up"])?;
     }
     for h in &topology.hosts {
         let ns = &namespaces[&h.name];
@@ -450,18 +456,37 @@ pub(super) fn describe_up(state: &LabState, topology: &Topology) -> String {
         );
     }
     let _ = writeln!(out, "Reach it:");
+    let swctl = swctl_invocation();
     if let Some(sw) = state.switches.first() {
-        let _ = writeln!(out, "  swctl --switch {} show pfc counters", sw.endpoint);
-        let _ = writeln!(out, "  swctl --lab {} --switch {} show queue counters", state.name, sw.name);
+        let _ = writeln!(out, "  {swctl} --switch {} show pfc counters", sw.endpoint);
+        let _ = writeln!(out, "  {swctl} --lab {} --switch {} show queue counters", state.name, sw.name);
+    }
+    for sw in &state.switches {
+        if let Some(metrics) = &sw.metrics {
+            let _ = writeln!(out, "  ip netns exec {} curl -s http://{metrics}/metrics", sw.namespace);
+        }
     }
     if let [a, b, ..] = state.hosts.as_slice() {
         let ip = b.ip.split('/').next().unwrap_or_default();
         let _ =
             writeln!(out, "  ip netns exec {} ping -c 1 {ip}        # {} -> {}", a.namespace, a.name, b.name);
     }
-    let _ = writeln!(out, "  swctl lab status {}", state.name);
-    let _ = writeln!(out, "  swctl lab down {}", state.name);
+    let _ = writeln!(out, "  {swctl} lab status {}", state.name);
+    let _ = writeln!(out, "  {swctl} lab down {}", state.name);
     out
+}
+
+/// How to run swctl again, for the commands a lab suggests: the path it was started by
+/// (`target/release/swctl`, which the README's build leaves off PATH), or plain `swctl` when it was found
+/// on PATH or this is not swctl (a test binary driving the library).
+fn swctl_invocation() -> String {
+    let Some(argv0) = std::env::args_os().next() else { return "swctl".to_owned() };
+    let path = std::path::Path::new(&argv0);
+    if path.file_name().is_some_and(|n| n == "swctl") && path.components().count() > 1 {
+        path.display().to_string()
+    } else {
+        "swctl".to_owned()
+    }
 }
 
 /// `ip netns add`, retried: the first namespace of a machine mounts /run/netns, and two swctl processes

@@ -97,20 +97,32 @@ fn queue_wred(q: &QueueCounters) -> [u64; 4] {
     [q.wred_dropped_packets, q.wred_dropped_bytes, q.ecn_marked_packets, q.ecn_marked_bytes]
 }
 
+/// Which queues `show queue counters|wredcounters` lists: one port's or all, and with queuestat's
+/// `--nonzero` only those with a counter above zero (a port with none prints nothing).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueueFilter<'a> {
+    pub port: Option<&'a str>,
+    pub nonzero: bool,
+}
+
 /// One table per port (queuestat prints each port's table followed by an empty line). All queues are
 /// unicast: `UC<index>`.
 fn queue_tables(
     c: &GetCountersResponse,
-    port: Option<&str>,
+    filter: QueueFilter<'_>,
     header: [&str; 6],
     values: fn(&QueueCounters) -> [u64; 4],
 ) -> Vec<(String, Table)> {
     let mut out = Vec::new();
-    for p in sorted_ports(c).into_iter().filter(|p| port.is_none_or(|name| p.name == name)) {
+    for p in sorted_ports(c).into_iter().filter(|p| filter.port.is_none_or(|name| p.name == name)) {
         let mut table = Table::new(header);
         for (i, q) in p.queues.iter().enumerate() {
+            let counts = values(q);
+            if filter.nonzero && counts.iter().all(|n| *n == 0) {
+                continue;
+            }
             let mut row = vec![Cell::text(&p.name), Cell::text(format!("UC{i}"))];
-            row.extend(values(q).map(Cell::count));
+            row.extend(counts.map(Cell::count));
             table.push(row);
         }
         if !table.is_empty() {
@@ -140,22 +152,32 @@ fn per_port_json(tables: Vec<(String, Table)>, keys: [&str; 4]) -> Value {
 /// `show queue counters [port]`: transmitted and dropped packets/bytes of each egress queue. An unknown
 /// `port` gives an empty string (queuestat's "Port doesn't exist!" is the caller's to print).
 pub fn queue_counters(c: &GetCountersResponse, port: Option<&str>) -> String {
-    render_per_port(queue_tables(c, port, QUEUESTAT_HEADER, queue_totals))
+    queue_counters_filtered(c, QueueFilter { port, nonzero: false })
 }
 
-/// `show queue counters --json`.
-pub fn queue_counters_json(c: &GetCountersResponse, port: Option<&str>) -> Value {
-    per_port_json(queue_tables(c, port, QUEUESTAT_HEADER, queue_totals), QUEUESTAT_JSON_KEYS)
+/// `show queue counters [port] [--nonzero]`.
+pub fn queue_counters_filtered(c: &GetCountersResponse, filter: QueueFilter<'_>) -> String {
+    render_per_port(queue_tables(c, filter, QUEUESTAT_HEADER, queue_totals))
+}
+
+/// `show queue counters [port] [--nonzero] --json`.
+pub fn queue_counters_json(c: &GetCountersResponse, filter: QueueFilter<'_>) -> Value {
+    per_port_json(queue_tables(c, filter, QUEUESTAT_HEADER, queue_totals), QUEUESTAT_JSON_KEYS)
 }
 
 /// `show queue wredcounters [port]`: WRED-dropped and ECN-marked packets/bytes of each egress queue.
 pub fn queue_wredcounters(c: &GetCountersResponse, port: Option<&str>) -> String {
-    render_per_port(queue_tables(c, port, WRED_HEADER, queue_wred))
+    queue_wredcounters_filtered(c, QueueFilter { port, nonzero: false })
 }
 
-/// `show queue wredcounters --json`.
-pub fn queue_wredcounters_json(c: &GetCountersResponse, port: Option<&str>) -> Value {
-    per_port_json(queue_tables(c, port, WRED_HEADER, queue_wred), WRED_JSON_KEYS)
+/// `show queue wredcounters [port] [--nonzero]`.
+pub fn queue_wredcounters_filtered(c: &GetCountersResponse, filter: QueueFilter<'_>) -> String {
+    render_per_port(queue_tables(c, filter, WRED_HEADER, queue_wred))
+}
+
+/// `show queue wredcounters [port] [--nonzero] --json`.
+pub fn queue_wredcounters_json(c: &GetCountersResponse, filter: QueueFilter<'_>) -> Value {
+    per_port_json(queue_tables(c, filter, WRED_HEADER, queue_wred), WRED_JSON_KEYS)
 }
 
 // ---- show pfc counters ---------------------------------------------------------------------------

@@ -19,10 +19,17 @@ use std::collections::BTreeMap;
 
 // ---- show arp ------------------------------------------------------------------------------------
 
-fn arp_table(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> Table {
-    let mut rows: Vec<&NeighborEntry> = neighbors.iter().filter(|n| !n.ip.contains(':')).collect();
+/// `show arp` (IPv4) or, with `v6`, `show ndp`: nbrshow's `Status` column is the kernel's neighbour state,
+/// here `PERMANENT` for a static neighbour (`NEIGH`) and `REACHABLE` for a learnt one.
+fn arp_table(neighbors: &[NeighborEntry], fdb: &[FdbEntry], v6: bool) -> Table {
+    let mut rows: Vec<&NeighborEntry> = neighbors.iter().filter(|n| n.ip.contains(':') == v6).collect();
     rows.sort_by(|a, b| natural_cmp(&a.ip, &b.ip));
-    let mut table = Table::new(["Address", "MacAddress", "Iface", "Vlan"]);
+    let header: &[&str] = if v6 {
+        &["Address", "MacAddress", "Iface", "Vlan", "Status"]
+    } else {
+        &["Address", "MacAddress", "Iface", "Vlan"]
+    };
+    let mut table = Table::new(header.iter().copied());
     for n in rows {
         // nbrshow: a neighbour on a VLAN interface shows the VLAN, and as Iface the member port its MAC
         // was learnt on (`-` if the FDB has no entry for it).
@@ -33,21 +40,52 @@ fn arp_table(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> Table {
             }
             None => (n.interface.clone(), "-".to_owned()),
         };
-        table.push(vec![Cell::text(&n.ip), Cell::text(&n.mac), Cell::text(iface), Cell::text(vlan)]);
+        let mut row = vec![Cell::text(&n.ip), Cell::text(&n.mac), Cell::text(iface), Cell::text(vlan)];
+        if v6 {
+            row.push(Cell::text(if n.is_static { "PERMANENT" } else { "REACHABLE" }));
+        }
+        table.push(row);
     }
     table
 }
 
+/// nbrshow's filters (`show arp [IPADDRESS] [-if IFACE]`): the neighbour with that address, those on that
+/// interface (the router interface the switch learnt them on: `Vlan1000`, `Ethernet0`, as `arp -i`).
+pub fn filter_neighbors(
+    neighbors: &[NeighborEntry],
+    ip: Option<&str>,
+    iface: Option<&str>,
+) -> Vec<NeighborEntry> {
+    neighbors
+        .iter()
+        .filter(|n| ip.is_none_or(|ip| n.ip == ip) && iface.is_none_or(|i| n.interface == i))
+        .cloned()
+        .collect()
+}
+
 /// `show arp`: the IPv4 neighbours, learnt and static.
 pub fn arp(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> String {
-    let table = arp_table(neighbors, fdb);
+    neighbor_text(&arp_table(neighbors, fdb, false))
+}
+
+/// `show ndp`: the IPv6 neighbours, learnt and static.
+pub fn ndp(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> String {
+    neighbor_text(&arp_table(neighbors, fdb, true))
+}
+
+/// `show ndp --json`: as `show arp`'s, with `Status`.
+pub fn ndp_json(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> Value {
+    arp_table(neighbors, fdb, true).objects()
+}
+
+fn neighbor_text(table: &Table) -> String {
     let count = table.rows().count();
     format!("{}\nTotal number of entries {count} \n", table.render_default_align())
 }
 
 /// `show arp --json`: `[{"Address": "10.0.0.1", "MacAddress": ..., "Iface": ..., "Vlan": "-"}]`.
 pub fn arp_json(neighbors: &[NeighborEntry], fdb: &[FdbEntry]) -> Value {
-    arp_table(neighbors, fdb).objects()
+    arp_table(neighbors, fdb, false).objects()
 }
 
 // ---- show mac ------------------------------------------------------------------------------------

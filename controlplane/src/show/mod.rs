@@ -34,6 +34,7 @@ mod l2l3;
 mod pfc_config;
 mod pfcwd;
 mod portstat;
+mod running;
 mod status;
 mod table;
 
@@ -44,14 +45,15 @@ pub use buffers::{
     buffer_configuration, buffer_configuration_json, buffer_information, buffer_information_json,
 };
 pub use counters::{
-    interfaces_counters, interfaces_counters_json, pfc_counters, pfc_counters_history,
+    QueueFilter, interfaces_counters, interfaces_counters_json, pfc_counters, pfc_counters_history,
     pfc_counters_history_json, pfc_counters_json, pg_drop_counters, pg_drop_counters_json, queue_counters,
-    queue_counters_json, queue_wredcounters, queue_wredcounters_json, subtract_counters,
+    queue_counters_filtered, queue_counters_json, queue_wredcounters, queue_wredcounters_filtered,
+    queue_wredcounters_json, subtract_counters,
 };
 pub use drops::{dropcounters_counts, dropcounters_counts_json};
 pub use l2l3::{
-    MacQuery, Route, RouteNextHop, arp, arp_json, filter_fdb, ip_route, ip_route_json, mac, mac_json,
-    vlan_brief, vlan_brief_json,
+    MacQuery, Route, RouteNextHop, arp, arp_json, filter_fdb, filter_neighbors, ip_route, ip_route_json, mac,
+    mac_json, ndp, ndp_json, vlan_brief, vlan_brief_json,
 };
 pub use pfc_config::{pfc_asymmetric, pfc_asymmetric_json, pfc_priority, pfc_priority_json};
 pub use pfcwd::{pfcwd_any_stormed, pfcwd_config, pfcwd_config_json, pfcwd_stats, pfcwd_stats_json};
@@ -59,11 +61,12 @@ pub use portstat::{
     interfaces_counters_detailed, interfaces_counters_detailed_json, interfaces_counters_errors,
     interfaces_counters_errors_json, interfaces_counters_rates, interfaces_counters_rates_json,
 };
-pub use status::{interfaces_status, interfaces_status_json};
+pub use running::{running_all, running_table};
+pub use status::{interfaces_status, interfaces_status_json, parse_interface_filter};
 pub use watermarks::{
-    PgWatermarkKind, buffer_pool_watermark, buffer_pool_watermark_json, headroom_pool_watermark,
-    headroom_pool_watermark_json, pg_watermark, pg_watermark_json, queue_watermark_unicast,
-    queue_watermark_unicast_json, watermarks_json,
+    PgWatermarkKind, QueueWatermarkKind, buffer_pool_watermark, buffer_pool_watermark_json,
+    headroom_pool_watermark, headroom_pool_watermark_json, pg_watermark, pg_watermark_json, queue_watermark,
+    queue_watermark_json, queue_watermark_unicast, queue_watermark_unicast_json, watermarks_json,
 };
 
 #[cfg(test)]

@@ -236,7 +236,50 @@ fn queue_counters_one_port() {
 
 #[test]
 fn queue_counters_json_form() {
-    insta::assert_snapshot!(pretty(&queue_counters_json(&counters(), Some("Ethernet0"))));
+    let filter = QueueFilter { port: Some("Ethernet0"), nonzero: false };
+    insta::assert_snapshot!(pretty(&queue_counters_json(&counters(), filter)));
+}
+
+#[test]
+fn queue_counters_nonzero_lists_only_queues_that_counted() {
+    // queuestat -nz: a queue is listed when any of its four counters is non-zero; a port with none prints
+    // nothing at all.
+    let queue = |packets, dropped_packets| QueueCounters {
+        packets,
+        bytes: packets * 100,
+        dropped_packets,
+        ..Default::default()
+    };
+    let c = GetCountersResponse {
+        ports: vec![
+            PortCounters {
+                name: "Ethernet0".into(),
+                queues: vec![queue(5, 0), queue(0, 0), queue(0, 2), queue(0, 0)],
+                ..Default::default()
+            },
+            PortCounters { name: "Ethernet4".into(), queues: vec![queue(0, 0); 4], ..Default::default() },
+        ],
+        ..Default::default()
+    };
+    let text = queue_counters_filtered(&c, QueueFilter { port: None, nonzero: true });
+    let rows: Vec<(&str, &str)> = text
+        .lines()
+        .skip(2)
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?, w.next()?))
+        })
+        .collect();
+    assert_eq!(rows, [("Ethernet0", "UC0"), ("Ethernet0", "UC2")], "{text}");
+    let json = queue_counters_json(&c, QueueFilter { port: None, nonzero: true });
+    assert_eq!(
+        json,
+        serde_json::json!({"Ethernet0": {
+        "UC0": {"totalpacket": 5, "totalbytes": 500, "droppacket": 0, "dropbytes": 0},
+        "UC2": {"totalpacket": 0, "totalbytes": 0, "droppacket": 2, "dropbytes": 0}}})
+    );
+    // Without --nonzero every queue of every port.
+    assert_eq!(queue_counters(&c, None).lines().filter(|l| l.contains("UC")).count(), 8);
 }
 
 #[test]
@@ -246,7 +289,8 @@ fn queue_wredcounters_all_ports() {
 
 #[test]
 fn queue_wredcounters_json_form() {
-    insta::assert_snapshot!(pretty(&queue_wredcounters_json(&counters(), Some("Ethernet4"))));
+    let filter = QueueFilter { port: Some("Ethernet4"), nonzero: false };
+    insta::assert_snapshot!(pretty(&queue_wredcounters_json(&counters(), filter)));
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Watermark tables (watermarkstat): `show priority-group watermark shared|headroom`,
-//! `show queue watermark unicast`, `show buffer_pool watermark`, `show headroom-pool watermark`. Values are
+//! `show queue watermark unicast|multicast|all`, `show buffer_pool watermark`, `show headroom-pool watermark`. Values are
 //! bytes, printed as plain integers as watermarkstat does. Clearing a watermark happens in the switch
 //! (`GetWatermarksRequest.clear`), not by snapshot.
 
@@ -48,6 +48,41 @@ pub fn pg_watermark(w: &GetWatermarksResponse, kind: PgWatermarkKind) -> String 
 /// `show priority-group watermark ... --json`: `[{"Port": "Ethernet0", "PG0": 100, ...}]`.
 pub fn pg_watermark_json(w: &GetWatermarksResponse, kind: PgWatermarkKind) -> Value {
     pg_table(w, kind).objects()
+}
+
+/// Which queue watermark table: watermarkstat's `q_shared_uni`, `q_shared_multi` or `q_shared_all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueWatermarkKind {
+    Unicast,
+    Multicast,
+    All,
+}
+
+/// What watermarkstat prints for `q_shared_multi` on a switch without multicast queues (and exits 0).
+const NO_MULTICAST_QUEUES: &str = "Object map from the COUNTERS_DB is empty because the multicast queues are not configured in the CONFIG_DB!";
+
+/// `show queue watermark unicast|multicast|all`. Every queue of the model is unicast, so `all` is the
+/// unicast table under watermarkstat's `ALL<i>` headers and `multicast` is watermarkstat's message for a
+/// switch with no multicast queues.
+pub fn queue_watermark(w: &GetWatermarksResponse, kind: QueueWatermarkKind) -> String {
+    match kind {
+        QueueWatermarkKind::Unicast => queue_watermark_unicast(w),
+        QueueWatermarkKind::Multicast => format!("{NO_MULTICAST_QUEUES}\n"),
+        QueueWatermarkKind::All => {
+            let table = per_port_table(w, "ALL", |p| &p.queue_shared_bytes);
+            format!("Egress shared pool occupancy per all queues:\n{}\n", table.render())
+        }
+    }
+}
+
+/// `show queue watermark unicast|multicast|all --json`: watermarkstat's list of rows; `multicast` is an
+/// empty list (watermarkstat prints its message even then).
+pub fn queue_watermark_json(w: &GetWatermarksResponse, kind: QueueWatermarkKind) -> Value {
+    match kind {
+        QueueWatermarkKind::Unicast => queue_watermark_unicast_json(w),
+        QueueWatermarkKind::Multicast => Value::Array(Vec::new()),
+        QueueWatermarkKind::All => per_port_table(w, "ALL", |p| &p.queue_shared_bytes).objects(),
+    }
 }
 
 /// `show queue watermark unicast`.

@@ -96,6 +96,13 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
+    // The listener first: without TLS files a non-loopback address is refused before the configuration is
+    // read, the ports open and "ready" is logged (serve() would refuse it too, but only after all three).
+    let listen = match &args.grpc {
+        Some(spec) if args.grpc_tls_cert.is_some() => Listen::parse_any(spec).map_err(anyhow::Error::msg)?,
+        Some(spec) => Listen::parse(spec).map_err(anyhow::Error::msg)?,
+        None => Listen::Unix(format!("/run/lossless/{}.sock", args.name).into()),
+    };
     let db = match &args.config {
         Some(path) => {
             let text =
@@ -158,10 +165,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
 
-    let mut options = ServeOptions::new(match &args.grpc {
-        Some(spec) => Listen::parse_any(spec).map_err(anyhow::Error::msg)?,
-        None => Listen::Unix(format!("/run/lossless/{}.sock", args.name).into()),
-    });
+    let mut options = ServeOptions::new(listen);
     options.create_parent = args.grpc.is_none();
     options.max_request_bytes = args.max_request_bytes;
     options.metrics = args.metrics;

@@ -42,8 +42,19 @@ pub(crate) enum Show {
         #[command(subcommand)]
         what: DropcountersWhat,
     },
-    /// `show arp`: the IPv4 neighbour table.
-    Arp,
+    /// `show arp [IPADDRESS] [--iface IFACE]`: the IPv4 neighbour table, or the neighbours with that
+    /// address or on that interface (`-if IFACE` as SONiC spells it, or `--iface IFACE`).
+    Arp {
+        ipaddress: Option<String>,
+        #[arg(long)]
+        iface: Option<String>,
+    },
+    /// `show ndp [IPADDRESS] [--iface IFACE]`: the IPv6 neighbour table.
+    Ndp {
+        ipaddress: Option<String>,
+        #[arg(long)]
+        iface: Option<String>,
+    },
     /// `show mac [-v VLAN] [-p PORT] [-a MAC] [-t static|dynamic] [-c]`: the FDB (also `swctl fdb show`).
     Mac {
         #[arg(short = 'v', long, value_parser = clap::value_parser!(u32).range(1..4096))]
@@ -82,7 +93,8 @@ pub(crate) enum Show {
     },
     /// `show mmu`: as `show buffer configuration`.
     Mmu,
-    /// `show runningconfiguration all`: the running configuration as config_db.json.
+    /// `show runningconfiguration all|ports [PORT]|interfaces [INTERFACE]`: the running configuration as
+    /// config_db.json, or its PORT / INTERFACE table.
     Runningconfiguration {
         #[command(subcommand)]
         what: RunningWhat,
@@ -113,7 +125,12 @@ pub(crate) enum RouteWhat {
 
 #[derive(Subcommand)]
 pub(crate) enum RunningWhat {
+    /// The whole running configuration (config_db.json).
     All,
+    /// The PORT table, or one port's fields.
+    Ports { portname: Option<String> },
+    /// The INTERFACE table, or one key's fields.
+    Interfaces { interfacename: Option<String> },
 }
 
 #[derive(Subcommand)]
@@ -129,8 +146,9 @@ pub(crate) enum InterfacesWhat {
         #[command(subcommand)]
         view: Option<CountersView>,
     },
-    /// Lanes, speed, MTU, FEC, alias, VLAN mode, oper and admin state per port (intfutil status).
-    Status,
+    /// Lanes, speed, MTU, FEC, alias, VLAN mode, oper and admin state per port (intfutil status); only
+    /// the ports named (`Ethernet0`, `Ethernet0,Ethernet8`, `Ethernet0-8`).
+    Status { interfacename: Option<String> },
 }
 
 #[derive(Subcommand)]
@@ -151,9 +169,15 @@ pub(crate) enum CountersView {
 pub(crate) enum QueueWhat {
     Counters {
         port: Option<String>,
+        /// Only queues with a counter above zero (queuestat's `-nz`).
+        #[arg(long)]
+        nonzero: bool,
     },
     Wredcounters {
         port: Option<String>,
+        /// Only queues with a counter above zero (wredstat's `-nz`).
+        #[arg(long)]
+        nonzero: bool,
     },
     Watermark {
         #[command(subcommand)]
@@ -167,9 +191,13 @@ pub(crate) enum QueueWhat {
     },
 }
 
-#[derive(Subcommand)]
+/// watermarkstat's queue tables: every queue of the model is unicast (`all` shows them as `ALL<i>`,
+/// `multicast` says there are none, as SONiC does on a switch without multicast queues).
+#[derive(Subcommand, Clone, Copy)]
 pub(crate) enum QueueWatermark {
     Unicast,
+    Multicast,
+    All,
 }
 
 #[derive(Subcommand)]
@@ -270,12 +298,12 @@ pub(crate) enum ClearWatermark {
 pub(crate) enum ClearQueue {
     Counters,
     Wredcounters,
-    /// `sonic-clear queue watermark [unicast]`.
+    /// `sonic-clear queue watermark [unicast|multicast|all]`.
     Watermark {
         #[command(subcommand)]
         which: Option<QueueWatermark>,
     },
-    /// `sonic-clear queue persistent-watermark unicast`.
+    /// `sonic-clear queue persistent-watermark [unicast|multicast|all]`.
     #[command(name = "persistent-watermark")]
     PersistentWatermark {
         #[command(subcommand)]

@@ -31,8 +31,8 @@ struct Cli {
     /// The switch to talk to: unix:PATH or tcp:HOST:PORT (also $LOSSLESS_SWITCH).
     #[arg(long, global = true, env = "LOSSLESS_SWITCH", default_value = DEFAULT_SWITCH)]
     switch: String,
-    /// Machine-readable JSON instead of tables.
-    #[arg(long, global = true)]
+    /// Machine-readable JSON instead of tables (`-j`, as SONiC's show commands spell it, too).
+    #[arg(short = 'j', long, global = true)]
     json: bool,
     /// A lab (`swctl lab up`) whose switches --switch may name: `--lab demo --switch sw1` (also $LOSSLESS_LAB).
     #[arg(long, global = true, env = "LOSSLESS_LAB")]
@@ -214,9 +214,20 @@ enum Fdb {
         port: Option<String>,
     },
 }
+/// SONiC's click options with two-letter short names (`show queue counters -nz`, `show arp -if Vlan1000`),
+/// which clap cannot declare, spelled as their long forms.
+fn sonic_short_options(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.map(|a| match a.to_str() {
+        Some("-nz") => "--nonzero".into(),
+        Some("-if") => "--iface".into(),
+        _ => a,
+    })
+    .collect()
+}
+
 fn main() -> ExitCode {
     restore_sigpipe();
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(sonic_short_options(std::env::args_os()));
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

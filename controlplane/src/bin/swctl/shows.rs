@@ -38,6 +38,14 @@ fn pg_kind(kind: PgKind) -> show::PgWatermarkKind {
     }
 }
 
+fn queue_kind(which: QueueWatermark) -> show::QueueWatermarkKind {
+    match which {
+        QueueWatermark::Unicast => show::QueueWatermarkKind::Unicast,
+        QueueWatermark::Multicast => show::QueueWatermarkKind::Multicast,
+        QueueWatermark::All => show::QueueWatermarkKind::All,
+    }
+}
+
 pub(crate) async fn show_cmd(
     client: &mut SwitchClient<Channel>,
     endpoint: &str,
@@ -80,32 +88,47 @@ pub(crate) async fn show_cmd(
             };
             emit(json, text, || show::interfaces_counters_detailed_json(&c, &port).unwrap_or_default());
         }
-        Show::Interfaces { what: InterfacesWhat::Status } => {
+        Show::Interfaces { what: InterfacesWhat::Status { interfacename } } => {
+            let named = match interfacename.as_deref().map(show::parse_interface_filter) {
+                None => Vec::new(),
+                Some(Ok(named)) => named,
+                Some(Err(e)) => bail!("{e}"),
+            };
             let c = counters(client).await?;
+            if let Some((name, _)) =
+                named.iter().find(|(n, written)| *written && !c.ports.iter().any(|p| p.name == *n))
+            {
+                bail!("Invalid interface name {name}");
+            }
+            let ports: Vec<String> = named.into_iter().map(|(name, _)| name).collect();
             let db = running(client).await?;
-            emit(json, show::interfaces_status(&c, &db), || show::interfaces_status_json(&c, &db));
+            emit(json, show::interfaces_status(&c, &db, &ports), || {
+                show::interfaces_status_json(&c, &db, &ports)
+            });
         }
-        Show::Queue { what: QueueWhat::Counters { port } } => {
+        Show::Queue { what: QueueWhat::Counters { port, nonzero } } => {
             let c = counters_since(client, endpoint, "queue").await?;
             check_port(&c, port.as_deref())?;
-            emit(json, show::queue_counters(&c, port.as_deref()), || {
-                show::queue_counters_json(&c, port.as_deref())
-            });
+            let filter = show::QueueFilter { port: port.as_deref(), nonzero };
+            emit(json, show::queue_counters_filtered(&c, filter), || show::queue_counters_json(&c, filter));
         }
-        Show::Queue { what: QueueWhat::Wredcounters { port } } => {
+        Show::Queue { what: QueueWhat::Wredcounters { port, nonzero } } => {
             let c = counters_since(client, endpoint, "wred").await?;
             check_port(&c, port.as_deref())?;
-            emit(json, show::queue_wredcounters(&c, port.as_deref()), || {
-                show::queue_wredcounters_json(&c, port.as_deref())
+            let filter = show::QueueFilter { port: port.as_deref(), nonzero };
+            emit(json, show::queue_wredcounters_filtered(&c, filter), || {
+                show::queue_wredcounters_json(&c, filter)
             });
         }
-        Show::Queue { what: QueueWhat::Watermark { which: QueueWatermark::Unicast } } => {
+        Show::Queue { what: QueueWhat::Watermark { which } } => {
             let w = watermarks(client, false, false).await?;
-            emit(json, show::queue_watermark_unicast(&w), || show::queue_watermark_unicast_json(&w));
+            let kind = queue_kind(which);
+            emit(json, show::queue_watermark(&w, kind), || show::queue_watermark_json(&w, kind));
         }
-        Show::Queue { what: QueueWhat::PersistentWatermark { which: QueueWatermark::Unicast } } => {
+        Show::Queue { what: QueueWhat::PersistentWatermark { which } } => {
             let w = watermarks(client, true, false).await?;
-            emit(json, show::queue_watermark_unicast(&w), || show::queue_watermark_unicast_json(&w));
+            let kind = queue_kind(which);
+            emit(json, show::queue_watermark(&w, kind), || show::queue_watermark_json(&w, kind));
         }
         Show::Pfc { what: PfcWhat::Counters { history } } => {
             let c = counters_since(client, endpoint, "pfc").await?;
@@ -151,15 +174,21 @@ pub(crate) async fn show_cmd(
             let c = counters_since(client, endpoint, "drops").await?;
             emit(json, show::dropcounters_counts(&c), || show::dropcounters_counts_json(&c));
         }
-        Show::Arp => {
+        Show::Arp { ref ipaddress, ref iface } | Show::Ndp { ref ipaddress, ref iface } => {
+            let v6 = matches!(what, Show::Ndp { .. });
             let neighbors = client
                 .dump_neighbors(pb::DumpNeighborsRequest {})
                 .await
                 .map_err(status)?
                 .into_inner()
                 .entries;
+            let neighbors = show::filter_neighbors(&neighbors, ipaddress.as_deref(), iface.as_deref());
             let fdb = client.dump_fdb(pb::DumpFdbRequest {}).await.map_err(status)?.into_inner().entries;
-            emit(json, show::arp(&neighbors, &fdb), || show::arp_json(&neighbors, &fdb));
+            if v6 {
+                emit(json, show::ndp(&neighbors, &fdb), || show::ndp_json(&neighbors, &fdb));
+            } else {
+                emit(json, show::arp(&neighbors, &fdb), || show::arp_json(&neighbors, &fdb));
+            }
         }
         Show::Mac { vlan, port, address, kind, count } => {
             if let Some(a) = address.as_deref().filter(|a| !is_mac(a)) {
@@ -201,9 +230,16 @@ pub(crate) async fn show_cmd(
             let config = compile(&db).map_err(|e| anyhow::anyhow!("the running configuration: {e}"))?.config;
             emit(json, show::buffer_information(&config), || show::buffer_information_json(&config));
         }
-        Show::Runningconfiguration { what: RunningWhat::All } => {
+        Show::Runningconfiguration { what } => {
             let db = running(client).await?;
-            println!("{}", serde_json::to_string_pretty(&db)?);
+            let text = match what {
+                RunningWhat::All => Ok(show::running_all(&db)),
+                RunningWhat::Ports { portname } => show::running_table(&db, "PORT", portname.as_deref()),
+                RunningWhat::Interfaces { interfacename } => {
+                    show::running_table(&db, "INTERFACE", interfacename.as_deref())
+                }
+            };
+            print!("{}", text.map_err(anyhow::Error::msg)?);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -215,6 +251,9 @@ async fn clear_watermark(
     persistent: bool,
     tables: &[pb::WatermarkTable],
 ) -> anyhow::Result<ExitCode> {
+    if tables.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
     let clear_tables = tables.iter().map(|t| *t as i32).collect();
     client
         .get_watermarks(pb::GetWatermarksRequest { persistent, clear: true, clear_tables })
@@ -238,6 +277,13 @@ pub(crate) async fn clear_cmd(
             Some(PgKind::Headroom) => &[T::PgHeadroom],
         }
     };
+    // The model's queues are all unicast: `multicast` names no table (nothing to clear).
+    let queue_tables = |which: Option<QueueWatermark>| -> &'static [T] {
+        match which {
+            Some(QueueWatermark::Multicast) => &[],
+            None | Some(QueueWatermark::Unicast | QueueWatermark::All) => &[T::QueueUnicast],
+        }
+    };
     let kinds: &[&str] = match what {
         Clear::Counters => &["counters"],
         Clear::Queue { what: ClearQueue::Counters } | Clear::Queuecounters => &["queue"],
@@ -246,11 +292,11 @@ pub(crate) async fn clear_cmd(
         Clear::PriorityGroup { what: ClearPg::Drop { .. } } => &["pg-drop"],
         Clear::Pfcwd => &["pfcwd"],
         Clear::Dropcounters => &["drops"],
-        Clear::Queue { what: ClearQueue::Watermark { .. } } => {
-            return clear_watermark(client, false, &[T::QueueUnicast]).await;
+        Clear::Queue { what: ClearQueue::Watermark { which } } => {
+            return clear_watermark(client, false, queue_tables(which)).await;
         }
-        Clear::Queue { what: ClearQueue::PersistentWatermark { .. } } => {
-            return clear_watermark(client, true, &[T::QueueUnicast]).await;
+        Clear::Queue { what: ClearQueue::PersistentWatermark { which } } => {
+            return clear_watermark(client, true, queue_tables(which)).await;
         }
         Clear::PriorityGroup { what: ClearPg::Watermark { kind } } => {
             return clear_watermark(client, false, pg_tables(kind)).await;

@@ -46,8 +46,19 @@ pub(crate) async fn watch(
             anyhow::bail!("--kind {k}: no event has that kind (kinds: {})", KINDS.join(", "));
         }
     }
+    if !args.ports.is_empty() {
+        // A port name the switch does not have would filter out everything, silently.
+        let c = client.get_counters(pb::GetCountersRequest {}).await.map_err(status)?.into_inner();
+        if let Some(p) = args.ports.iter().find(|p| !c.ports.iter().any(|x| x.name == **p)) {
+            let names: Vec<&str> = c.ports.iter().map(|x| x.name.as_str()).collect();
+            anyhow::bail!("--port {p}: the switch has no such port (ports: {})", names.join(", "));
+        }
+    }
     let filter =
         Filter { kinds: args.kinds.clone(), ports: args.ports.clone(), indices: args.queues.clone() };
+    // Switch time to wall-clock time, learnt from the first event (which carries both); until then the
+    // counters lines are dated by this machine's clock when they arrive.
+    let mut wall_offset_ns: Option<i128> = None;
     let window_ns = args.summary_ms.saturating_mul(1_000_000);
     let mut limiter = Limiter::new(window_ns);
     let mut stream = client
@@ -69,12 +80,17 @@ pub(crate) async fn watch(
         };
         let Some(item) = item else { break };
         match item.item {
-            Some(pb::subscribe_response::Item::Event(e)) if filter.matches(&e) => {
-                for line in limiter.push(&e) {
-                    print_line(json, &line)?;
+            Some(pb::subscribe_response::Item::Event(e)) => {
+                if e.wall_time_unix_ns > 0 {
+                    wall_offset_ns = Some(i128::from(e.wall_time_unix_ns) - i128::from(e.timestamp_ns));
+                }
+                if filter.matches(&e) {
+                    for line in limiter.push(&e) {
+                        print_line(json, &line)?;
+                    }
                 }
             }
-            Some(pb::subscribe_response::Item::Event(_)) | None => {}
+            None => {}
             Some(pb::subscribe_response::Item::Counters(c)) => {
                 for line in limiter.expire(c.timestamp_ns) {
                     print_line(json, &line)?;
@@ -83,10 +99,19 @@ pub(crate) async fn watch(
                     .ports
                     .iter()
                     .fold((0, 0, 0), |(a, b, d), p| (a + p.rx_ok, b + p.tx_ok, d + p.rx_drp + p.tx_drp));
+                let wall_time_unix_ns = match wall_offset_ns {
+                    Some(offset) => u64::try_from(i128::from(c.timestamp_ns) + offset).unwrap_or_default(),
+                    None => std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or_default()),
+                };
+                let wall_time = lossless_dataplane::clock::format_unix_ns(wall_time_unix_ns);
                 if json {
                     #[derive(serde::Serialize)]
                     struct CountersLine {
                         timestamp_ns: u64,
+                        wall_time: String,
+                        wall_time_unix_ns: u64,
                         kind: &'static str,
                         rx_ok: u64,
                         tx_ok: u64,
@@ -94,6 +119,8 @@ pub(crate) async fn watch(
                     }
                     let line = CountersLine {
                         timestamp_ns: c.timestamp_ns,
+                        wall_time,
+                        wall_time_unix_ns,
                         kind: "counters",
                         rx_ok: rx,
                         tx_ok: tx,
@@ -102,8 +129,7 @@ pub(crate) async fn watch(
                     println!("{}", serde_json::to_string(&line)?);
                 } else {
                     println!(
-                        "{:<27} {:>14.6} counters             rx_ok {rx} tx_ok {tx} drops {drp}",
-                        "",
+                        "{wall_time:<27} {:>14.6} counters             rx_ok {rx} tx_ok {tx} drops {drp}",
                         c.timestamp_ns as f64 / 1e9
                     );
                 }

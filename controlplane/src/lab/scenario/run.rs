@@ -155,7 +155,8 @@ pub fn run(scenario: &Scenario, json: bool, tokio: &tokio::runtime::Handle) -> a
     }
     let seconds = scenario.duration_ms.div_ceil(1000).max(1) as u32;
     let name = lab_name(&scenario.name);
-    let up = UpOptions { name: Some(name.clone()), traffic_seconds: Some(seconds), host_args };
+    let up =
+        UpOptions { name: Some(name.clone()), traffic_seconds: Some(seconds), host_args, metrics_port: None };
     let samples: Samples = Arc::default();
     let events: Events = Arc::default();
     let firsts: FirstsBySwitch = Arc::default();

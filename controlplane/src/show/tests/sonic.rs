@@ -193,6 +193,17 @@ fn arp_resolves_vlan_neighbours_to_their_member_port() {
     // natsorted by address: 10.0.0.3, 192.168.0.9, 192.168.0.10.
     assert_eq!(arp_json(&neighbors, &fdb)[2]["Iface"], "Ethernet8");
     assert_eq!(arp_json(&neighbors, &fdb)[1]["Iface"], "-", "no FDB entry for that MAC");
+    // `show arp 192.168.0.9`, `show arp -if Vlan1000`.
+    let one = filter_neighbors(&neighbors, Some("192.168.0.9"), None);
+    assert!(arp(&one, &fdb).ends_with("Total number of entries 1 \n"));
+    let vlan: Vec<String> =
+        filter_neighbors(&neighbors, None, Some("Vlan1000")).into_iter().map(|n| n.ip).collect();
+    assert_eq!(vlan, ["192.168.0.10", "192.168.0.9"]);
+    assert!(filter_neighbors(&neighbors, Some("192.168.0.9"), Some("Ethernet4")).is_empty());
+    // `show ndp`: the IPv6 one, with nbrshow's Status column (a static NEIGH entry is PERMANENT).
+    let expected = "Address    MacAddress         Iface      Vlan    Status\n---------  -----------------  ---------  ------  ---------\nfc00::1    02:aa:00:00:00:01  Ethernet0  -       PERMANENT\nTotal number of entries 1 \n";
+    assert_eq!(ndp(&neighbors, &fdb), expected);
+    assert_eq!(ndp_json(&neighbors, &fdb)[0]["Status"], "PERMANENT");
 }
 
 #[test]
@@ -302,6 +313,29 @@ fn every_watermark_command_has_its_own_json() {
     assert_eq!(headroom_pool_watermark_json(&w), serde_json::json!([{"ingress_lossless_pool": 432_640}]));
 }
 
+#[test]
+fn queue_watermark_all_and_multicast() {
+    // watermarkstat's q_shared_all: every queue under `ALL<i>` headers. The model's queues are all unicast,
+    // so the rows are the unicast table's (the columns one wider: tabulate pads a header by two).
+    let w = watermarks();
+    let all = queue_watermark(&w, QueueWatermarkKind::All);
+    assert!(all.starts_with("Egress shared pool occupancy per all queues:\n"), "{all}");
+    let words = |t: &str| -> Vec<Vec<String>> {
+        t.lines().skip(1).map(|l| l.split_whitespace().map(str::to_owned).collect()).collect()
+    };
+    let (all_rows, unicast_rows) = (words(&all), words(&queue_watermark(&w, QueueWatermarkKind::Unicast)));
+    assert_eq!(all_rows[0][1..], ["ALL0", "ALL1", "ALL2", "ALL3", "ALL4", "ALL5", "ALL6", "ALL7"]);
+    assert_eq!(all_rows[2..], unicast_rows[2..]);
+    insta::assert_snapshot!(all);
+    assert_eq!(queue_watermark_json(&w, QueueWatermarkKind::All)[1]["ALL0"], 1_234_567);
+    // q_shared_multi on a switch without multicast queues: watermarkstat's message, exit 0.
+    assert_eq!(
+        queue_watermark(&w, QueueWatermarkKind::Multicast),
+        "Object map from the COUNTERS_DB is empty because the multicast queues are not configured in the CONFIG_DB!\n"
+    );
+    assert_eq!(queue_watermark_json(&w, QueueWatermarkKind::Multicast), serde_json::json!([]));
+}
+
 // ---- mmuconfig -l / buffershow -l ---------------------------------------------------------------------
 
 #[test]
@@ -352,4 +386,62 @@ fn buffer_information_of_a_buffered_switch() {
     assert!(text.contains("Profile: "), "{text}");
     insta::assert_snapshot!(text);
     insta::assert_snapshot!("buffer_information_json", pretty(&buffer_information_json(&config)));
+}
+
+// ---- intfutil status ----------------------------------------------------------------------------------
+
+#[test]
+fn sonic_interfaces_status() {
+    // tests/intfutil_test.py `show_interface_status_Ethernet32_output`, from its mock's Ethernet32 (lanes
+    // 13-16, 40G, MTU 9100, FEC rs, alias etp9, up/up, no transceiver, pfc_asym off). That port is a
+    // PortChannel1001 member there, which the model has no LAGs for; here it is a VLAN member, which intfutil
+    // prints as `trunk`: only the Vlan column differs, narrowed by tabulate to its header plus two.
+    let mut db = ConfigDb::default();
+    for (field, value) in [("lanes", "13,14,15,16"), ("alias", "etp9"), ("fec", "rs"), ("mtu", "9100")] {
+        db.set("PORT", "Ethernet32", field, value);
+    }
+    db.set("PORT", "Ethernet32", "pfc_asym", "off");
+    db.set("VLAN_MEMBER", "Vlan1000|Ethernet32", "tagging_mode", "untagged");
+    let c = GetCountersResponse {
+        ports: vec![
+            PortCounters {
+                name: "Ethernet32".into(),
+                admin_up: true,
+                oper_up: true,
+                speed_mbps: 40_000,
+                ..Default::default()
+            },
+            PortCounters { name: "Ethernet36".into(), admin_up: true, ..Default::default() },
+        ],
+        ..Default::default()
+    };
+    let expected = verbatim(
+        "
+  Interface        Lanes    Speed    MTU    FEC    Alias    Vlan    Oper    Admin    Type    Asym PFC
+-----------  -----------  -------  -----  -----  -------  ------  ------  -------  ------  ----------
+ Ethernet32  13,14,15,16      40G   9100     rs     etp9   trunk      up       up     N/A         off
+",
+    );
+    assert_eq!(interfaces_status(&c, &db, &["Ethernet32".to_owned()]), expected);
+}
+
+#[test]
+fn interfaces_status_of_t0() {
+    let c = GetCountersResponse {
+        ports: ["Ethernet0", "Ethernet4", "Ethernet8", "Ethernet12", "Ethernet16"]
+            .iter()
+            .zip([100_000, 100_000, 25_000, 25_000, 25_000])
+            .map(|(name, speed_mbps)| PortCounters {
+                name: (*name).into(),
+                admin_up: true,
+                oper_up: *name != "Ethernet16",
+                speed_mbps,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let table = interfaces_status(&c, &t0(), &[]);
+    insta::assert_snapshot!(table);
+    insta::assert_snapshot!("interfaces_status_json", pretty(&interfaces_status_json(&c, &t0(), &[])));
 }
