@@ -237,7 +237,7 @@ fn progress(soak: &Soak) {
         .as_ref()
         .map_or((checks::Drops::default(), 0), |c| (checks::Drops::of(c), checks::queued(c)));
     eprintln!(
-        "soak: {:>6.0}s rss {:.1} MiB, applies {}, restarts {}, storms {}, lossless drops {}/{} (watchdog {}), lossy drops {}, queued {}, failures {}",
+        "soak: {:>6.0}s rss {:.1} MiB, applies {}, restarts {}, storms {}, lossless drops {}/{} (watchdog {}), lossy drops {}, RX overruns {}, queued {}, failures {}",
         soak.start.elapsed().as_secs_f64(),
         rss as f64 / 1024.0,
         soak.applies,
@@ -247,6 +247,7 @@ fn progress(soak: &Soak) {
         drops.lossless_egress,
         drops.watchdog_tx_dropped,
         drops.lossy_egress,
+        drops.rx_overrun,
         queued,
         soak.failures.len()
     );

@@ -141,9 +141,11 @@ impl Soak {
             != (before.lossless_ingress, before.lossless_egress)
         {
             eprintln!(
-                "soak: {t:.1}s: lossless drops now ingress {} egress {} ({})\n      {}",
+                "soak: {t:.1}s: lossless drops now ingress {} egress {}, RX overruns {} (+{}) ({})\n      {}",
                 drops.lossless_ingress,
                 drops.lossless_egress,
+                drops.rx_overrun,
+                drops.rx_overrun.saturating_sub(before.rx_overrun),
                 drops.lossless_where.join(", "),
                 checks::lossless_state(&c)
             );
