@@ -233,7 +233,9 @@ fn stages_follow_isekais_rate_update_sequence() {
     // "Test hyper increase": timer events at stages (0, 2) and (1, 2) are additive (the smaller stage
     // is not above the threshold), the one at (2, 2) hyper.
     let mut t = 612_001;
-    for (step, want_target_step) in [("timer at (0, 2)", AI), ("timer at (1, 2)", AI), ("timer at (2, 2)", HAI)] {
+    for (step, want_target_step) in
+        [("timer at (0, 2)", AI), ("timer at (1, 2)", AI), ("timer at (2, 2)", HAI)]
+    {
         let (rate, target) = (rp.rate_bps(), rp.target_bps());
         rp.handle_timeout(t - 1);
         assert_eq!(rp.rate_bps(), rate, "{step}: not before the timer");
@@ -242,10 +244,11 @@ fn stages_follow_isekais_rate_update_sequence() {
         close(rp.rate_bps(), (rate + target + want_target_step) / 2, step);
         t += 300_000;
     }
-    // "Test rate reduction": the cut clamps and resets both stages.
+    // "Test rate reduction": a CNP between two timer events; the cut clamps and resets both stages.
     let rate = rp.rate_bps();
-    rp.on_cnp(t);
-    rp.handle_timeout(t + 4_000);
+    let cnp_at = t - 200_000;
+    rp.on_cnp(cnp_at);
+    rp.handle_timeout(cnp_at + 4_000);
     assert_eq!(rp.target_bps(), rate);
     assert!(rp.rate_bps() < rate);
     let (rate, target) = (rp.rate_bps(), rp.target_bps());
