@@ -194,6 +194,68 @@ fn a_cut_after_a_byte_counter_increase_clamps_the_target() {
     assert_eq!(rp.target_bps(), G100);
 }
 
+/// The byte-counter and timer stages of google/isekai's DCQCN test (`isekai/host/rdma/
+/// rdma_roce_cc_dcqcn_test.cc`, `RateUpdate`, from "Test byte-based rate increase" on), which implements
+/// NVIDIA's parameter table: the expected rates are that test's formulas (fast recovery `(rate +
+/// target) / 2`; additive `target + ai` once the larger stage reaches `rpg_threshold`; hyper `target +
+/// hai` only once *both* stages exceed it), evaluated here in b/s. isekai rounds down in Mb/s and the
+/// model rounds up in b/s, so each step may differ by one bit per second.
+#[test]
+fn stages_follow_isekais_rate_update_sequence() {
+    const AI: u64 = 5_000_000;
+    const HAI: u64 = 50_000_000;
+    let close = |got: u64, want: u64, what: &str| {
+        assert!(got.abs_diff(want) <= 4, "{what}: {got} b/s, isekai's formula gives {want}");
+    };
+    let mut rp = Dcqcn::new(DcqcnParams::default(), G100);
+    rp.on_cnp(0);
+    rp.handle_timeout(4_001);
+    // A timer increase, then a cut: the cut clamps the target (stages reset, byte count 0).
+    rp.handle_timeout(304_001);
+    rp.on_cnp(305_000);
+    rp.handle_timeout(308_001);
+    let (rate, target) = (rp.rate_bps(), rp.target_bps());
+    assert!(rate < target && target < G100);
+    // "Test byte-based rate increase": byte_reset × 64 bytes, stages (timer 0, byte 0): fast recovery.
+    rp.on_sent(BYTE_RESET_DEFAULT_BYTES);
+    close(rp.rate_bps(), (rate + target) / 2, "byte fast recovery");
+    assert_eq!(rp.target_bps(), target);
+    // "Test rate reduction after byte-based rate increase": the target is clamped to the rate.
+    let rate = rp.rate_bps();
+    rp.on_cnp(310_000);
+    rp.handle_timeout(312_001);
+    assert_eq!(rp.target_bps(), rate);
+    let (rate, target) = (rp.rate_bps(), rp.target_bps());
+    // "Test additive increase": two byte events; the second, at stages (0, 1), adds ai.
+    rp.on_sent(2 * BYTE_RESET_DEFAULT_BYTES);
+    assert_eq!(rp.target_bps(), target + AI);
+    close(rp.rate_bps(), ((rate + target) / 2 + target + AI) / 2, "byte additive increase");
+    // "Test hyper increase": timer events at stages (0, 2) and (1, 2) are additive (the smaller stage
+    // is not above the threshold), the one at (2, 2) hyper.
+    let mut t = 612_001;
+    for (step, want_target_step) in
+        [("timer at (0, 2)", AI), ("timer at (1, 2)", AI), ("timer at (2, 2)", HAI)]
+    {
+        let (rate, target) = (rp.rate_bps(), rp.target_bps());
+        rp.handle_timeout(t - 1);
+        assert_eq!(rp.rate_bps(), rate, "{step}: not before the timer");
+        rp.handle_timeout(t);
+        assert_eq!(rp.target_bps(), target + want_target_step, "{step}");
+        close(rp.rate_bps(), (rate + target + want_target_step) / 2, step);
+        t += 300_000;
+    }
+    // "Test rate reduction": a CNP between two timer events; the cut clamps and resets both stages.
+    let rate = rp.rate_bps();
+    let cnp_at = t - 200_000;
+    rp.on_cnp(cnp_at);
+    rp.handle_timeout(cnp_at + 4_000);
+    assert_eq!(rp.target_bps(), rate);
+    assert!(rp.rate_bps() < rate);
+    let (rate, target) = (rp.rate_bps(), rp.target_bps());
+    rp.on_sent(BYTE_RESET_DEFAULT_BYTES);
+    close(rp.rate_bps(), (rate + target) / 2, "stages reset: fast recovery again");
+}
+
 #[test]
 fn min_rate_and_min_dec_fac_bound_the_cut() {
     let p = DcqcnParams { rpg_min_dec_fac: 80, rpg_byte_reset_64bytes: 0, ..DcqcnParams::default() };
