@@ -15,6 +15,7 @@ use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_dataplane::server::{CountersSnapshot, event_to_proto, fdb_to_proto, neighbors_to_proto};
 use lossless_dataplane::sim::Device;
+use lossless_dataplane::time::{Instant, Nanos};
 use lossless_proto::v1 as pb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -166,11 +167,11 @@ pub fn run_observed(
             match what {
                 Todo::Storm { host, priorities, interval_ns } => {
                     let id = f.hosts[&host];
-                    f.sim.nic(id).set_storm(priorities, interval_ns);
+                    f.sim.nic(id).set_storm(priorities, Nanos::from_ns(interval_ns));
                 }
                 Todo::RxStuck { host, stuck } => {
                     let id = f.hosts[&host];
-                    f.sim.nic(id).set_rx_stuck(stuck, t);
+                    f.sim.nic(id).set_rx_stuck(stuck, Instant::from_ns(t));
                 }
                 Todo::Action(i) => {
                     records.push(act(&mut f, &mut configs, scenario, i, t)?);
@@ -200,7 +201,7 @@ pub fn run_observed(
                             stats.map_or(FlowBytes::default(), |s| FlowBytes {
                                 sent_bytes: s.sent_bytes,
                                 acked_bytes: s.acked_bytes,
-                                paused_ns: nic.pause_ns_at(s.priority, t),
+                                paused_ns: nic.pause_ns_at(s.priority, Instant::from_ns(t)),
                             })
                         })
                         .collect();
