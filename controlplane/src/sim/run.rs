@@ -157,11 +157,11 @@ pub fn run_observed(
     let mut partial = false;
     let mut warnings: Vec<String> =
         crate::deadlock::check(&scenario.topology).warning().into_iter().collect();
-    f.sim.run_until(ORIGIN_NS - 1);
+    f.sim.run_until(Instant::from_ns(ORIGIN_NS - 1));
     loop {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);
         let t = next_todo.min(next_sample).min(next_point).min(end);
-        f.sim.run_until(t);
+        f.sim.run_until(Instant::from_ns(t));
         collect_events(&mut f, &mut events, &mut firsts);
         while let Some((_, what)) = todo.next_if(|(at, _)| *at <= t) {
             match what {
@@ -309,7 +309,8 @@ fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<(usize, usize
 /// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms), and
 /// each switch's first XOFF and first CE marks.
 fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>, firsts: &mut BTreeMap<String, Firsts>) {
-    for (at_ns, node, event) in std::mem::take(&mut f.sim.events) {
+    for (at, node, event) in std::mem::take(&mut f.sim.events) {
+        let at_ns = at.as_ns();
         if !matches!(f.sim.device(node), Device::Switch(_)) {
             continue;
         }

@@ -494,7 +494,7 @@ mod tests {
         // Link physics, not the model's own rules: a 98-byte frame occupies (98 + 24) × 8 = 976 bits,
         // 976 ns at 1 Gb/s; 1 µs of propagation each way; B's line is idle, so it answers at once.
         let (mut sim, a, b) = pair(1000, 1_000, 10_000, 3);
-        sim.run_until(1_000_000 - 1);
+        sim.run_until(Instant::from_ns(1_000_000 - 1));
         let bits = (14 + 20 + 8 + 12 + 8 + 32 + 4 + WIRE_OVERHEAD_BYTES) * 8;
         let serialisation_ns = bits * 1000 / 1000; // bits / (1000 Mb/s) in ns
         let turnaround_ns = 0;
@@ -528,7 +528,7 @@ mod tests {
                 ..Default::default()
             })
             .unwrap();
-        sim.run_until(2_000_000);
+        sim.run_until(Instant::from_ns(2_000_000));
         let s = &sim.nic(a).probe_stats()[0];
         assert_eq!(s.received, s.sent - s.outstanding);
         let frame_ns = (1500 + 14 + WIRE_OVERHEAD_BYTES) * 8; // one full data frame at 1 Gb/s
@@ -544,7 +544,7 @@ mod tests {
         for (priority, sent) in [(3u8, 1), (0, 100)] {
             let (mut sim, a, b) = pair(1000, 1_000, 10_000, priority);
             sim.nic(b).set_storm(0b1000, Nanos::from_ns(10_000));
-            sim.run_until(1_000_000 - 1);
+            sim.run_until(Instant::from_ns(1_000_000 - 1));
             let s = &sim.nic(a).probe_stats()[0];
             assert_eq!(s.sent, sent, "priority {priority}: {s:?}");
         }

@@ -114,7 +114,7 @@ impl Harness {
     fn set_filter(&mut self, mut filter: Option<Filter>) {
         self.sim.set_tap(Box::new(move |s: &sim::Sent, frame: &mut Vec<u8>| {
             let sent = Sent {
-                at: s.at,
+                at: s.at.as_ns(),
                 from: s.from.0,
                 frame: s.frame.clone(),
                 decoded: check_emitted(s.from.0, &s.frame),
@@ -125,19 +125,19 @@ impl Harness {
 
     /// Delivers `frame` to NIC `to` at `at`, as if it came off the link.
     fn inject(&mut self, to: usize, at: u64, frame: Vec<u8>) {
-        self.sim.inject((to, 0), at, frame);
+        self.sim.inject((to, 0), Instant::from_ns(at), frame);
     }
 
     /// Runs events up to `end` (inclusive), or until both NICs are idle and the link is empty.
     fn run_until(&mut self, end: u64) {
         self.sim.keep_log = self.keep_log;
-        self.sim.run_until(end);
+        self.sim.run_until(Instant::from_ns(end));
         for s in self.sim.sent.drain(..) {
             let decoded = decode(&s.frame).unwrap();
-            self.sent.push(Sent { at: s.at, from: s.from.0, frame: s.frame, decoded });
+            self.sent.push(Sent { at: s.at.as_ns(), from: s.from.0, frame: s.frame, decoded });
         }
         for d in self.sim.delivered.drain(..) {
-            self.delivered.push((d.at, d.to.0, decode(&d.frame).unwrap()));
+            self.delivered.push((d.at.as_ns(), d.to.0, decode(&d.frame).unwrap()));
         }
     }
 
