@@ -430,12 +430,12 @@ impl SendFlow {
 
     pub fn on_cnp(&mut self, now: Instant) {
         self.stats.cnps_received += 1;
-        self.with_dcqcn(|d| d.on_cnp(now.as_ns()));
+        self.with_dcqcn(|d| d.on_cnp(now));
     }
 
     /// DCQCN timers, the retransmission timeout, and completion of a flow bounded by `until_ns`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.with_dcqcn(|d| d.handle_timeout(now.as_ns()));
+        self.with_dcqcn(|d| d.handle_timeout(now));
         if let Some(deadline) = self.rto_deadline.filter(|&t| t <= now) {
             if self.una < self.max {
                 self.stats.timeouts += 1;
@@ -460,7 +460,7 @@ impl SendFlow {
         let idle_until = self
             .until
             .filter(|_| self.finished.is_none() && self.una == self.seq_limit && self.nxt == self.una);
-        [self.dcqcn.as_ref().and_then(Dcqcn::poll_at).map(Instant::from_ns), self.rto_deadline, idle_until]
+        [self.dcqcn.as_ref().and_then(Dcqcn::poll_at), self.rto_deadline, idle_until]
             .into_iter()
             .flatten()
             .min()
@@ -480,7 +480,7 @@ impl SendFlow {
             }
         }
         s.dcqcn = self.dcqcn.as_ref().map(|d| DcqcnStats {
-            alpha: d.alpha_f64_at(now.as_ns()),
+            alpha: d.alpha_f64_at(now),
             current_rate_mbps: d.rate_bps() as f64 / 1e6,
             target_rate_mbps: d.target_bps() as f64 / 1e6,
             cnps: d.cnps(),
