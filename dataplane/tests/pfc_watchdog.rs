@@ -111,7 +111,8 @@ fn received_pfc_pauses_the_mapped_queue_for_its_quanta() {
     assert_eq!(lab.data_sent(dst, 0), 5, "queue 0 runs");
     lab.advance(t0 + 20_480 + 10_000);
     assert_eq!(lab.data_sent(dst, 3), 5, "resumed when the quanta ran out");
-    let first = lab.sim.sent.iter().find(|s| s.from.1 == dst.index() && s.queue == Some(3)).unwrap().at.as_ns();
+    let first =
+        lab.sim.sent.iter().find(|s| s.from.1 == dst.index() && s.queue == Some(3)).unwrap().at.as_ns();
     assert_eq!(first, t0 + 20_480);
 
     // XON resumes at once; a priority outside pfc_enable is counted, not honoured.

@@ -63,8 +63,8 @@ mod params;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use params::set_field;
 use crate::time::{Instant, Nanos};
+pub(crate) use params::set_field;
 pub use params::{BYTE_RESET_UNIT_BYTES, DcqcnParams};
 
 /// α as the parameters give it (`initial_alpha_value`, `dce_tcp_g`): a fixed-point fraction with 10

@@ -476,7 +476,8 @@ impl SendFlow {
         if let Some(start) = self.first_send {
             let end = self.finished.unwrap_or(now);
             if end > start {
-                s.goodput_mbps = s.acked_bytes as f64 * 8.0 * 1e3 / end.saturating_since(start).as_ns() as f64;
+                s.goodput_mbps =
+                    s.acked_bytes as f64 * 8.0 * 1e3 / end.saturating_since(start).as_ns() as f64;
             }
         }
         s.dcqcn = self.dcqcn.as_ref().map(|d| DcqcnStats {

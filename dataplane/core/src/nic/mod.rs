@@ -578,10 +578,7 @@ impl Nic {
                 earliest(tree.min().and_then(|r| gate(p as u8, r)));
             }
             if cfg!(debug_assertions) {
-                let mut scanned = [self.pfc.next_frame_at(now), probe]
-                    .into_iter()
-                    .flatten()
-                    .min();
+                let mut scanned = [self.pfc.next_frame_at(now), probe].into_iter().flatten().min();
                 for c in &self.control {
                     scanned = [scanned, gate(self.control_priority(c), now)].into_iter().flatten().min();
                 }

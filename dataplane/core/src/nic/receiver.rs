@@ -235,8 +235,7 @@ impl RxQp {
                 self.in_message = false;
                 self.expected = self.message_start_psn;
             }
-            if self.nak_psn != Some(self.expected)
-                || now.saturating_since(self.nak_at) >= params.nak_interval
+            if self.nak_psn != Some(self.expected) || now.saturating_since(self.nak_at) >= params.nak_interval
             {
                 self.nak_psn = Some(self.expected);
                 self.nak_at = now;

@@ -417,7 +417,8 @@ impl super::Nic {
                 pipe.xoff = true;
                 pipe.stats.xoff_events += 1;
                 // Refreshed at half the pause an XOFF asks for, as long as the buffer stays full.
-                let pause = Nanos::from_ns(mac_control::quanta_to_ns(super::STORM_QUANTA, self.cfg.line_rate_mbps));
+                let pause =
+                    Nanos::from_ns(mac_control::quanta_to_ns(super::STORM_QUANTA, self.cfg.line_rate_mbps));
                 self.storm_interval = (pause / 2).max(Nanos::from_ns(1));
                 self.pfc.assert_xoff(priorities);
             } else if !wants && pipe.xoff {

@@ -77,7 +77,8 @@ impl Nic {
         let scan = || {
             (0..n).map(|k| (self.rr_next + k) % n).find(|&i| {
                 let s = &self.schedules[i];
-                let ready = if now < s.ready_until { s.ready_at } else { self.flows[i].ready_at(now, window) };
+                let ready =
+                    if now < s.ready_until { s.ready_at } else { self.flows[i].ready_at(now, window) };
                 debug_assert_eq!(ready, self.flows[i].ready_at(now, window), "cached flow readiness");
                 paused & (1 << s.priority) == 0 && ready.is_some_and(|t| t <= now)
             })

@@ -163,7 +163,12 @@ fn back_to_back_frames_at_400g_do_not_drift() {
         exact_ps += gap_ps;
         back_to_back += 1;
         let got_ps = u128::from(pair[1].at.as_ns() - first) * 1000;
-        assert!(got_ps.abs_diff(exact_ps) < 1000, "frame at {} ns, exact {} ps", pair[1].at.as_ns(), exact_ps);
+        assert!(
+            got_ps.abs_diff(exact_ps) < 1000,
+            "frame at {} ns, exact {} ps",
+            pair[1].at.as_ns(),
+            exact_ps
+        );
     }
     assert!(back_to_back > 200, "{back_to_back}");
 }
@@ -176,7 +181,11 @@ fn a_lone_frame_arrives_after_its_bits_and_the_delay_to_the_nanosecond() {
         let s = sim.sent.iter().find(|s| s.from == (0, 0)).unwrap();
         let d = sim.delivered.iter().find(|d| d.to == (1, 0)).unwrap();
         let bits = (s.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
-        assert_eq!(d.at.as_ns(), s.at.as_ns() + (bits * 1000).div_ceil(u64::from(rate)) + 100, "at {rate} Mb/s");
+        assert_eq!(
+            d.at.as_ns(),
+            s.at.as_ns() + (bits * 1000).div_ceil(u64::from(rate)) + 100,
+            "at {rate} Mb/s"
+        );
     }
 }
 
@@ -342,7 +351,8 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
         sim.delivered.iter().find(|d| d.to == (a, 0) && d.frame == xoff.frame && d.at >= xoff.at).unwrap();
     let pfc_bits_ns = ((xoff.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8 * 1000).div_ceil(100_000);
     assert!(
-        (xoff.at.as_ns() + pfc_bits_ns + DELAY..=xoff.at.as_ns() + pfc_bits_ns + DELAY + 1).contains(&got.at.as_ns()),
+        (xoff.at.as_ns() + pfc_bits_ns + DELAY..=xoff.at.as_ns() + pfc_bits_ns + DELAY + 1)
+            .contains(&got.at.as_ns()),
         "XOFF sent at {} reached A at {} (expected {} + {pfc_bits_ns} + {DELAY})",
         xoff.at.as_ns(),
         got.at.as_ns(),
@@ -358,7 +368,9 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
     let data_while_paused = sim
         .sent
         .iter()
-        .filter(|s| s.from == (a, 0) && s.at >= got.at && s.at.as_ns() < released && link::is_roce_data(&s.frame))
+        .filter(|s| {
+            s.from == (a, 0) && s.at >= got.at && s.at.as_ns() < released && link::is_roce_data(&s.frame)
+        })
         .count();
     assert_eq!(data_while_paused, 0, "A sent data between {} and {released}", got.at.as_ns());
     // What A had in flight landed in PG 3's headroom: some, and at most two cable delays, the PFC frame

@@ -275,7 +275,11 @@ fn time_scale_stretches_the_trajectory() {
                 fast.on_sent(4_136);
                 slow.on_sent(4_136);
             }
-            assert_eq!(slow.next_decrease, fast.next_decrease.map(|p| at(p.as_ns() * N)), "step {step} at {t}");
+            assert_eq!(
+                slow.next_decrease,
+                fast.next_decrease.map(|p| at(p.as_ns() * N)),
+                "step {step} at {t}"
+            );
             assert_eq!(slow.alpha_at(at(t * N)), fast.alpha_at(at(t)), "step {step}");
             assert_eq!(slow.decreases(), fast.decreases(), "step {step}");
             if slow.is_limited() && fast.is_limited() {
