@@ -229,7 +229,7 @@ pub fn run_observed(
             break;
         }
     }
-    let now = f.sim.now();
+    let now = f.sim.now().as_ns(); // the runner's clock is the scenario's integer nanoseconds
     observe(&mut f, Moment::End(now.saturating_sub(ORIGIN_NS)));
     let mut finals = BTreeMap::new();
     let mut tables = BTreeMap::new();
