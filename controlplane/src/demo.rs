@@ -8,6 +8,7 @@
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::model::{PortId, Switch};
 use lossless_dataplane::sim::{Device, Sent, Sim};
+use lossless_dataplane::time::{Instant, Nanos};
 use lossless_dataplane::wire::build::{self, Ipv4Flow};
 use lossless_dataplane::wire::ip::Ecn;
 use lossless_dataplane::wire::{self, ArpOperation, ArpRepr, EtherType, EthernetAddress, L3};
@@ -51,7 +52,7 @@ pub fn run() -> anyhow::Result<String> {
     };
     let frame =
         build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&request));
-    sim.inject((id, e8.index()), 0, frame);
+    sim.inject((id, e8.index()), Instant::ZERO, frame);
     for t in settle(&mut sim).iter().filter(|s| s.from == (id, e8.index())) {
         if let Ok(L3::Arp(a)) = wire::decode(&t.frame).map(|d| d.l3) {
             writeln!(
@@ -67,9 +68,9 @@ pub fn run() -> anyhow::Result<String> {
     )?;
 
     // 2. One routed packet per DSCP from the uplink: DscpMappingPB.
-    sim.run_until(SEC);
+    sim.run_until(Instant::from_ns(SEC));
     for dscp in 0..64 {
-        sim.inject((id, e0.index()), SEC, routed(dscp));
+        sim.inject((id, e0.index()), Instant::from_ns(SEC), routed(dscp));
     }
     settle(&mut sim);
     writeln!(
@@ -87,7 +88,7 @@ pub fn run() -> anyhow::Result<String> {
     }
 
     // 3. Fifteen minutes of silence: the FDB entry ages (600 s), the ARP entry (4 h) does not.
-    sim.run_until(15 * 60 * SEC);
+    sim.run_until(Instant::from_ns(15 * 60 * SEC));
     let sw = sim.switch(id);
     writeln!(
         out,
@@ -161,7 +162,7 @@ fn routed(dscp: u8) -> Vec<u8> {
 /// it sent meanwhile.
 fn settle(sim: &mut Sim) -> Vec<Sent> {
     let first = sim.sent.len();
-    sim.run_until(sim.now() + SETTLE_NS);
+    sim.run_until(sim.now() + Nanos::from_ns(SETTLE_NS));
     sim.sent[first..].to_vec()
 }
 

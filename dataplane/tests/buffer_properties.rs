@@ -73,7 +73,7 @@ fn frame(dscp: u8, len: u16, i: u16) -> Vec<u8> {
 /// Runs the switch on the virtual-time driver up to `to`; returns the data frames (served from a queue)
 /// sent meanwhile.
 fn advance(sim: &mut Sim, now: &mut u64, to: u64) -> u64 {
-    sim.run_until(to);
+    sim.run_until(Instant::from_ns(to));
     *now = (*now).max(to);
     let sent = sim.sent.iter().filter(|s| s.queue.is_some()).count() as u64;
     sim.sent.clear();

@@ -52,7 +52,7 @@ impl Lab {
 
     /// Runs the switch up to `to`.
     fn advance(&mut self, to: u64) {
-        self.sim.run_until(to);
+        self.sim.run_until(Instant::from_ns(to));
         self.now = self.now.max(to);
     }
 
@@ -87,7 +87,7 @@ impl Lab {
     }
 
     fn event_time(&self, text: &str) -> Option<u64> {
-        self.sim.events.iter().find(|(_, _, e)| e.to_string().contains(text)).map(|(t, _, _)| *t)
+        self.sim.events.iter().find(|(_, _, e)| e.to_string().contains(text)).map(|(t, _, _)| t.as_ns())
     }
 
     fn wd(&mut self, queue: u8) -> lossless_dataplane::model::watchdog::PfcWdCounters {
@@ -111,7 +111,8 @@ fn received_pfc_pauses_the_mapped_queue_for_its_quanta() {
     assert_eq!(lab.data_sent(dst, 0), 5, "queue 0 runs");
     lab.advance(t0 + 20_480 + 10_000);
     assert_eq!(lab.data_sent(dst, 3), 5, "resumed when the quanta ran out");
-    let first = lab.sim.sent.iter().find(|s| s.from.1 == dst.index() && s.queue == Some(3)).unwrap().at;
+    let first =
+        lab.sim.sent.iter().find(|s| s.from.1 == dst.index() && s.queue == Some(3)).unwrap().at.as_ns();
     assert_eq!(first, t0 + 20_480);
 
     // XON resumes at once; a priority outside pfc_enable is counted, not honoured.

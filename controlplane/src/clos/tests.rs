@@ -2,6 +2,7 @@ use super::*;
 use crate::lab::topology::Flow;
 use crate::sim::fabric::{self, ORIGIN_NS};
 use lossless_dataplane::model::PortId;
+use lossless_dataplane::time::Instant;
 
 const PROFILE: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 
@@ -40,7 +41,7 @@ fn a_small_clos_routes_every_host_to_every_other_and_spreads_over_the_spines() {
         })
         .collect();
     let mut f = fabric::build(&topology, 1, ORIGIN_NS + 10_000_000).unwrap();
-    f.sim.run_until(ORIGIN_NS + 2_000_000);
+    f.sim.run_until(Instant::from_ns(ORIGIN_NS + 2_000_000));
     for (i, flow) in flows.iter().enumerate() {
         let host = f.hosts[&flow.from];
         let stats = f.sim.nic(host).flow_stats(i as u32 + 1).unwrap();
@@ -126,7 +127,7 @@ fn a_failed_uplink_leaves_the_ecmp_group_and_its_flows_rehash_to_the_other_spine
     let tx = |f: &mut fabric::Fabric, port: usize| {
         f.sim.switch(leaf0).port_counters(PortId::new(port)).unwrap().tx_ok
     };
-    f.sim.run_until(ORIGIN_NS + 500_000);
+    f.sim.run_until(Instant::from_ns(ORIGIN_NS + 500_000));
     let (to_spine0, to_spine1) = (tx(&mut f, 2), tx(&mut f, 3));
     assert!(to_spine0 > 0 && to_spine1 > 0, "before: {to_spine0} and {to_spine1} frames");
     assert!(f.sim.set_link_up((leaf0, 2), false));
@@ -144,7 +145,7 @@ fn a_failed_uplink_leaves_the_ecmp_group_and_its_flows_rehash_to_the_other_spine
     };
     let acked_at_failure = acked(&mut f);
     let (spine0_at_failure, spine1_at_failure) = (tx(&mut f, 2), tx(&mut f, 3));
-    f.sim.run_until(ORIGIN_NS + 1_500_000);
+    f.sim.run_until(Instant::from_ns(ORIGIN_NS + 1_500_000));
     // Nothing more leaves on the failed port, nothing is routed to it and dropped: all went to spine1.
     assert_eq!(tx(&mut f, 2), spine0_at_failure);
     for host_port in 0..2 {

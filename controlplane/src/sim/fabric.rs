@@ -17,6 +17,7 @@ use lossless_dataplane::model::Switch;
 use lossless_dataplane::nic::{FlowConfig, Nic, NicConfig};
 use lossless_dataplane::sim::link::splitmix64;
 use lossless_dataplane::sim::{Device, Endpoint, Frames, Impairment, Link, Sim};
+use lossless_dataplane::time::Instant;
 use std::collections::BTreeMap;
 
 /// Propagation delay of a cable, ns per metre (light in fibre or copper, about 2/3 c).
@@ -165,7 +166,7 @@ fn announce(fabric: &mut Fabric, topology: &Topology) {
         let Some(attached) = &h.attached else { continue };
         let Some(to) = fabric.endpoint(attached) else { continue };
         let frame = crate::lab::up::gratuitous_arp(h);
-        fabric.sim.inject(to, 0, frame);
+        fabric.sim.inject(to, Instant::ZERO, frame);
     }
 }
 

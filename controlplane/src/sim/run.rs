@@ -15,6 +15,7 @@ use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_dataplane::server::{CountersSnapshot, event_to_proto, fdb_to_proto, neighbors_to_proto};
 use lossless_dataplane::sim::Device;
+use lossless_dataplane::time::{Instant, Nanos};
 use lossless_proto::v1 as pb;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -156,21 +157,21 @@ pub fn run_observed(
     let mut partial = false;
     let mut warnings: Vec<String> =
         crate::deadlock::check(&scenario.topology).warning().into_iter().collect();
-    f.sim.run_until(ORIGIN_NS - 1);
+    f.sim.run_until(Instant::from_ns(ORIGIN_NS - 1));
     loop {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);
         let t = next_todo.min(next_sample).min(next_point).min(end);
-        f.sim.run_until(t);
+        f.sim.run_until(Instant::from_ns(t));
         collect_events(&mut f, &mut events, &mut firsts);
         while let Some((_, what)) = todo.next_if(|(at, _)| *at <= t) {
             match what {
                 Todo::Storm { host, priorities, interval_ns } => {
                     let id = f.hosts[&host];
-                    f.sim.nic(id).set_storm(priorities, interval_ns);
+                    f.sim.nic(id).set_storm(priorities, Nanos::from_ns(interval_ns));
                 }
                 Todo::RxStuck { host, stuck } => {
                     let id = f.hosts[&host];
-                    f.sim.nic(id).set_rx_stuck(stuck, t);
+                    f.sim.nic(id).set_rx_stuck(stuck, Instant::from_ns(t));
                 }
                 Todo::Action(i) => {
                     records.push(act(&mut f, &mut configs, scenario, i, t)?);
@@ -200,7 +201,7 @@ pub fn run_observed(
                             stats.map_or(FlowBytes::default(), |s| FlowBytes {
                                 sent_bytes: s.sent_bytes,
                                 acked_bytes: s.acked_bytes,
-                                paused_ns: nic.pause_ns_at(s.priority, t),
+                                paused_ns: nic.pause_ns_at(s.priority, Instant::from_ns(t)),
                             })
                         })
                         .collect();
@@ -228,7 +229,7 @@ pub fn run_observed(
             break;
         }
     }
-    let now = f.sim.now();
+    let now = f.sim.now().as_ns(); // the runner's clock is the scenario's integer nanoseconds
     observe(&mut f, Moment::End(now.saturating_sub(ORIGIN_NS)));
     let mut finals = BTreeMap::new();
     let mut tables = BTreeMap::new();
@@ -308,7 +309,8 @@ fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<(usize, usize
 /// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms), and
 /// each switch's first XOFF and first CE marks.
 fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>, firsts: &mut BTreeMap<String, Firsts>) {
-    for (at_ns, node, event) in std::mem::take(&mut f.sim.events) {
+    for (at, node, event) in std::mem::take(&mut f.sim.events) {
+        let at_ns = at.as_ns();
         if !matches!(f.sim.device(node), Device::Switch(_)) {
             continue;
         }

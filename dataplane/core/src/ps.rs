@@ -6,6 +6,8 @@
 //! 64 bits (an instant before ~213 days of virtual time in ps, a frame's bits × 10^12), so these helpers
 //! divide in 64 bits then and fall back to 128 bits otherwise. The results are the same either way.
 
+use crate::time::Instant;
+
 /// `n / d` and `n % d`.
 #[inline]
 pub(crate) fn div_rem(n: u128, d: u64) -> (u128, u64) {
@@ -23,6 +25,18 @@ pub(crate) fn to_ns_ceil(ps: u128) -> u64 {
         Ok(ps) => ps.div_ceil(1000),
         Err(_) => u64::try_from(ps.div_ceil(1000)).unwrap_or(u64::MAX),
     }
+}
+
+/// Picoseconds to the instant they fall in, rounded up (the boundary between the ps timers and [`Instant`]).
+#[inline]
+pub(crate) fn to_instant_ceil(ps: u128) -> Instant {
+    Instant::from_ns(to_ns_ceil(ps))
+}
+
+/// An instant in picoseconds.
+#[inline]
+pub(crate) fn of_instant(at: Instant) -> u128 {
+    u128::from(at.as_ns()) * 1000
 }
 
 #[cfg(test)]

@@ -602,7 +602,7 @@ mod tests {
         assert_eq!((cfg.dcqcn.time_scale, cfg.np.cnp_interval_ns, cfg.dcqcn.rpg_ai_rate_mbps), (500, 0, 10));
         let mut cfg = NicConfig::default();
         apply_dcqcn_options(&mut cfg, 1, &["time_scale=125".to_owned()]).unwrap();
-        assert_eq!((cfg.dcqcn.time_scale, cfg.cnp_interval_ns()), (125, 50_000 * 125));
+        assert_eq!((cfg.dcqcn.time_scale, cfg.cnp_interval().as_ns()), (125, 50_000 * 125));
         for (scale, param, needle) in [
             (
                 1,

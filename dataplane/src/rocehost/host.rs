@@ -8,7 +8,7 @@ use crate::io::PortBackend;
 use crate::io::runtime::{libc_pollfd, monotonic_ns, poll_fds};
 use crate::nic::Nic;
 use crate::shutdown::{Shutdown, Signal};
-use crate::time::Instant;
+use crate::time::{Instant, Nanos};
 use std::path::PathBuf;
 
 /// Why the loop ended.
@@ -88,11 +88,11 @@ impl StormWindow {
         match change {
             Some(true) => {
                 tracing::info!("storm starts");
-                nic.set_storm(self.storm.priorities, self.storm.interval_ns);
+                nic.set_storm(self.storm.priorities, Nanos::from_ns(self.storm.interval_ns));
             }
             Some(false) => {
                 tracing::info!("storm stops");
-                nic.set_storm(0, 0);
+                nic.set_storm(0, Nanos::ZERO);
             }
             None => {}
         }
@@ -108,7 +108,7 @@ impl StuckWindow {
         let (change, next) = self.0.update(now);
         if let Some(stuck) = change {
             tracing::info!(stuck, "receive pipeline");
-            nic.set_rx_stuck(stuck, now);
+            nic.set_rx_stuck(stuck, Instant::from_ns(now));
         }
         next
     }
@@ -179,7 +179,7 @@ impl Host {
     /// catch up by at most [`CATCH_UP_NS`]. Time passed to the NIC never goes backwards. True when the NIC
     /// said it was due but had nothing to do (the caller then sleeps a little rather than spin).
     fn drive(&mut self, now: u64) -> bool {
-        let mut floor = now.saturating_sub(CATCH_UP_NS).max(self.nic.now_ns());
+        let mut floor = now.saturating_sub(CATCH_UP_NS).max(self.nic.now().as_ns());
         while let Some(at) = self.nic.poll_at().map(Instant::as_ns).filter(|&t| t <= now) {
             if self.backlog.len() >= BACKLOG_MAX {
                 // The kernel takes nothing: the line is blocked, but timers still run.

@@ -209,7 +209,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!(
         interface = %interface, %mac, ip = %args.ip, line_rate_mbps = args.line_rate_mbps,
         flows = args.flows.len(), dcqcn_time_scale = cfg.dcqcn.time_scale,
-        cnp_interval_ns = cfg.cnp_interval_ns(), "rocehost running"
+        cnp_interval_ns = cfg.cnp_interval().as_ns(), "rocehost running"
     );
 
     let options = LoopOptions {

@@ -562,7 +562,7 @@ mod tests {
         let mut sim = Sim::new();
         let (a, b) = (sim.add(Device::Nic(Box::new(a))), sim.add(Device::Nic(Box::new(b))));
         sim.connect((a, 0), 1000, (b, 0), 1000, 1_000);
-        sim.run_until(10_000_000);
+        sim.run_until(crate::time::Instant::from_ns(10_000_000));
         let mut report = sim.nic(a).report();
         report.receivers = sim.nic(b).report().receivers;
         report

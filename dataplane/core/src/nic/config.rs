@@ -4,6 +4,7 @@
 use super::dcqcn::{self, DcqcnParams};
 use super::packet;
 use super::rx_pipeline::RxPipelineConfig;
+use crate::time::Nanos;
 use crate::wire::{EthernetAddress, vlan};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,14 +30,14 @@ pub struct NpParams {
     /// At most one CNP per QP per interval (DCQCN paper N = 50 µs; NVIDIA `min_time_between_cnps`, whose
     /// default differs between firmware generations; `docs/nic.md`, "Notification point"). 0 = a CNP for
     /// every CE packet.
-    /// The NIC multiplies it by `DcqcnParams::time_scale` ([`NicConfig::cnp_interval_ns`]).
+    /// The NIC multiplies it by `DcqcnParams::time_scale` ([`NicConfig::cnp_interval`]).
     pub cnp_interval_ns: u64,
     /// At most one CNP from the port per interval, whichever QP it is for: NVIDIA's
     /// `min_time_between_cnps` ("minimum time between sending CNPs from the port", Mellanox/mstflint
     /// `tools_open_roce_cc_ecn`; debugfs `np_min_time_between_cnps` of the Linux mlx5 driver), in µs
     /// there. The firmware's NVConfig default is 4 µs (`MIN_TIME_BETWEEN_CNPS_P1`); 0 = no port limit.
     /// A mark inside the interval is absorbed. Multiplied by `DcqcnParams::time_scale` like
-    /// `cnp_interval_ns` ([`NicConfig::min_time_between_cnps_ns`]).
+    /// `cnp_interval_ns` ([`NicConfig::min_time_between_cnps`]).
     pub min_time_between_cnps_ns: u64,
     /// DSCP of CNPs (NVIDIA `cnp_dscp`, common default 48).
     pub cnp_dscp: u8,
@@ -206,14 +207,14 @@ impl NicConfig {
     }
 
     /// The notification point's CNP interval in effect: `np.cnp_interval_ns × dcqcn.time_scale`.
-    pub fn cnp_interval_ns(&self) -> u64 {
-        self.np.cnp_interval_ns.saturating_mul(u64::from(self.dcqcn.time_scale.max(1)))
+    pub fn cnp_interval(&self) -> Nanos {
+        Nanos::from_ns(self.np.cnp_interval_ns) * u64::from(self.dcqcn.time_scale.max(1))
     }
 
     /// The notification point's port-wide CNP interval in effect: `np.min_time_between_cnps_ns ×
     /// dcqcn.time_scale`.
-    pub fn min_time_between_cnps_ns(&self) -> u64 {
-        self.np.min_time_between_cnps_ns.saturating_mul(u64::from(self.dcqcn.time_scale.max(1)))
+    pub fn min_time_between_cnps(&self) -> Nanos {
+        Nanos::from_ns(self.np.min_time_between_cnps_ns) * u64::from(self.dcqcn.time_scale.max(1))
     }
 
     /// The names [`NicConfig::set_dcqcn_param`] takes: the reaction point's ([`DcqcnParams`]) and the

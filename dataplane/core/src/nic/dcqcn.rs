@@ -63,6 +63,7 @@ mod params;
 #[cfg(test)]
 mod tests;
 
+use crate::time::{Instant, Nanos};
 pub(crate) use params::set_field;
 pub use params::{BYTE_RESET_UNIT_BYTES, DcqcnParams};
 
@@ -90,11 +91,11 @@ enum IncreaseEvent {
 /// The parameters in the units the state machine runs on, with the time scale applied.
 #[derive(Debug, Clone, Copy)]
 struct Scaled {
-    alpha_period_ns: u64,
-    decrease_period_ns: u64,
+    alpha_period: Nanos,
+    decrease_period: Nanos,
     /// Offset of the decrease grid from the first CNP (1 ns × N).
-    decrease_offset_ns: u64,
-    timer_ns: u64,
+    decrease_offset: Nanos,
+    timer: Nanos,
     ai_bps: u64,
     hai_bps: u64,
 }
@@ -119,13 +120,13 @@ pub struct Dcqcn {
     /// α in 1/2^30 (1/1024 with [`ALPHA_EXTRA_BITS`] more), as of tick `alpha_ticks_done`.
     alpha: u64,
     alpha_cnp_arrived: bool,
-    /// α tick k happens at `alpha_origin_ns + k × dce_tcp_rtt` (k ≥ 1).
-    alpha_origin_ns: u64,
+    /// α tick k happens at `alpha_origin + k × dce_tcp_rtt` (k ≥ 1).
+    alpha_origin: Instant,
     alpha_ticks_done: u64,
-    /// Decrease checks happen at `decrease_origin_ns + k × period` (k ≥ 1); one is pending after a CNP.
-    decrease_origin_ns: u64,
-    next_decrease_ns: Option<u64>,
-    rate_timer_ns: Option<u64>,
+    /// Decrease checks happen at `decrease_origin + k × period` (k ≥ 1); one is pending after a CNP.
+    decrease_origin: Instant,
+    next_decrease: Option<Instant>,
+    rate_timer: Option<Instant>,
     time_stage: u32,
     byte_stage: u32,
     bytes_since_event: u64,
@@ -147,10 +148,10 @@ impl Dcqcn {
         }
         .max(1);
         let scaled = Scaled {
-            alpha_period_ns: params.dce_tcp_rtt_ns.saturating_mul(n).max(1),
-            decrease_period_ns: params.rate_reduce_monitor_period_ns.saturating_mul(n).max(1),
-            decrease_offset_ns: n,
-            timer_ns: params.rpg_time_reset_ns.saturating_mul(n).max(1),
+            alpha_period: Nanos::from_ns(params.dce_tcp_rtt_ns.saturating_mul(n).max(1)),
+            decrease_period: Nanos::from_ns(params.rate_reduce_monitor_period_ns.saturating_mul(n).max(1)),
+            decrease_offset: Nanos::from_ns(n),
+            timer: Nanos::from_ns(params.rpg_time_reset_ns.saturating_mul(n).max(1)),
             ai_bps: scaled_bps(params.rpg_ai_rate_mbps, n),
             hai_bps: scaled_bps(params.rpg_hai_rate_mbps, n),
         };
@@ -164,11 +165,11 @@ impl Dcqcn {
             active: false,
             alpha: u64::from(params.initial_alpha_value) << ALPHA_EXTRA_BITS,
             alpha_cnp_arrived: false,
-            alpha_origin_ns: 0,
+            alpha_origin: Instant::ZERO,
             alpha_ticks_done: 0,
-            decrease_origin_ns: 0,
-            next_decrease_ns: None,
-            rate_timer_ns: None,
+            decrease_origin: Instant::ZERO,
+            next_decrease: None,
+            rate_timer: None,
             time_stage: 0,
             byte_stage: 0,
             bytes_since_event: 0,
@@ -196,18 +197,18 @@ impl Dcqcn {
     }
 
     /// α (in 1/1024) as it is at `now`, pending ticks applied.
-    pub fn alpha_at(&self, now_ns: u64) -> u32 {
-        (self.alpha_fraction_at(now_ns) >> ALPHA_EXTRA_BITS) as u32
+    pub fn alpha_at(&self, now: Instant) -> u32 {
+        (self.alpha_fraction_at(now) >> ALPHA_EXTRA_BITS) as u32
     }
 
     /// α as a fraction of 1 at `now`, with the precision it is kept in.
-    pub fn alpha_f64_at(&self, now_ns: u64) -> f64 {
-        self.alpha_fraction_at(now_ns) as f64 / f64::from(ALPHA_ONE << ALPHA_EXTRA_BITS)
+    pub fn alpha_f64_at(&self, now: Instant) -> f64 {
+        self.alpha_fraction_at(now) as f64 / f64::from(ALPHA_ONE << ALPHA_EXTRA_BITS)
     }
 
-    fn alpha_fraction_at(&self, now_ns: u64) -> u64 {
+    fn alpha_fraction_at(&self, now: Instant) -> u64 {
         let mut copy = self.clone();
-        copy.settle_alpha(now_ns);
+        copy.settle_alpha(now);
         copy.alpha
     }
 
@@ -225,17 +226,17 @@ impl Dcqcn {
 
     /// Current and target below the maximum: the rate timer and byte counter are running.
     pub fn is_limited(&self) -> bool {
-        self.rate_timer_ns.is_some()
+        self.rate_timer.is_some()
     }
 
     /// A CNP for this flow arrived.
-    pub fn on_cnp(&mut self, now_ns: u64) {
+    pub fn on_cnp(&mut self, now: Instant) {
         self.cnps += 1;
         if !self.active {
             self.active = true;
             self.alpha = u64::from(self.params.initial_alpha_value) << ALPHA_EXTRA_BITS;
             self.alpha_cnp_arrived = false;
-            self.alpha_origin_ns = now_ns;
+            self.alpha_origin = now;
             self.alpha_ticks_done = 0;
             if self.params.rate_to_set_on_first_cnp_mbps > 0 {
                 let n = u64::from(self.params.time_scale.max(1));
@@ -243,20 +244,20 @@ impl Dcqcn {
                 self.current_bps = rate.clamp(self.min_rate_bps, self.max_rate_bps);
             }
             self.target_bps = self.current_bps;
-            self.decrease_origin_ns = now_ns + self.scaled.decrease_offset_ns;
-            self.next_decrease_ns = Some(self.decrease_origin_ns + self.scaled.decrease_period_ns);
+            self.decrease_origin = now + self.scaled.decrease_offset;
+            self.next_decrease = Some(self.decrease_origin + self.scaled.decrease_period);
             return;
         }
-        self.settle_alpha(now_ns);
+        self.settle_alpha(now);
         self.alpha_cnp_arrived = true;
-        if self.next_decrease_ns.is_none() {
-            let period = self.scaled.decrease_period_ns;
-            let k = now_ns.saturating_sub(self.decrease_origin_ns) / period + 1;
-            let mut at = self.decrease_origin_ns + k * period;
-            if at <= now_ns {
+        if self.next_decrease.is_none() {
+            let period = self.scaled.decrease_period;
+            let k = now.saturating_since(self.decrease_origin).as_ns() / period.as_ns() + 1;
+            let mut at = self.decrease_origin + period * k;
+            if at <= now {
                 at += period;
             }
-            self.next_decrease_ns = Some(at);
+            self.next_decrease = Some(at);
         }
     }
 
@@ -274,22 +275,22 @@ impl Dcqcn {
     }
 
     /// The next instant [`Dcqcn::handle_timeout`] has work: a pending decrease check or the rate timer.
-    pub fn poll_at(&self) -> Option<u64> {
-        match (self.next_decrease_ns, self.rate_timer_ns) {
+    pub fn poll_at(&self) -> Option<Instant> {
+        match (self.next_decrease, self.rate_timer) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    /// Runs the decrease check and rate-timer events due by `now_ns`, each at its own instant.
-    pub fn handle_timeout(&mut self, now_ns: u64) {
+    /// Runs the decrease check and rate-timer events due by `now`, each at its own instant.
+    pub fn handle_timeout(&mut self, now: Instant) {
         loop {
-            let decrease = self.next_decrease_ns.filter(|&t| t <= now_ns);
-            let timer = self.rate_timer_ns.filter(|&t| t <= now_ns);
+            let decrease = self.next_decrease.filter(|&t| t <= now);
+            let timer = self.rate_timer.filter(|&t| t <= now);
             match (decrease, timer) {
                 (Some(d), t) if t.is_none_or(|t| d <= t) => self.decrease(d),
                 (_, Some(t)) => {
-                    self.rate_timer_ns = Some(t + self.scaled.timer_ns);
+                    self.rate_timer = Some(t + self.scaled.timer);
                     self.increase(IncreaseEvent::Timer);
                 }
                 _ => break,
@@ -297,11 +298,11 @@ impl Dcqcn {
         }
     }
 
-    fn settle_alpha(&mut self, now_ns: u64) {
+    fn settle_alpha(&mut self, now: Instant) {
         if !self.active {
             return;
         }
-        let due = now_ns.saturating_sub(self.alpha_origin_ns) / self.scaled.alpha_period_ns;
+        let due = now.saturating_since(self.alpha_origin).as_ns() / self.scaled.alpha_period.as_ns();
         let mut pending = due.saturating_sub(self.alpha_ticks_done);
         if pending == 0 {
             return;
@@ -327,9 +328,9 @@ impl Dcqcn {
         self.alpha_ticks_done = due;
     }
 
-    fn decrease(&mut self, at_ns: u64) {
-        self.next_decrease_ns = None;
-        self.settle_alpha(at_ns);
+    fn decrease(&mut self, at: Instant) {
+        self.next_decrease = None;
+        self.settle_alpha(at);
         let p = self.params;
         if self.clamps_target() {
             self.target_bps = self.current_bps;
@@ -342,7 +343,7 @@ impl Dcqcn {
         self.time_stage = 0;
         self.byte_stage = 0;
         self.bytes_since_event = 0;
-        self.rate_timer_ns = Some(at_ns + self.scaled.timer_ns);
+        self.rate_timer = Some(at + self.scaled.timer);
         self.decreases += 1;
     }
 
@@ -378,7 +379,7 @@ impl Dcqcn {
         self.increases += 1;
         if self.current_bps >= self.max_rate_bps && self.target_bps >= self.max_rate_bps {
             self.current_bps = self.max_rate_bps;
-            self.rate_timer_ns = None;
+            self.rate_timer = None;
             self.bytes_since_event = 0;
         }
     }

@@ -10,6 +10,7 @@ use super::dcqcn::{Dcqcn, DcqcnParams};
 use super::packet::{self, DataHeader, Envelope, PSN_HALF, psn_add, psn_diff};
 use super::stats::{DcqcnStats, FlowStats, Histogram};
 use super::{Retransmit, mac_serde};
+use crate::time::{Instant, Nanos};
 use crate::wire::EthernetAddress;
 use crate::wire::bth::Opcode;
 use crate::wire::ip::Ecn;
@@ -93,7 +94,10 @@ pub(crate) struct SendFlow {
     pub cfg: FlowConfig,
     pub src_qp: u32,
     mode: Retransmit,
-    rto_ns: u64,
+    rto: Nanos,
+    /// `cfg.start_ns` and `cfg.until_ns`, compiled.
+    start: Instant,
+    until: Option<Instant>,
     payload_max: u64,
     packets_per_message: u64,
     /// The flow's own cap: min(line rate, configured rate).
@@ -106,7 +110,7 @@ pub(crate) struct SendFlow {
     seq_limit: u64,
     messages_started: u64,
     /// First-transmission time of every message from `una`'s on.
-    message_start_ns: VecDeque<u64>,
+    message_starts: VecDeque<Instant>,
     message_base: u64,
     /// Pacing: the earliest start of the next packet, in ps, and the division remainder carried.
     next_send_ps: u128,
@@ -115,8 +119,11 @@ pub(crate) struct SendFlow {
     /// × 10^12 plus the remainder carried in. A rate change re-divides it ([`Self::repace`]).
     gap_base_ps: u128,
     gap_scaled: u128,
-    rto_deadline_ns: Option<u64>,
+    rto_deadline: Option<Instant>,
     ip_ident: u16,
+    /// The first transmission, and when the flow finished (reported as `first_send_ns`, `finished_ns`).
+    first_send: Option<Instant>,
+    finished: Option<Instant>,
     stats: FlowStats,
     /// Message completion times (first transmission to the ACK covering the last packet).
     completion: Histogram,
@@ -130,7 +137,7 @@ impl SendFlow {
         line_rate_bps: u64,
         params: DcqcnParams,
         mode: Retransmit,
-        rto_ns: u64,
+        rto: Nanos,
     ) -> SendFlow {
         let cap_bps =
             cfg.rate_mbps.map_or(line_rate_bps, |r| (u64::from(r) * 1_000_000).min(line_rate_bps)).max(1);
@@ -147,10 +154,12 @@ impl SendFlow {
             ..FlowStats::default()
         };
         SendFlow {
+            start: Instant::from_ns(cfg.start_ns),
+            until: cfg.until_ns.map(Instant::from_ns),
             cfg,
             src_qp,
             mode,
-            rto_ns,
+            rto,
             payload_max,
             packets_per_message,
             cap_bps,
@@ -160,14 +169,16 @@ impl SendFlow {
             max: 0,
             seq_limit: 0,
             messages_started: 0,
-            message_start_ns: VecDeque::new(),
+            message_starts: VecDeque::new(),
             message_base: 0,
             next_send_ps: 0,
             pace_remainder: 0,
             gap_base_ps: 0,
             gap_scaled: 0,
-            rto_deadline_ns: None,
+            rto_deadline: None,
             ip_ident: 0,
+            first_send: None,
+            finished: None,
             stats,
             completion: Histogram::new(),
         }
@@ -192,14 +203,14 @@ impl SendFlow {
         (seq / ppm) * self.cfg.message_bytes + ((seq % ppm) * self.payload_max).min(self.cfg.message_bytes)
     }
 
-    fn can_start_message(&self, now_ns: u64) -> bool {
+    fn can_start_message(&self, now: Instant) -> bool {
         self.cfg.messages.is_none_or(|m| self.messages_started < m)
-            && self.cfg.until_ns.is_none_or(|u| now_ns.max(self.cfg.start_ns) < u)
+            && self.until.is_none_or(|u| now.max(self.start) < u)
     }
 
     /// The flow has packets to (re)send or may start a message.
-    fn has_data(&self, now_ns: u64) -> bool {
-        self.nxt < self.seq_limit || self.can_start_message(now_ns)
+    fn has_data(&self, now: Instant) -> bool {
+        self.nxt < self.seq_limit || self.can_start_message(now)
     }
 
     /// Outstanding packets stay below the window (0 = no window) and half the PSN space.
@@ -211,23 +222,23 @@ impl SendFlow {
 
     /// When the flow may send its next packet, ignoring PFC and the line; `None` when it has nothing
     /// to send or is window-bound (an ACK will wake it).
-    pub fn ready_at(&self, now_ns: u64, window_packets: u32) -> Option<u64> {
-        if !self.has_data(now_ns) || !self.window_open(window_packets) {
+    pub fn ready_at(&self, now: Instant, window_packets: u32) -> Option<Instant> {
+        if !self.has_data(now) || !self.window_open(window_packets) {
             return None;
         }
-        Some(self.cfg.start_ns.max(crate::ps::to_ns_ceil(self.next_send_ps)))
+        Some(self.start.max(crate::ps::to_instant_ceil(self.next_send_ps)))
     }
 
     pub fn is_finished(&self) -> bool {
-        self.stats.finished_ns.is_some()
+        self.finished.is_some()
     }
 
-    /// Builds the next data packet at `now_ns`, whose first bit leaves at `start_ps`; updates sequence
+    /// Builds the next data packet at `now`, whose first bit leaves at `start_ps`; updates sequence
     /// state, pacing, the RTO and the byte counter.
     /// `buffer` is reused for the frame.
-    pub fn transmit(&mut self, now_ns: u64, start_ps: u128, local: &Local, buffer: Vec<u8>) -> Vec<u8> {
+    pub fn transmit(&mut self, now: Instant, start_ps: u128, local: &Local, buffer: Vec<u8>) -> Vec<u8> {
         if self.nxt == self.seq_limit {
-            self.message_start_ns.push_back(now_ns);
+            self.message_starts.push_back(now);
             self.messages_started += 1;
             self.seq_limit += self.packets_per_message;
         }
@@ -241,9 +252,10 @@ impl SendFlow {
             (_, i) if i == ppm - 1 => Opcode::RcSendLast,
             _ => Opcode::RcSendMiddle,
         };
+        // The in-payload header is the wire: instants as integers.
         let header = DataHeader {
-            sent_ns: now_ns,
-            message_start_ns: self.message_start_ns[(message - self.message_base) as usize],
+            sent_ns: now.as_ns(),
+            message_start_ns: self.message_starts[(message - self.message_base) as usize].as_ns(),
             seq,
             message_id: message,
             flow_id: self.cfg.id,
@@ -278,11 +290,11 @@ impl SendFlow {
             s.retransmitted_packets += 1;
             s.retransmitted_bytes += app_len;
         }
-        s.first_send_ns.get_or_insert(now_ns);
-        if self.rto_deadline_ns.is_none() {
-            self.rto_deadline_ns = Some(now_ns + self.rto_ns);
+        self.first_send.get_or_insert(now);
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rto);
         }
-        self.pace(frame.len() as u64, now_ns, start_ps);
+        self.pace(frame.len() as u64, now, start_ps);
         self.with_dcqcn(|d| d.on_sent(frame.len() as u64));
         frame
     }
@@ -290,8 +302,8 @@ impl SendFlow {
     /// Spaces packets at the flow's rate in line bits (frame + [`WIRE_OVERHEAD_BYTES`]). A packet sent on
     /// time is spaced from its exact (sub-ns) due instant, a late one from when it actually left, so a
     /// flow never bursts to catch up.
-    fn pace(&mut self, frame_len: u64, now_ns: u64, start_ps: u128) {
-        let on_time = now_ns <= crate::ps::to_ns_ceil(self.next_send_ps);
+    fn pace(&mut self, frame_len: u64, now: Instant, start_ps: u128) {
+        let on_time = now <= crate::ps::to_instant_ceil(self.next_send_ps);
         let base = if on_time && self.next_send_ps > 0 { self.next_send_ps } else { start_ps };
         self.gap_base_ps = base;
         self.gap_scaled =
@@ -319,7 +331,7 @@ impl SendFlow {
         }
     }
 
-    fn advance(&mut self, new_una: u64, now_ns: u64) {
+    fn advance(&mut self, new_una: u64, now: Instant) {
         if new_una <= self.una {
             return;
         }
@@ -330,60 +342,60 @@ impl SendFlow {
         self.nxt = self.nxt.max(self.una);
         let first_open = self.una / self.packets_per_message;
         while self.message_base < first_open {
-            let Some(start) = self.message_start_ns.pop_front() else { break };
-            self.completion.record(now_ns.saturating_sub(start));
+            let Some(start) = self.message_starts.pop_front() else { break };
+            self.completion.record(now.saturating_since(start).as_ns());
             self.message_base += 1;
         }
         self.stats.messages_completed = first_open;
-        self.rto_deadline_ns = (self.una < self.max).then_some(now_ns + self.rto_ns);
-        self.check_finished(now_ns);
+        self.rto_deadline = (self.una < self.max).then_some(now + self.rto);
+        self.check_finished(now);
     }
 
-    fn check_finished(&mut self, now_ns: u64) {
-        if self.finishes_at(now_ns) {
-            self.stats.finished_ns = Some(now_ns);
+    fn check_finished(&mut self, now: Instant) {
+        if self.finishes_at(now) {
+            self.finished = Some(now);
         }
     }
 
-    /// The flow is done at `now_ns` (everything acknowledged, no message left to start) but not yet marked
+    /// The flow is done at `now` (everything acknowledged, no message left to start) but not yet marked
     /// finished.
-    pub(super) fn finishes_at(&self, now_ns: u64) -> bool {
-        self.stats.finished_ns.is_none() && self.una == self.seq_limit && !self.can_start_message(now_ns)
+    pub(super) fn finishes_at(&self, now: Instant) -> bool {
+        self.finished.is_none() && self.una == self.seq_limit && !self.can_start_message(now)
     }
 
-    /// What the NIC's scans over its flows read, as of `now_ns` (see [`FlowSchedule`]).
-    pub(super) fn schedule(&self, now_ns: u64, window_packets: u32) -> FlowSchedule {
+    /// What the NIC's scans over its flows read, as of `now` (see [`FlowSchedule`]).
+    pub(super) fn schedule(&self, now: Instant, window_packets: u32) -> FlowSchedule {
         let timer_at = self.poll_at();
         // [`Self::finishes_at`] as an instant: no message may start once the messages are all started, or
         // from `until` on (at once when the flow starts no earlier).
         let exhausted = self.cfg.messages.is_some_and(|m| self.messages_started >= m);
-        let finish_at = if self.stats.finished_ns.is_some() || self.una != self.seq_limit {
+        let finish_at = if self.finished.is_some() || self.una != self.seq_limit {
             None
         } else if exhausted {
-            Some(0)
+            Some(Instant::ZERO)
         } else {
-            self.cfg.until_ns.map(|u| if self.cfg.start_ns >= u { 0 } else { u })
+            self.until.map(|u| if self.start >= u { Instant::ZERO } else { u })
         };
         let timeout_at = match (timer_at, finish_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         // `ready_at` depends on time only through `until`, when the flow may no longer start messages.
-        let ready_until_ns = match self.cfg.until_ns {
-            Some(u) if self.cfg.start_ns < u && now_ns < u => u,
-            _ => u64::MAX,
+        let ready_until = match self.until {
+            Some(u) if self.start < u && now < u => u,
+            _ => Instant::MAX,
         };
         FlowSchedule {
             timer_at,
             timeout_at,
-            ready_at: self.ready_at(now_ns, window_packets),
-            ready_until_ns,
+            ready_at: self.ready_at(now, window_packets),
+            ready_until,
             priority: self.cfg.priority,
         }
     }
 
     /// An RC ACK acknowledging everything up to `psn`.
-    pub fn on_ack(&mut self, psn: u32, now_ns: u64) {
+    pub fn on_ack(&mut self, psn: u32, now: Instant) {
         self.stats.acks_received += 1;
         let acked = u64::from(psn_diff(psn_add(psn, 1), self.psn_of(self.una)));
         if acked == 0 || acked > self.max - self.una {
@@ -394,12 +406,12 @@ impl SendFlow {
             // Only whole messages count: the receiver discards partial ones.
             new_una = self.message_boundary(new_una);
         }
-        self.advance(new_una, now_ns);
+        self.advance(new_una, now);
     }
 
     /// A NAK (PSN sequence error) carrying the receiver's expected PSN: everything before it is
     /// acknowledged; sending resumes there (go-back-N) or at the start of its message (go-back-0).
-    pub fn on_nak(&mut self, psn: u32, now_ns: u64) {
+    pub fn on_nak(&mut self, psn: u32, now: Instant) {
         self.stats.naks_received += 1;
         let good = u64::from(psn_diff(psn, self.psn_of(self.una)));
         if good > self.max - self.una {
@@ -409,31 +421,31 @@ impl SendFlow {
         if self.mode == Retransmit::GoBack0 {
             resume = self.message_boundary(resume);
         }
-        self.advance(resume, now_ns);
+        self.advance(resume, now);
         self.nxt = self.una;
         if self.una < self.max {
-            self.rto_deadline_ns = Some(now_ns + self.rto_ns);
+            self.rto_deadline = Some(now + self.rto);
         }
     }
 
-    pub fn on_cnp(&mut self, now_ns: u64) {
+    pub fn on_cnp(&mut self, now: Instant) {
         self.stats.cnps_received += 1;
-        self.with_dcqcn(|d| d.on_cnp(now_ns));
+        self.with_dcqcn(|d| d.on_cnp(now));
     }
 
     /// DCQCN timers, the retransmission timeout, and completion of a flow bounded by `until_ns`.
-    pub fn handle_timeout(&mut self, now_ns: u64) {
-        self.with_dcqcn(|d| d.handle_timeout(now_ns));
-        if let Some(deadline) = self.rto_deadline_ns.filter(|&t| t <= now_ns) {
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.with_dcqcn(|d| d.handle_timeout(now));
+        if let Some(deadline) = self.rto_deadline.filter(|&t| t <= now) {
             if self.una < self.max {
                 self.stats.timeouts += 1;
                 self.nxt = self.message_boundary_for_mode(self.una);
-                self.rto_deadline_ns = Some(deadline.max(now_ns) + self.rto_ns);
+                self.rto_deadline = Some(deadline.max(now) + self.rto);
             } else {
-                self.rto_deadline_ns = None;
+                self.rto_deadline = None;
             }
         }
-        self.check_finished(now_ns);
+        self.check_finished(now);
     }
 
     fn message_boundary_for_mode(&self, seq: u64) -> u64 {
@@ -444,29 +456,32 @@ impl SendFlow {
     }
 
     /// The next timer instant (DCQCN, RTO, or the end of a time-bounded flow that is idle).
-    pub fn poll_at(&self) -> Option<u64> {
-        let idle_until = self.cfg.until_ns.filter(|_| {
-            self.stats.finished_ns.is_none() && self.una == self.seq_limit && self.nxt == self.una
-        });
-        [self.dcqcn.as_ref().and_then(Dcqcn::poll_at), self.rto_deadline_ns, idle_until]
+    pub fn poll_at(&self) -> Option<Instant> {
+        let idle_until = self
+            .until
+            .filter(|_| self.finished.is_none() && self.una == self.seq_limit && self.nxt == self.una);
+        [self.dcqcn.as_ref().and_then(Dcqcn::poll_at), self.rto_deadline, idle_until]
             .into_iter()
             .flatten()
             .min()
     }
 
-    pub fn stats(&self, now_ns: u64) -> FlowStats {
+    pub fn stats(&self, now: Instant) -> FlowStats {
         let mut s = self.stats.clone();
         s.messages_started = self.messages_started;
         s.message_completion = self.completion.summary();
         s.rate_mbps_now = self.rate_bps() as f64 / 1e6;
-        if let Some(start) = s.first_send_ns {
-            let end = s.finished_ns.unwrap_or(now_ns);
+        s.first_send_ns = self.first_send.map(Instant::as_ns);
+        s.finished_ns = self.finished.map(Instant::as_ns);
+        if let Some(start) = self.first_send {
+            let end = self.finished.unwrap_or(now);
             if end > start {
-                s.goodput_mbps = s.acked_bytes as f64 * 8.0 * 1e3 / (end - start) as f64;
+                s.goodput_mbps =
+                    s.acked_bytes as f64 * 8.0 * 1e3 / end.saturating_since(start).as_ns() as f64;
             }
         }
         s.dcqcn = self.dcqcn.as_ref().map(|d| DcqcnStats {
-            alpha: d.alpha_f64_at(now_ns),
+            alpha: d.alpha_f64_at(now),
             current_rate_mbps: d.rate_bps() as f64 / 1e6,
             target_rate_mbps: d.target_bps() as f64 / 1e6,
             cnps: d.cnps(),
@@ -487,12 +502,12 @@ impl SendFlow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FlowSchedule {
     /// [`SendFlow::poll_at`].
-    pub timer_at: Option<u64>,
+    pub timer_at: Option<Instant>,
     /// From when [`SendFlow::handle_timeout`] has something to do: a timer, or marking the flow finished.
-    pub timeout_at: Option<u64>,
-    /// [`SendFlow::ready_at`], at any time before `ready_until_ns`.
-    pub ready_at: Option<u64>,
-    pub ready_until_ns: u64,
+    pub timeout_at: Option<Instant>,
+    /// [`SendFlow::ready_at`], at any time before `ready_until`.
+    pub ready_at: Option<Instant>,
+    pub ready_until: Instant,
     pub priority: u8,
 }
 
@@ -500,6 +515,7 @@ pub(super) struct FlowSchedule {
 mod completion_tests {
     use crate::nic::{FlowConfig, Nic, NicConfig, WIRE_OVERHEAD_BYTES};
     use crate::sim::{Device, Sim};
+    use crate::time::Instant;
     use crate::wire::EthernetAddress;
     use std::net::Ipv4Addr;
 
@@ -522,7 +538,7 @@ mod completion_tests {
         let mut sim = Sim::new();
         let (a, b) = (sim.add(Device::Nic(Box::new(a))), sim.add(Device::Nic(Box::new(nic(mac_b, 2)))));
         sim.connect((a, 0), 1000, (b, 0), 1000, 1_000);
-        sim.run_until(1_000_000);
+        sim.run_until(Instant::from_ns(1_000_000));
         // Link physics at 1 Gb/s with 1 µs of cable: a one-packet message is a 1058-byte frame (Ethernet 14,
         // IPv4 20, UDP 8, BTH 12, 1000 bytes, ICRC 4) and its ACK a 62-byte one (AETH 4), each + 24 bytes
         // of FCS, preamble and gap on the line; the receiver answers the last packet at once.

@@ -10,18 +10,19 @@
 
 use super::Nic;
 use super::flow::FlowSchedule;
+use crate::time::Instant;
 
 /// Up to this many flows a scan of the schedules is cheaper than the trees' queries (a sender of an incast
 /// has one flow): the NIC scans instead.
 pub(super) const SCAN_FLOWS: usize = 8;
 
-/// `u64::MAX` stands for "never" (`None`).
-const NEVER: u64 = u64::MAX;
+/// `Instant::MAX` stands for "never" (`None`).
+const NEVER: Instant = Instant::MAX;
 
 #[derive(Debug, Clone)]
 pub(super) struct MinTree {
     /// Leaves start at `leaves`; node `i` holds the minimum of `2i` and `2i + 1`.
-    nodes: Vec<u64>,
+    nodes: Vec<Instant>,
     leaves: usize,
 }
 
@@ -38,7 +39,7 @@ impl MinTree {
         MinTree { nodes: vec![NEVER; 2 * leaves], leaves }
     }
 
-    pub(super) fn set(&mut self, i: usize, at: Option<u64>) {
+    pub(super) fn set(&mut self, i: usize, at: Option<Instant>) {
         let mut node = self.leaves + i;
         let value = at.unwrap_or(NEVER);
         if self.nodes[node] == value {
@@ -56,17 +57,17 @@ impl MinTree {
     }
 
     #[cfg(test)]
-    fn get(&self, i: usize) -> Option<u64> {
+    fn get(&self, i: usize) -> Option<Instant> {
         Some(self.nodes[self.leaves + i]).filter(|&v| v != NEVER)
     }
 
     /// The earliest instant of all.
-    pub(super) fn min(&self) -> Option<u64> {
+    pub(super) fn min(&self) -> Option<Instant> {
         Some(self.nodes[1]).filter(|&v| v != NEVER)
     }
 
     /// The first entry at or after `from` whose instant is at most `limit`.
-    pub(super) fn first_due(&self, from: usize, limit: u64) -> Option<usize> {
+    pub(super) fn first_due(&self, from: usize, limit: Instant) -> Option<usize> {
         if from >= self.leaves || self.nodes[1] > limit {
             return None;
         }
@@ -101,7 +102,7 @@ pub(super) struct FlowIndex {
     pub(super) timeouts: MinTree,
     /// Per priority: [`FlowSchedule::ready_at`] of the flows of that priority ("never" for the others).
     pub(super) ready: [MinTree; 8],
-    /// [`FlowSchedule::ready_until_ns`]: before the earliest of these, every cached `ready_at` holds.
+    /// [`FlowSchedule::ready_until`]: before the earliest of these, every cached `ready_at` holds.
     pub(super) ready_until: MinTree,
 }
 
@@ -129,12 +130,12 @@ impl FlowIndex {
         self.timers.set(i, s.timer_at);
         self.timeouts.set(i, s.timeout_at);
         self.ready[usize::from(s.priority & 7)].set(i, s.ready_at);
-        self.ready_until.set(i, Some(s.ready_until_ns));
+        self.ready_until.set(i, Some(s.ready_until));
     }
 
-    /// Do the cached `ready_at`s all hold at `now_ns`?
-    pub(super) fn ready_holds(&self, now_ns: u64) -> bool {
-        self.ready_until.min().is_none_or(|t| now_ns < t)
+    /// Do the cached `ready_at`s all hold at `now`?
+    pub(super) fn ready_holds(&self, now: Instant) -> bool {
+        self.ready_until.min().is_none_or(|t| now < t)
     }
 }
 
@@ -150,11 +151,11 @@ impl Nic {
         self.index = FlowIndex::new(&self.schedules);
     }
 
-    /// The first flow in round-robin order from `from` (wrapping) that may send at `now_ns` (its priority
+    /// The first flow in round-robin order from `from` (wrapping) that may send at `now` (its priority
     /// not in `paused`), from the index; `None` when the cached readiness may not hold (the caller scans).
-    pub(super) fn next_ready_flow(&self, from: usize, now_ns: u64, paused: u8) -> Option<Option<usize>> {
+    pub(super) fn next_ready_flow(&self, from: usize, now: Instant, paused: u8) -> Option<Option<usize>> {
         let n = self.flows.len();
-        if n <= SCAN_FLOWS || !self.index.ready_holds(now_ns) {
+        if n <= SCAN_FLOWS || !self.index.ready_holds(now) {
             return None;
         }
         let mut best: Option<(usize, usize)> = None;
@@ -162,8 +163,7 @@ impl Nic {
             if paused & (1 << p) != 0 {
                 continue;
             }
-            let found =
-                tree.first_due(from, now_ns).or_else(|| tree.first_due(0, now_ns).filter(|&i| i < from));
+            let found = tree.first_due(from, now).or_else(|| tree.first_due(0, now).filter(|&i| i < from));
             if let Some(i) = found {
                 let distance = (i + n - from) % n;
                 if best.is_none_or(|(d, _)| distance < d) {
@@ -191,13 +191,14 @@ mod tests {
             let mut tree = MinTree::new(n);
             let mut plain = vec![None; n];
             for (i, at) in changes {
-                let i = i % n;
+                let (i, at) = (i % n, at.map(Instant::from_ns));
                 tree.set(i, at);
                 plain[i] = at;
                 prop_assert_eq!(tree.min(), plain.iter().flatten().copied().min());
                 prop_assert_eq!(tree.get(i), at);
             }
             for (from, limit) in queries {
+                let limit = Instant::from_ns(limit);
                 let expected = (from..n).find(|&i| plain[i].is_some_and(|t| t <= limit));
                 prop_assert_eq!(tree.first_due(from, limit), expected, "from {} limit {}", from, limit);
             }

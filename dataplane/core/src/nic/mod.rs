@@ -2,7 +2,7 @@
 //! at the edge of a fabric.
 //!
 //! [`Nic`] is a plain state machine in the style of quinn-proto (and of [`crate::model::Switch`]): it never
-//! reads a clock, opens a socket or spawns; time is integer nanoseconds passed in.
+//! reads a clock, opens a socket or spawns; time is passed in, an [`Instant`] (integer nanoseconds).
 //!
 //! ```text
 //! handle_frame(frame, now)    a frame arrived from the link
@@ -68,7 +68,7 @@ pub use stats::{
 };
 
 use crate::model::pfc::{PfcCounters, PfcPort};
-use crate::time::Instant;
+use crate::time::{Instant, Nanos};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
@@ -91,7 +91,6 @@ pub const FIRST_AUTO_QP: u32 = 0x100;
 pub const RETIRED_RX_QPS: usize = 256;
 /// Priority of ARP replies.
 const ARP_PRIORITY: u8 = 0;
-const PS_PER_NS: u128 = 1000;
 const IDENTITY_PRIORITIES: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
 /// Received frames kept to build frames in ([`Nic::recycle`]).
 const SPARE_FRAMES: usize = 16;
@@ -111,16 +110,16 @@ enum Control {
 #[derive(Debug)]
 pub struct Nic {
     cfg: NicConfig,
-    now_ns: u64,
+    now: Instant,
     /// The line is busy until this instant (ps, exact), with the division remainder carried.
     line_free_ps: u128,
     line_remainder: u128,
     pfc: PfcPort,
-    storm_interval_ns: u64,
+    storm_interval: Nanos,
     control: VecDeque<Control>,
     control_ident: u16,
     /// When this port last made a CNP due (for `min_time_between_cnps_ns`).
-    last_port_cnp_ns: Option<u64>,
+    last_port_cnp: Option<Instant>,
     flows: Vec<SendFlow>,
     /// Beside each flow, what the scans read of it ([`FlowSchedule`]), refreshed whenever it changes.
     schedules: Vec<FlowSchedule>,
@@ -133,7 +132,7 @@ pub struct Nic {
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
     retired: VecDeque<(RxKey, RxQp)>,
     /// The next sweep for idle receiving QPs.
-    next_expiry_ns: u64,
+    next_expiry: Instant,
     /// The receive buffer and pipeline; `None` = frames consumed on arrival (`rx_pipeline.rs`).
     rx_pipe: Option<RxPipeline>,
     /// Pingmesh probing, when configured ([`Nic::set_probes`]); answering pings needs none.
@@ -147,14 +146,14 @@ impl Nic {
         Ok(Nic {
             rx_pipe: cfg.rx_pipeline.enabled().then(|| RxPipeline::new(cfg.rx_pipeline)),
             cfg,
-            now_ns: 0,
+            now: Instant::ZERO,
             line_free_ps: 0,
             line_remainder: 0,
             pfc: PfcPort::default(),
-            storm_interval_ns: 0,
+            storm_interval: Nanos::ZERO,
             control: VecDeque::new(),
             control_ident: 0,
-            last_port_cnp_ns: None,
+            last_port_cnp: None,
             flows: Vec::new(),
             schedules: Vec::new(),
             index: FlowIndex::default(),
@@ -162,7 +161,7 @@ impl Nic {
             rr_next: 0,
             receivers: BTreeMap::new(),
             retired: VecDeque::new(),
-            next_expiry_ns: 0,
+            next_expiry: Instant::ZERO,
             prober: None,
             counters: NicCounters::default(),
         })
@@ -173,12 +172,12 @@ impl Nic {
     }
 
     /// The latest time any call passed in.
-    pub fn now_ns(&self) -> u64 {
-        self.now_ns
+    pub fn now(&self) -> Instant {
+        self.now
     }
 
-    fn observe(&mut self, now_ns: u64) {
-        self.now_ns = self.now_ns.max(now_ns);
+    fn observe(&mut self, now: Instant) {
+        self.now = self.now.max(now);
     }
 
     fn line_rate_bps(&self) -> u64 {
@@ -225,9 +224,9 @@ impl Nic {
             self.line_rate_bps(),
             self.cfg.dcqcn,
             self.cfg.retransmit,
-            self.cfg.rto_ns,
+            Nanos::from_ns(self.cfg.rto_ns),
         );
-        self.schedules.push(send.schedule(self.now_ns, self.cfg.window_packets));
+        self.schedules.push(send.schedule(self.now, self.cfg.window_packets));
         self.flows.push(send);
         self.rebuild_index();
         Ok(src_qp)
@@ -236,7 +235,7 @@ impl Nic {
     /// Removes a flow (whatever it had in flight is forgotten); returns its final statistics.
     pub fn remove_flow(&mut self, id: u32) -> Option<FlowStats> {
         let i = self.flows.iter().position(|f| f.cfg.id == id)?;
-        let stats = self.flows[i].stats(self.now_ns);
+        let stats = self.flows[i].stats(self.now);
         self.flows.remove(i);
         self.schedules.remove(i);
         self.rebuild_index();
@@ -255,7 +254,7 @@ impl Nic {
 
     /// What the probes measured, one entry per peer (empty without probing).
     pub fn probe_stats(&self) -> Vec<ProbeStats> {
-        self.prober.as_ref().map(|p| p.stats(self.now_ns)).unwrap_or_default()
+        self.prober.as_ref().map(|p| p.stats(self.now)).unwrap_or_default()
     }
 
     /// The probes' RTT histogram towards `peer` (to merge or take other percentiles).
@@ -265,16 +264,16 @@ impl Nic {
 
     /// Storm mode (the misbehaving NIC of Microsoft's "RDMA over Commodity Ethernet at Scale", SIGCOMM
     /// 2016): send a PFC XOFF with [`STORM_QUANTA`] for `priorities` (bit mask) at once and then every
-    /// `interval_ns`, regardless of anything. 0 stops the storm without an XON (the peer resumes when its
+    /// `interval`, regardless of anything. 0 stops the storm without an XON (the peer resumes when its
     /// last timer expires).
-    pub fn set_storm(&mut self, priorities: u8, interval_ns: u64) {
+    pub fn set_storm(&mut self, priorities: u8, interval: Nanos) {
         self.pfc.forget(0xff);
         if let Some(pipe) = &mut self.rx_pipe {
             // The buffer asserts again at its next change if it still wants to.
             pipe.xoff = false;
         }
         if priorities != 0 {
-            self.storm_interval_ns = interval_ns.max(1);
+            self.storm_interval = interval.max(Nanos::from_ns(1));
             self.pfc.assert_xoff(priorities);
         }
     }
@@ -288,22 +287,21 @@ impl Nic {
 
     /// A frame arrived from the link.
     pub fn handle_frame(&mut self, frame: &[u8], now: Instant) {
-        let now_ns = now.as_ns();
-        self.observe(now_ns);
+        self.observe(now);
         self.counters.rx_frames += 1;
         self.counters.rx_bytes += frame.len() as u64;
-        if self.rx_pipe.is_some() && self.rx_enqueue(frame, now_ns) {
+        if self.rx_pipe.is_some() && self.rx_enqueue(frame, now) {
             return;
         }
-        self.process_frame(frame, now_ns);
+        self.process_frame(frame, now);
     }
 
     /// What the NIC does with a received frame (on arrival, or when its receive pipeline finishes it).
-    fn process_frame(&mut self, frame: &[u8], now_ns: u64) {
+    fn process_frame(&mut self, frame: &[u8], now: Instant) {
         // A RoCEv2 packet (nearly every frame) is read in place; anything else is decoded in full.
         if let Some(roce) = crate::wire::roce_v4(frame) {
             debug_assert_eq!(Some(roce), crate::wire::decode(frame).ok().and_then(|d| RoceV4::of(&d)));
-            return self.receive_roce(frame, &roce, now_ns);
+            return self.receive_roce(frame, &roce, now);
         }
         let Ok(decoded) = crate::wire::decode(frame) else {
             self.counters.rx_malformed += 1;
@@ -311,26 +309,17 @@ impl Nic {
         };
         if let Some(roce) = RoceV4::of(&decoded) {
             // Not reached (roce_v4 takes these), but should the two ever differ, the same handling.
-            return self.receive_roce(frame, &roce, now_ns);
+            return self.receive_roce(frame, &roce, now);
         }
         match decoded.l3 {
             L3::MacControl(MacControlRepr::Pfc(pfc)) => {
                 self.counters.rx_pfc_frames += 1;
-                self.pfc.receive(
-                    &pfc,
-                    self.cfg.pfc_enable,
-                    self.cfg.line_rate_mbps,
-                    Instant::from_ns(now_ns),
-                );
+                self.pfc.receive(&pfc, self.cfg.pfc_enable, self.cfg.line_rate_mbps, now);
             }
             L3::MacControl(MacControlRepr::Pause(pause)) => {
                 self.counters.rx_pause_frames += 1;
                 if self.cfg.pfc_enable == 0 {
-                    self.pfc.receive_pause(
-                        pause.pause_time,
-                        self.cfg.line_rate_mbps,
-                        Instant::from_ns(now_ns),
-                    );
+                    self.pfc.receive_pause(pause.pause_time, self.cfg.line_rate_mbps, now);
                 }
             }
             L3::Arp(request)
@@ -351,7 +340,7 @@ impl Nic {
     }
 
     /// An IPv4 RoCEv2 packet arrived: handled if it is addressed to this NIC, else ignored.
-    fn receive_roce(&mut self, frame: &[u8], r: &RoceV4, now_ns: u64) {
+    fn receive_roce(&mut self, frame: &[u8], r: &RoceV4, now: Instant) {
         if r.ip.dst_addr != self.cfg.ip || r.dst_mac != self.cfg.mac {
             self.counters.rx_ignored += 1;
             return;
@@ -371,12 +360,12 @@ impl Nic {
             udp_src_port: r.udp.src_port,
             bth: r.bth,
         };
-        self.handle_roce(&roce, payload, now_ns);
+        self.handle_roce(&roce, payload, now);
     }
 
-    fn handle_roce(&mut self, p: &Roce, payload: &[u8], now_ns: u64) {
+    fn handle_roce(&mut self, p: &Roce, payload: &[u8], now: Instant) {
         if p.bth.opcode == Opcode::UdSendOnly && p.bth.dest_qp == probe::PROBE_QP {
-            self.handle_probe(p, payload, now_ns);
+            self.handle_probe(p, payload, now);
             return;
         }
         if let Some(position) = data_position(p.bth.opcode) {
@@ -386,22 +375,22 @@ impl Nic {
             };
             let params = RxParams {
                 ack_every: self.cfg.ack_every,
-                nak_interval_ns: self.cfg.nak_interval_ns,
-                cnp_interval_ns: self.cfg.cnp_interval_ns(),
+                nak_interval: Nanos::from_ns(self.cfg.nak_interval_ns),
+                cnp_interval: self.cfg.cnp_interval(),
                 port_cnp_held: self
-                    .last_port_cnp_ns
-                    .is_some_and(|t| now_ns.saturating_sub(t) < self.cfg.min_time_between_cnps_ns()),
+                    .last_port_cnp
+                    .is_some_and(|t| now.saturating_since(t) < self.cfg.min_time_between_cnps()),
                 mode: self.cfg.retransmit,
             };
             let key = RxKey { src_ip: p.src_ip, qp: p.bth.dest_qp, src_qp: header.src_qp };
-            self.open_receiving_qp(key, implied_initial_psn(p.bth.psn, &header), now_ns);
+            self.open_receiving_qp(key, implied_initial_psn(p.bth.psn, &header), now);
             let Some(rx) = self.receivers.get_mut(&key) else { return };
             rx.peer_mac = p.src_mac;
             rx.udp_src_port = p.udp_src_port;
             rx.dscp = p.dscp;
-            let out = rx.on_data(p.bth.psn, position, p.bth.ack_request, &header, p.ce, now_ns, &params);
+            let out = rx.on_data(p.bth.psn, position, p.bth.ack_request, &header, p.ce, now, &params);
             if out.cnp {
-                self.last_port_cnp_ns = Some(now_ns);
+                self.last_port_cnp = Some(now);
                 self.control.push_back(Control::Cnp(key));
             }
             if out.nak && !rx.nak_queued {
@@ -426,21 +415,21 @@ impl Nic {
         let flow = &mut self.flows[i];
         match p.bth.opcode {
             Opcode::RcAck => match Aeth::parse(payload) {
-                Some(aeth) if aeth.is_ack() => flow.on_ack(p.bth.psn, now_ns),
+                Some(aeth) if aeth.is_ack() => flow.on_ack(p.bth.psn, now),
                 Some(aeth) if aeth.syndrome == Aeth::SYNDROME_NAK_PSN_SEQUENCE_ERROR => {
-                    flow.on_nak(p.bth.psn, now_ns)
+                    flow.on_nak(p.bth.psn, now)
                 }
                 Some(_) => self.counters.rx_ignored += 1,
                 None => self.counters.rx_malformed += 1,
             },
-            Opcode::Cnp => flow.on_cnp(now_ns),
+            Opcode::Cnp => flow.on_cnp(now),
             _ => self.counters.rx_ignored += 1,
         }
         self.reschedule_flow(i);
     }
 
     /// A ping is answered (a pong queued with the ping's class); a pong goes to the prober.
-    fn handle_probe(&mut self, p: &Roce, payload: &[u8], now_ns: u64) {
+    fn handle_probe(&mut self, p: &Roce, payload: &[u8], now: Instant) {
         let Some(header) = probe::parse_probe(payload) else {
             self.counters.rx_ignored += 1;
             return;
@@ -455,13 +444,13 @@ impl Nic {
                     udp_src_port: p.udp_src_port,
                     seq: header.seq,
                     sent_ns: header.sent_ns,
-                    arrived_ns: now_ns,
+                    arrived: now,
                 }));
             }
             probe::ProbeKind::Pong => {
                 self.counters.rx_probe_reply_frames += 1;
                 if let Some(prober) = &mut self.prober {
-                    prober.on_pong(p.src_ip, &header, now_ns);
+                    prober.on_pong(p.src_ip, &header, now);
                 }
             }
         }
@@ -469,15 +458,15 @@ impl Nic {
 
     /// Refreshes what the scans read of flow `i` after it changed.
     pub(super) fn reschedule_flow(&mut self, i: usize) {
-        let schedule = self.flows[i].schedule(self.now_ns, self.cfg.window_packets);
+        let schedule = self.flows[i].schedule(self.now, self.cfg.window_packets);
         self.set_schedule(i, schedule);
     }
 
     /// Makes the live receiving QP of `key` the one whose first PSN is `initial_psn`: the live one if it
     /// is that; or a closed one of the same incarnation, brought back; or a new one (replacing a live one
     /// of another incarnation).
-    fn open_receiving_qp(&mut self, key: RxKey, initial_psn: u32, now_ns: u64) {
-        self.expire_idle(now_ns);
+    fn open_receiving_qp(&mut self, key: RxKey, initial_psn: u32, now: Instant) {
+        self.expire_idle(now);
         match self.receivers.get(&key) {
             Some(live) if live.initial_psn() == initial_psn => return,
             Some(_) => {
@@ -497,14 +486,14 @@ impl Nic {
     }
 
     /// Closes the receiving QPs idle for `rx_idle_timeout_ns`; sweeps at most every eighth of it.
-    fn expire_idle(&mut self, now_ns: u64) {
-        let timeout = self.cfg.rx_idle_timeout_ns;
-        if timeout == 0 || now_ns < self.next_expiry_ns {
+    fn expire_idle(&mut self, now: Instant) {
+        let timeout = Nanos::from_ns(self.cfg.rx_idle_timeout_ns);
+        if timeout.is_zero() || now < self.next_expiry {
             return;
         }
-        self.next_expiry_ns = now_ns.saturating_add((timeout / 8).max(1));
+        self.next_expiry = now + (timeout / 8).max(Nanos::from_ns(1));
         let idle: Vec<RxKey> =
-            self.receivers.iter().filter(|(_, rx)| rx.expired(now_ns, timeout)).map(|(k, _)| *k).collect();
+            self.receivers.iter().filter(|(_, rx)| rx.expired(now, timeout)).map(|(k, _)| *k).collect();
         for key in idle {
             if let Some(rx) = self.receivers.remove(&key) {
                 self.counters.rx_qps_expired += 1;
@@ -525,26 +514,26 @@ impl Nic {
     /// Runs the timers due by `now`: DCQCN decrease checks and rate increases, retransmission
     /// timeouts, and closes pauses that expired (for the pause-time accounting).
     pub fn handle_timeout(&mut self, now: Instant) {
-        let now_ns = now.as_ns();
-        self.observe(now_ns);
-        self.run_rx_pipeline(now_ns);
-        self.expire_idle(now_ns);
-        self.pfc.settle(Instant::from_ns(now_ns));
-        let (now, window) = (self.now_ns, self.cfg.window_packets);
+        self.observe(now);
+        self.run_rx_pipeline(now);
+        self.expire_idle(now);
+        self.pfc.settle(now);
+        // The flows' schedules are as of the latest time seen (`now` may be behind it).
+        let (latest, window) = (self.now, self.cfg.window_packets);
         // Only flows with something due are visited (found in the index): the others' handle_timeout would
         // change nothing.
         if cfg!(debug_assertions) {
             for (flow, schedule) in self.flows.iter().zip(&self.schedules) {
-                if schedule.timeout_at.is_none_or(|t| t > now_ns) {
-                    debug_assert!(!flow.finishes_at(now_ns) && flow.poll_at().is_none_or(|t| t > now_ns));
+                if schedule.timeout_at.is_none_or(|t| t > now) {
+                    debug_assert!(!flow.finishes_at(now) && flow.poll_at().is_none_or(|t| t > now));
                 }
             }
         }
         let mut from = 0;
-        while let Some(i) = self.index.timeouts.first_due(from, now_ns) {
-            debug_assert!(self.schedules[i].timeout_at.is_some_and(|t| t <= now_ns));
-            self.flows[i].handle_timeout(now_ns);
-            let schedule = self.flows[i].schedule(now, window);
+        while let Some(i) = self.index.timeouts.first_due(from, now) {
+            debug_assert!(self.schedules[i].timeout_at.is_some_and(|t| t <= now));
+            self.flows[i].handle_timeout(now);
+            let schedule = self.flows[i].schedule(latest, window);
             self.set_schedule(i, schedule);
             from = i + 1;
         }
@@ -553,18 +542,14 @@ impl Nic {
     /// The next instant the NIC needs [`Nic::handle_timeout`] or may send a frame; `None` when it is idle
     /// until a frame arrives. Relative to the latest `now` passed in.
     pub fn poll_at(&self) -> Option<Instant> {
-        self.poll_at_ns().map(Instant::from_ns)
-    }
-
-    fn poll_at_ns(&self) -> Option<u64> {
-        let now = self.now_ns;
+        let now = self.now;
         let paused = self.paused(now);
-        let unpause = self.pfc.next_unpause_at(Instant::from_ns(now)).map(Instant::as_ns);
-        let gate = |priority: u8, ready: u64| {
+        let unpause = self.pfc.next_unpause_at(now);
+        let gate = |priority: u8, ready: Instant| {
             if paused & (1 << priority) != 0 { unpause.map(|u| u.max(ready)) } else { Some(ready) }
         };
-        let mut transmit = self.pfc.next_frame_at(Instant::from_ns(now)).map(Instant::as_ns);
-        let mut earliest = |t: Option<u64>| {
+        let mut transmit = self.pfc.next_frame_at(now);
+        let mut earliest = |t: Option<Instant>| {
             if let Some(t) = t {
                 transmit = Some(transmit.map_or(t, |x| x.min(t)));
             }
@@ -578,10 +563,10 @@ impl Nic {
             .and_then(|p| p.next_due().and_then(|t| gate(p.config().priority, t.max(now))));
         earliest(probe);
         let window = self.cfg.window_packets;
-        let scan = |earliest: &mut dyn FnMut(Option<u64>)| {
+        let scan = |earliest: &mut dyn FnMut(Option<Instant>)| {
             for (f, s) in self.flows.iter().zip(&self.schedules) {
                 debug_assert_eq!((s.timer_at, s.priority), (f.poll_at(), f.cfg.priority));
-                let ready = if now < s.ready_until_ns { s.ready_at } else { f.ready_at(now, window) };
+                let ready = if now < s.ready_until { s.ready_at } else { f.ready_at(now, window) };
                 debug_assert_eq!(ready, f.ready_at(now, window));
                 earliest(ready.and_then(|r| gate(s.priority, r)));
             }
@@ -593,10 +578,7 @@ impl Nic {
                 earliest(tree.min().and_then(|r| gate(p as u8, r)));
             }
             if cfg!(debug_assertions) {
-                let mut scanned = [self.pfc.next_frame_at(Instant::from_ns(now)).map(Instant::as_ns), probe]
-                    .into_iter()
-                    .flatten()
-                    .min();
+                let mut scanned = [self.pfc.next_frame_at(now), probe].into_iter().flatten().min();
                 for c in &self.control {
                     scanned = [scanned, gate(self.control_priority(c), now)].into_iter().flatten().min();
                 }
@@ -606,7 +588,7 @@ impl Nic {
         } else {
             scan(&mut earliest);
         }
-        let transmit = transmit.map(|t| t.max(self.line_free_ns()));
+        let transmit = transmit.map(|t| t.max(self.line_free_at()));
         let rx = self.rx_pipe.as_ref().and_then(RxPipeline::poll_at);
         debug_assert_eq!(self.index.timers.min(), self.schedules.iter().filter_map(|s| s.timer_at).min());
         self.index.timers.min().into_iter().chain(transmit).chain(rx).min()
@@ -619,7 +601,7 @@ impl Nic {
     }
 
     pub fn flow_stats(&self, id: u32) -> Option<FlowStats> {
-        self.flows.iter().find(|f| f.cfg.id == id).map(|f| f.stats(self.now_ns))
+        self.flows.iter().find(|f| f.cfg.id == id).map(|f| f.stats(self.now))
     }
 
     /// The DCQCN state of a flow (for inspection and tests).
@@ -638,7 +620,7 @@ impl Nic {
         let matches = |k: &RxKey| k.src_ip == src_ip && k.qp == qp;
         let live = self.receivers.iter().filter(|(k, _)| matches(k)).map(|(_, rx)| rx);
         let closed = self.retired.iter().filter(|(k, _)| matches(k)).map(|(_, rx)| rx);
-        live.max_by_key(|rx| rx.stats.last_ns).or_else(|| closed.max_by_key(|rx| rx.stats.last_ns))
+        live.max_by_key(|rx| rx.last_at()).or_else(|| closed.max_by_key(|rx| rx.last_at()))
     }
 
     /// Receiver statistics of the QP `qp` of this NIC as fed by `src_ip` (see [`Nic::rx_keys`] for
@@ -665,13 +647,13 @@ impl Nic {
     /// Time `priority` has been paused by received PFC, up to the latest `now` (a pause in progress
     /// included).
     pub fn pause_ns(&self, priority: u8) -> u64 {
-        self.pfc.paused_ns(usize::from(priority & 7), Instant::from_ns(self.now_ns))
+        self.pfc.paused_ns(usize::from(priority & 7), self.now)
     }
 
-    /// [`Nic::pause_ns`] up to `now_ns` (not before the latest `now`): a driver's reading at an instant
-    /// the NIC had no event.
-    pub fn pause_ns_at(&self, priority: u8, now_ns: u64) -> u64 {
-        self.pfc.paused_ns(usize::from(priority & 7), Instant::from_ns(now_ns.max(self.now_ns)))
+    /// [`Nic::pause_ns`] up to `now` (not before the latest `now` passed in): a driver's reading at an
+    /// instant the NIC had no event.
+    pub fn pause_ns_at(&self, priority: u8, now: Instant) -> u64 {
+        self.pfc.paused_ns(usize::from(priority & 7), now.max(self.now))
     }
 
     /// PFC counters of a priority: frames received (`rx`, `rx_xon`, transitions, completed pause time)
@@ -682,7 +664,7 @@ impl Nic {
 
     /// Priorities paused now.
     pub fn paused_priorities(&self) -> u8 {
-        self.paused(self.now_ns)
+        self.paused(self.now)
     }
 
     pub fn counters(&self) -> NicCounters {
@@ -691,7 +673,7 @@ impl Nic {
 
     pub fn report(&self) -> NicReport {
         NicReport {
-            now_ns: self.now_ns,
+            now_ns: self.now.as_ns(),
             counters: self.counters,
             pfc: (0..8u8)
                 .map(|p| PriorityPause {
@@ -700,7 +682,7 @@ impl Nic {
                     pause_ns: self.pause_ns(p),
                 })
                 .collect(),
-            flows: self.flows.iter().map(|f| f.stats(self.now_ns)).collect(),
+            flows: self.flows.iter().map(|f| f.stats(self.now)).collect(),
             // Closed QPs (oldest first), then the live ones.
             receivers: self
                 .retired

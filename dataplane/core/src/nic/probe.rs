@@ -28,6 +28,7 @@
 use super::mac_serde;
 use super::packet::{self, Envelope, PSN_MASK};
 use super::stats::{Histogram, LatencySummary};
+use crate::time::{Instant, Nanos};
 use crate::wire::bth::Opcode;
 use crate::wire::{BthRepr, EthernetAddress};
 use serde::{Deserialize, Serialize};
@@ -157,8 +158,9 @@ pub(crate) struct Pong {
     pub dscp: u8,
     pub udp_src_port: u16,
     pub seq: u64,
+    /// The ping's `sent_ns`, echoed as it came (the prober's clock, a wire field).
     pub sent_ns: u64,
-    pub arrived_ns: u64,
+    pub arrived: Instant,
 }
 
 /// One host to probe.
@@ -251,10 +253,10 @@ pub struct ProbeStats {
 #[derive(Debug, Clone)]
 struct PeerProbe {
     peer: ProbePeer,
-    next_at_ns: u64,
+    next_at: Instant,
     next_seq: u64,
-    /// (seq, sent ns) of the pings in flight, oldest first.
-    outstanding: VecDeque<(u64, u64)>,
+    /// (seq, sent at) of the pings in flight, oldest first.
+    outstanding: VecDeque<(u64, Instant)>,
     sent: u64,
     received: u64,
     lost: u64,
@@ -264,8 +266,8 @@ struct PeerProbe {
 }
 
 impl PeerProbe {
-    fn expire(&mut self, now_ns: u64, timeout_ns: u64) {
-        while self.outstanding.front().is_some_and(|&(_, sent)| sent.saturating_add(timeout_ns) <= now_ns) {
+    fn expire(&mut self, now: Instant, timeout: Nanos) {
+        while self.outstanding.front().is_some_and(|&(_, sent)| sent + timeout <= now) {
             self.outstanding.pop_front();
             self.lost += 1;
         }
@@ -276,6 +278,11 @@ impl PeerProbe {
 #[derive(Debug, Clone)]
 pub(crate) struct Prober {
     cfg: ProbeConfig,
+    /// `cfg`'s times, compiled.
+    interval: Nanos,
+    timeout: Nanos,
+    /// No ping at or after this (`Instant::MAX`: no end).
+    until: Instant,
     peers: Vec<PeerProbe>,
 }
 
@@ -283,13 +290,14 @@ impl Prober {
     pub(crate) fn new(cfg: ProbeConfig) -> Result<Prober, String> {
         cfg.validate()?;
         let n = cfg.peers.len() as u64;
+        let (interval, start) = (Nanos::from_ns(cfg.interval_ns), Instant::from_ns(cfg.start_ns));
         let peers = cfg
             .peers
             .iter()
             .enumerate()
             .map(|(k, peer)| PeerProbe {
                 peer: peer.clone(),
-                next_at_ns: cfg.start_ns + cfg.interval_ns * k as u64 / n.max(1),
+                next_at: start + interval * k as u64 / n.max(1),
                 next_seq: 0,
                 outstanding: VecDeque::new(),
                 sent: 0,
@@ -300,7 +308,13 @@ impl Prober {
                 hold: Histogram::new(),
             })
             .collect();
-        Ok(Prober { cfg, peers })
+        Ok(Prober {
+            interval,
+            timeout: Nanos::from_ns(cfg.timeout_ns),
+            until: cfg.until_ns.map_or(Instant::MAX, Instant::from_ns),
+            cfg,
+            peers,
+        })
     }
 
     pub(crate) fn config(&self) -> &ProbeConfig {
@@ -308,44 +322,43 @@ impl Prober {
     }
 
     /// The earliest instant a ping is due.
-    pub(crate) fn next_due(&self) -> Option<u64> {
-        let until = self.cfg.until_ns.unwrap_or(u64::MAX);
-        self.peers.iter().map(|p| p.next_at_ns).filter(|&t| t < until).min()
+    pub(crate) fn next_due(&self) -> Option<Instant> {
+        self.peers.iter().map(|p| p.next_at).filter(|&t| t < self.until).min()
     }
 
-    /// The ping due at `now` (the earliest due first), its first bit leaving at `sent_ns`: its peer and
+    /// The ping due at `now` (the earliest due first), its first bit leaving at `sent`: its peer and
     /// header; the peer's next ping is scheduled one interval on (never in a burst after a pause).
-    pub(crate) fn take_due(&mut self, now_ns: u64, sent_ns: u64) -> Option<(ProbePeer, u16, ProbeHeader)> {
-        let until = self.cfg.until_ns.unwrap_or(u64::MAX);
+    pub(crate) fn take_due(&mut self, now: Instant, sent: Instant) -> Option<(ProbePeer, u16, ProbeHeader)> {
+        let until = self.until;
         let (k, p) = self
             .peers
             .iter_mut()
             .enumerate()
-            .filter(|(_, p)| p.next_at_ns <= now_ns && p.next_at_ns < until)
-            .min_by_key(|(_, p)| p.next_at_ns)?;
-        p.expire(now_ns, self.cfg.timeout_ns);
-        p.next_at_ns += self.cfg.interval_ns;
-        if p.next_at_ns <= now_ns {
-            p.next_at_ns = now_ns + self.cfg.interval_ns;
+            .filter(|(_, p)| p.next_at <= now && p.next_at < until)
+            .min_by_key(|(_, p)| p.next_at)?;
+        p.expire(now, self.timeout);
+        p.next_at += self.interval;
+        if p.next_at <= now {
+            p.next_at = now + self.interval;
         }
         let seq = p.next_seq;
         p.next_seq += 1;
         p.sent += 1;
-        p.outstanding.push_back((seq, sent_ns));
-        let header = ProbeHeader { kind: ProbeKind::Ping, seq, sent_ns, responder_hold_ns: 0 };
+        p.outstanding.push_back((seq, sent));
+        let header = ProbeHeader { kind: ProbeKind::Ping, seq, sent_ns: sent.as_ns(), responder_hold_ns: 0 };
         Some((p.peer.clone(), PROBE_SRC_PORT.wrapping_add(k as u16), header))
     }
 
     /// A pong from `from` arrived at `now`.
-    pub(crate) fn on_pong(&mut self, from: Ipv4Addr, pong: &ProbeHeader, now_ns: u64) {
-        let timeout = self.cfg.timeout_ns;
+    pub(crate) fn on_pong(&mut self, from: Ipv4Addr, pong: &ProbeHeader, now: Instant) {
+        let timeout = self.timeout;
         let Some(p) = self.peers.iter_mut().find(|p| p.peer.ip == from) else { return };
-        p.expire(now_ns, timeout);
+        p.expire(now, timeout);
         match p.outstanding.iter().position(|&(seq, _)| seq == pong.seq) {
             Some(i) => {
                 let (_, sent) = p.outstanding.remove(i).unwrap_or_default();
                 p.received += 1;
-                p.rtt.record(now_ns.saturating_sub(sent));
+                p.rtt.record(now.saturating_since(sent).as_ns());
                 p.hold.record(pong.responder_hold_ns);
             }
             None => p.unexpected += 1,
@@ -357,12 +370,12 @@ impl Prober {
         self.peers.iter().find(|p| p.peer.ip == peer).map(|p| &p.rtt)
     }
 
-    pub(crate) fn stats(&self, now_ns: u64) -> Vec<ProbeStats> {
+    pub(crate) fn stats(&self, now: Instant) -> Vec<ProbeStats> {
         self.peers
             .iter()
             .map(|p| {
                 let mut p = p.clone();
-                p.expire(now_ns, self.cfg.timeout_ns);
+                p.expire(now, self.timeout);
                 ProbeStats {
                     peer: Some(p.peer.ip),
                     dscp: self.cfg.dscp,
@@ -481,7 +494,7 @@ mod tests {
         // Link physics, not the model's own rules: a 98-byte frame occupies (98 + 24) × 8 = 976 bits,
         // 976 ns at 1 Gb/s; 1 µs of propagation each way; B's line is idle, so it answers at once.
         let (mut sim, a, b) = pair(1000, 1_000, 10_000, 3);
-        sim.run_until(1_000_000 - 1);
+        sim.run_until(Instant::from_ns(1_000_000 - 1));
         let bits = (14 + 20 + 8 + 12 + 8 + 32 + 4 + WIRE_OVERHEAD_BYTES) * 8;
         let serialisation_ns = bits * 1000 / 1000; // bits / (1000 Mb/s) in ns
         let turnaround_ns = 0;
@@ -515,7 +528,7 @@ mod tests {
                 ..Default::default()
             })
             .unwrap();
-        sim.run_until(2_000_000);
+        sim.run_until(Instant::from_ns(2_000_000));
         let s = &sim.nic(a).probe_stats()[0];
         assert_eq!(s.received, s.sent - s.outstanding);
         let frame_ns = (1500 + 14 + WIRE_OVERHEAD_BYTES) * 8; // one full data frame at 1 Gb/s
@@ -530,8 +543,8 @@ mod tests {
         // after the ping at 0) to the end. Priority 0 is never paused: one ping per 10 µs.
         for (priority, sent) in [(3u8, 1), (0, 100)] {
             let (mut sim, a, b) = pair(1000, 1_000, 10_000, priority);
-            sim.nic(b).set_storm(0b1000, 10_000);
-            sim.run_until(1_000_000 - 1);
+            sim.nic(b).set_storm(0b1000, Nanos::from_ns(10_000));
+            sim.run_until(Instant::from_ns(1_000_000 - 1));
             let s = &sim.nic(a).probe_stats()[0];
             assert_eq!(s.sent, sent, "priority {priority}: {s:?}");
         }

@@ -33,6 +33,7 @@
 use super::Retransmit;
 use super::packet::{DataHeader, PSN_HALF, PSN_MASK, psn_add, psn_diff};
 use super::stats::{Histogram, RxStats};
+use crate::time::{Instant, Nanos};
 use crate::wire::EthernetAddress;
 use crate::wire::bth::Opcode;
 use std::net::Ipv4Addr;
@@ -41,8 +42,8 @@ use std::net::Ipv4Addr;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RxParams {
     pub ack_every: u32,
-    pub nak_interval_ns: u64,
-    pub cnp_interval_ns: u64,
+    pub nak_interval: Nanos,
+    pub cnp_interval: Nanos,
     /// The port's CNP interval ([`super::NpParams::min_time_between_cnps_ns`]) still runs: no CNP now.
     pub port_cnp_held: bool,
     pub mode: Retransmit,
@@ -98,8 +99,11 @@ pub(crate) struct RxQp {
     since_ack: u32,
     /// The expected PSN the last NAK carried (cleared by in-order progress), and when it was sent.
     pub nak_psn: Option<u32>,
-    nak_at_ns: u64,
-    last_cnp_ns: Option<u64>,
+    nak_at: Instant,
+    last_cnp: Option<Instant>,
+    /// When data first and last arrived (reported as `RxStats::first_ns`/`last_ns`).
+    first_at: Option<Instant>,
+    last_at: Option<Instant>,
     pub ack_queued: bool,
     pub nak_queued: bool,
     latency: Histogram,
@@ -123,8 +127,10 @@ impl RxQp {
             partial_bytes: 0,
             since_ack: 0,
             nak_psn: None,
-            nak_at_ns: 0,
-            last_cnp_ns: None,
+            nak_at: Instant::ZERO,
+            last_cnp: None,
+            first_at: None,
+            last_at: None,
             ack_queued: false,
             nak_queued: false,
             latency: Histogram::new(),
@@ -137,10 +143,15 @@ impl RxQp {
         self.initial_psn
     }
 
-    /// Idle for `timeout_ns` at `now_ns` (no data since), with no ACK or NAK waiting to go: may be closed.
-    pub fn expired(&self, now_ns: u64, timeout_ns: u64) -> bool {
-        let last = self.stats.last_ns.unwrap_or(0);
-        !self.ack_queued && !self.nak_queued && now_ns.saturating_sub(last) >= timeout_ns
+    /// Idle for `timeout` at `now` (no data since), with no ACK or NAK waiting to go: may be closed.
+    pub fn expired(&self, now: Instant, timeout: Nanos) -> bool {
+        let last = self.last_at.unwrap_or(Instant::ZERO);
+        !self.ack_queued && !self.nak_queued && now.saturating_since(last) >= timeout
+    }
+
+    /// When data last arrived.
+    pub fn last_at(&self) -> Option<Instant> {
+        self.last_at
     }
 
     /// The last PSN received in order and the message sequence number: the contents of an ACK.
@@ -169,22 +180,23 @@ impl RxQp {
         ack_request: bool,
         header: &DataHeader,
         ce: bool,
-        now_ns: u64,
+        now: Instant,
         params: &RxParams,
     ) -> RxOutcome {
         let mut out = RxOutcome::default();
         let s = &mut self.stats;
         s.flow_id = header.flow_id;
         s.received_packets += 1;
-        s.first_ns.get_or_insert(now_ns);
-        s.last_ns = Some(now_ns);
-        self.latency.record(now_ns.saturating_sub(header.sent_ns));
+        self.first_at.get_or_insert(now);
+        self.last_at = Some(now);
+        // The in-payload header is the wire: the sender's clock as an integer.
+        self.latency.record(now.saturating_since(Instant::from_ns(header.sent_ns)).as_ns());
         if ce {
             s.ce_packets += 1;
             if !params.port_cnp_held
-                && self.last_cnp_ns.is_none_or(|t| now_ns.saturating_sub(t) >= params.cnp_interval_ns)
+                && self.last_cnp.is_none_or(|t| now.saturating_since(t) >= params.cnp_interval)
             {
-                self.last_cnp_ns = Some(now_ns);
+                self.last_cnp = Some(now);
                 out.cnp = true;
             }
         }
@@ -205,7 +217,8 @@ impl RxQp {
                 self.partial_bytes = 0;
                 s.messages_received += 1;
                 self.msn = psn_add(self.msn, 1);
-                self.message_latency.record(now_ns.saturating_sub(header.message_start_ns));
+                self.message_latency
+                    .record(now.saturating_since(Instant::from_ns(header.message_start_ns)).as_ns());
             }
             self.since_ack += 1;
             if ack_request || self.since_ack >= params.ack_every.max(1) {
@@ -222,11 +235,10 @@ impl RxQp {
                 self.in_message = false;
                 self.expected = self.message_start_psn;
             }
-            if self.nak_psn != Some(self.expected)
-                || now_ns.saturating_sub(self.nak_at_ns) >= params.nak_interval_ns
+            if self.nak_psn != Some(self.expected) || now.saturating_since(self.nak_at) >= params.nak_interval
             {
                 self.nak_psn = Some(self.expected);
-                self.nak_at_ns = now_ns;
+                self.nak_at = now;
                 out.nak = true;
             }
         } else {
@@ -247,10 +259,12 @@ impl RxQp {
         s.expected_psn = self.expected;
         s.latency = self.latency.summary();
         s.message_latency = self.message_latency.summary();
-        if let (Some(a), Some(b)) = (s.first_ns, s.last_ns)
+        s.first_ns = self.first_at.map(Instant::as_ns);
+        s.last_ns = self.last_at.map(Instant::as_ns);
+        if let (Some(a), Some(b)) = (self.first_at, self.last_at)
             && b > a
         {
-            s.goodput_mbps = s.received_bytes as f64 * 8.0 * 1e3 / (b - a) as f64;
+            s.goodput_mbps = s.received_bytes as f64 * 8.0 * 1e3 / b.saturating_since(a).as_ns() as f64;
         }
         s
     }

@@ -26,6 +26,7 @@
 //! generating PFC (no XON: the peer resumes when its pause runs out) and drops what does not fit; it pauses
 //! again only after the pipeline has made progress.
 
+use crate::time::{Instant, Nanos};
 use crate::wire::bth;
 use crate::wire::mac_control;
 use crate::wire::{L3, L4, udp};
@@ -169,7 +170,7 @@ pub(super) struct Placement {
 #[derive(Debug)]
 struct Pending {
     frame: Vec<u8>,
-    cost_ns: u64,
+    cost: Nanos,
 }
 
 /// The buffer and the pipeline. See the module documentation.
@@ -179,10 +180,10 @@ pub(super) struct RxPipeline {
     /// FIFO; the head is in service.
     queue: VecDeque<Pending>,
     /// When the head finishes; `None` when idle or stuck.
-    head_done_ns: Option<u64>,
+    head_done: Option<Instant>,
     stuck: bool,
     /// The last instant the pipeline finished a frame or started on an empty buffer.
-    last_progress_ns: u64,
+    last_progress: Instant,
     /// The NIC watchdog fired and the pipeline has made no progress since.
     watchdog_fired: bool,
     /// The buffer is asserting XOFF.
@@ -198,9 +199,9 @@ impl RxPipeline {
         RxPipeline {
             cfg,
             queue: VecDeque::new(),
-            head_done_ns: None,
+            head_done: None,
             stuck: false,
-            last_progress_ns: 0,
+            last_progress: Instant::ZERO,
             watchdog_fired: false,
             xoff: false,
             pages: VecDeque::new(),
@@ -211,11 +212,12 @@ impl RxPipeline {
 
     /// The cost of a frame of `len` bytes: per packet, bytes at the pipeline's rate, translation misses
     /// (looked up now: frames are served in arrival order, so the cache sees the same sequence).
-    fn cost_ns(&mut self, len: usize, placement: Option<Placement>) -> u64 {
+    fn cost(&mut self, len: usize, placement: Option<Placement>) -> Nanos {
         let c = self.cfg;
-        let mut ns = c.per_packet_ns;
+        // The configuration's integers become spans here.
+        let mut cost = Nanos::from_ns(c.per_packet_ns);
         if c.rate_mbps > 0 {
-            ns += (len as u64 * 8 * 1000).div_ceil(u64::from(c.rate_mbps));
+            cost += Nanos::from_ns((len as u64 * 8 * 1000).div_ceil(u64::from(c.rate_mbps)));
         }
         if let Some(p) = placement.filter(|p| p.payload_bytes > 0) {
             let next = self.regions.len() as u32;
@@ -226,14 +228,16 @@ impl RxPipeline {
             let pages_in_region = c.region_bytes.div_ceil(c.page_bytes);
             let mut page = first_page;
             loop {
-                ns += if self.touch(region, page) { 0 } else { c.page_miss_ns };
+                if !self.touch(region, page) {
+                    cost += Nanos::from_ns(c.page_miss_ns);
+                }
                 if page == last_page {
                     break;
                 }
                 page = (page + 1) % pages_in_region;
             }
         }
-        ns
+        cost
     }
 
     /// Looks a page up in the translation cache (making it the most recently used); true on a hit.
@@ -256,45 +260,45 @@ impl RxPipeline {
     }
 
     /// A frame arrived; false if it was dropped for want of room.
-    pub fn enqueue(&mut self, frame: Vec<u8>, placement: Option<Placement>, now_ns: u64) -> bool {
+    pub fn enqueue(&mut self, frame: Vec<u8>, placement: Option<Placement>, now: Instant) -> bool {
         let len = frame.len() as u64;
         if self.stats.occupancy_bytes + len > self.cfg.buffer_bytes {
             self.stats.dropped_frames += 1;
             return false;
         }
-        let cost_ns = self.cost_ns(frame.len(), placement);
+        let cost = self.cost(frame.len(), placement);
         if self.queue.is_empty() {
-            self.last_progress_ns = now_ns;
+            self.last_progress = now;
             if !self.stuck {
-                self.head_done_ns = Some(now_ns + cost_ns);
+                self.head_done = Some(now + cost);
             }
         }
-        self.queue.push_back(Pending { frame, cost_ns });
+        self.queue.push_back(Pending { frame, cost });
         self.stats.occupancy_bytes += len;
         self.stats.max_occupancy_bytes = self.stats.max_occupancy_bytes.max(self.stats.occupancy_bytes);
         true
     }
 
-    /// The head frame if it has finished by `now_ns`, with the instant it finished; the next one starts
+    /// The head frame if it has finished by `now`, with the instant it finished; the next one starts
     /// then.
-    pub fn pop_done(&mut self, now_ns: u64) -> Option<(Vec<u8>, u64)> {
-        let done = self.head_done_ns.filter(|&t| t <= now_ns)?;
+    pub fn pop_done(&mut self, now: Instant) -> Option<(Vec<u8>, Instant)> {
+        let done = self.head_done.filter(|&t| t <= now)?;
         let head = self.queue.pop_front()?;
         self.stats.occupancy_bytes -= head.frame.len() as u64;
         self.stats.processed_frames += 1;
-        self.last_progress_ns = done;
+        self.last_progress = done;
         self.watchdog_fired = false;
-        self.head_done_ns = self.queue.front().map(|next| done + next.cost_ns);
+        self.head_done = self.queue.front().map(|next| done + next.cost);
         Some((head.frame, done))
     }
 
     /// Stops or restarts the pipeline; a restarted head frame starts over.
-    pub fn set_stuck(&mut self, stuck: bool, now_ns: u64) {
+    pub fn set_stuck(&mut self, stuck: bool, now: Instant) {
         if stuck == self.stuck {
             return;
         }
         self.stuck = stuck;
-        self.head_done_ns = if stuck { None } else { self.queue.front().map(|h| now_ns + h.cost_ns) };
+        self.head_done = if stuck { None } else { self.queue.front().map(|h| now + h.cost) };
     }
 
     pub fn stuck(&self) -> bool {
@@ -310,14 +314,14 @@ impl RxPipeline {
     }
 
     /// When the NIC watchdog fires if nothing changes.
-    fn watchdog_at(&self) -> Option<u64> {
+    fn watchdog_at(&self) -> Option<Instant> {
         let armed = self.cfg.watchdog_ns > 0 && !self.watchdog_fired && !self.queue.is_empty();
-        armed.then(|| self.last_progress_ns.saturating_add(self.cfg.watchdog_ns))
+        armed.then(|| self.last_progress + Nanos::from_ns(self.cfg.watchdog_ns))
     }
 
-    /// Fires the watchdog if it is due at `now_ns`; true if it fired now.
-    pub fn check_watchdog(&mut self, now_ns: u64) -> bool {
-        if self.watchdog_at().is_some_and(|t| t <= now_ns) {
+    /// Fires the watchdog if it is due at `now`; true if it fired now.
+    pub fn check_watchdog(&mut self, now: Instant) -> bool {
+        if self.watchdog_at().is_some_and(|t| t <= now) {
             self.watchdog_fired = true;
             self.stats.watchdog_events += 1;
             return true;
@@ -326,21 +330,21 @@ impl RxPipeline {
     }
 
     /// The next instant something happens inside: the head finishes or the watchdog fires.
-    pub fn poll_at(&self) -> Option<u64> {
-        [self.head_done_ns, self.watchdog_at()].into_iter().flatten().min()
+    pub fn poll_at(&self) -> Option<Instant> {
+        [self.head_done, self.watchdog_at()].into_iter().flatten().min()
     }
 }
 
 impl super::Nic {
-    /// Stops (`true`) or restarts the receive pipeline at `now_ns` (a stalled receive pipeline: the
+    /// Stops (`true`) or restarts the receive pipeline at `now` (a stalled receive pipeline: the
     /// buffer fills and the NIC pauses its peer). No effect on a NIC without a receive buffer.
-    pub fn set_rx_stuck(&mut self, stuck: bool, now_ns: u64) {
-        self.observe(now_ns);
-        self.run_rx_pipeline(now_ns);
+    pub fn set_rx_stuck(&mut self, stuck: bool, now: Instant) {
+        self.observe(now);
+        self.run_rx_pipeline(now);
         if let Some(pipe) = &mut self.rx_pipe {
-            pipe.set_stuck(stuck, now_ns);
+            pipe.set_stuck(stuck, now);
         }
-        self.update_rx_pause(now_ns);
+        self.update_rx_pause(now);
     }
 
     /// Whether the receive pipeline is stuck.
@@ -355,17 +359,17 @@ impl super::Nic {
 
     /// Puts a received frame in the receive buffer (or drops it); false for MAC Control frames, which the
     /// MAC acts on at once.
-    pub(super) fn rx_enqueue(&mut self, frame: &[u8], now_ns: u64) -> bool {
+    pub(super) fn rx_enqueue(&mut self, frame: &[u8], now: Instant) -> bool {
         let decoded = crate::wire::decode(frame).ok();
         if decoded.as_ref().is_some_and(|d| matches!(d.l3, L3::MacControl(_))) {
             return false;
         }
-        self.run_rx_pipeline(now_ns);
+        self.run_rx_pipeline(now);
         let placement = decoded.and_then(|d| self.placement(&d, frame));
         if let Some(pipe) = &mut self.rx_pipe {
-            pipe.enqueue(frame.to_vec(), placement, now_ns);
+            pipe.enqueue(frame.to_vec(), placement, now);
         }
-        self.update_rx_pause(now_ns);
+        self.update_rx_pause(now);
         true
     }
 
@@ -389,21 +393,21 @@ impl super::Nic {
         })
     }
 
-    /// Finishes what the pipeline has finished by `now_ns`, each frame at its own instant, and fires the
+    /// Finishes what the pipeline has finished by `now`, each frame at its own instant, and fires the
     /// watchdog when due.
-    pub(super) fn run_rx_pipeline(&mut self, now_ns: u64) {
-        while let Some((frame, done_ns)) = self.rx_pipe.as_mut().and_then(|p| p.pop_done(now_ns)) {
-            self.process_frame(&frame, done_ns);
-            self.update_rx_pause(done_ns);
+    pub(super) fn run_rx_pipeline(&mut self, now: Instant) {
+        while let Some((frame, done)) = self.rx_pipe.as_mut().and_then(|p| p.pop_done(now)) {
+            self.process_frame(&frame, done);
+            self.update_rx_pause(done);
         }
-        self.update_rx_pause(now_ns);
+        self.update_rx_pause(now);
     }
 
     /// Asserts, refreshes, releases or (watchdog) abandons the buffer's XOFF, and copies its counters.
-    fn update_rx_pause(&mut self, now_ns: u64) {
+    fn update_rx_pause(&mut self, now: Instant) {
         let Some(pipe) = &mut self.rx_pipe else { return };
         let priorities = self.cfg.pfc_enable;
-        if pipe.check_watchdog(now_ns) && pipe.xoff {
+        if pipe.check_watchdog(now) && pipe.xoff {
             // Stop pausing without an XON: the peer resumes when its last pause runs out.
             pipe.xoff = false;
             self.pfc.forget(priorities);
@@ -413,8 +417,9 @@ impl super::Nic {
                 pipe.xoff = true;
                 pipe.stats.xoff_events += 1;
                 // Refreshed at half the pause an XOFF asks for, as long as the buffer stays full.
-                self.storm_interval_ns =
-                    (mac_control::quanta_to_ns(super::STORM_QUANTA, self.cfg.line_rate_mbps) / 2).max(1);
+                let pause =
+                    Nanos::from_ns(mac_control::quanta_to_ns(super::STORM_QUANTA, self.cfg.line_rate_mbps));
+                self.storm_interval = (pause / 2).max(Nanos::from_ns(1));
                 self.pfc.assert_xoff(priorities);
             } else if !wants && pipe.xoff {
                 pipe.xoff = false;

@@ -129,7 +129,7 @@ fn a_stuck_pipeline_keeps_pausing_and_the_nic_watchdog_stops_it_after_the_set_ti
     let refresh_ns = mac_control::quanta_to_ns(0xffff, 100_000) / 2;
     for watchdog_ns in [0, 1_000_000] {
         let mut b = receiver(rx(watchdog_ns));
-        b.set_rx_stuck(true, 0);
+        b.set_rx_stuck(true, Instant::from_ns(0));
         for (k, f) in frames.iter().enumerate() {
             b.handle_frame(f, Instant::from_ns(10 + k as u64 * 100));
         }
@@ -160,7 +160,7 @@ fn a_stuck_pipeline_keeps_pausing_and_the_nic_watchdog_stops_it_after_the_set_ti
             assert_eq!(b.rx_pipeline_stats().unwrap().dropped_frames, 11);
             assert!(pfc_sent(&mut b, 3_000_001).is_empty());
             // Unstuck: it drains (nothing costs time here), all at once.
-            b.set_rx_stuck(false, 4_000_000);
+            b.set_rx_stuck(false, Instant::from_ns(4_000_000));
             b.handle_timeout(Instant::from_ns(4_000_000));
             assert_eq!(b.rx_pipeline_stats().unwrap().processed_frames, 20);
         }
@@ -187,11 +187,11 @@ fn translation_cache_misses_cost_what_is_configured() {
     };
     for (page_bytes, misses, finished_before) in [(4096, 4, 12), (2 << 20, 1, 0)] {
         let mut b = receiver(rx(page_bytes));
-        b.set_rx_stuck(true, 0);
+        b.set_rx_stuck(true, Instant::from_ns(0));
         for f in &frames {
             b.handle_frame(f, Instant::from_ns(10));
         }
-        b.set_rx_stuck(false, 1_000_000);
+        b.set_rx_stuck(false, Instant::from_ns(1_000_000));
         let done = 1_000_000 + 500 * misses;
         b.handle_timeout(Instant::from_ns(done - 1));
         assert_eq!(b.rx_pipeline_stats().unwrap().processed_frames, finished_before, "page {page_bytes}");

@@ -206,7 +206,7 @@ impl Incast {
     }
 
     fn run_until(&mut self, end: u64) {
-        self.sim.run_until(end);
+        self.sim.run_until(Instant::from_ns(end));
     }
 
     fn port(&mut self) -> &mut MarkingPort {
@@ -222,7 +222,7 @@ impl Incast {
         let bth_opcode = 14 + 20 + 8;
         let cnp = u8::from(Opcode::Cnp);
         let to_sender = |d: &&sim::Delivered| d.to.0 < SENDERS && d.frame.get(bth_opcode) == Some(&cnp);
-        self.sim.delivered.iter().filter(to_sender).map(|d| (d.at, d.to.0)).collect()
+        self.sim.delivered.iter().filter(to_sender).map(|d| (d.at.as_ns(), d.to.0)).collect()
     }
 
     fn run(setup: Setup) -> Trace {

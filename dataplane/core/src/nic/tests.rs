@@ -114,7 +114,7 @@ impl Harness {
     fn set_filter(&mut self, mut filter: Option<Filter>) {
         self.sim.set_tap(Box::new(move |s: &sim::Sent, frame: &mut Vec<u8>| {
             let sent = Sent {
-                at: s.at,
+                at: s.at.as_ns(),
                 from: s.from.0,
                 frame: s.frame.clone(),
                 decoded: check_emitted(s.from.0, &s.frame),
@@ -125,19 +125,19 @@ impl Harness {
 
     /// Delivers `frame` to NIC `to` at `at`, as if it came off the link.
     fn inject(&mut self, to: usize, at: u64, frame: Vec<u8>) {
-        self.sim.inject((to, 0), at, frame);
+        self.sim.inject((to, 0), Instant::from_ns(at), frame);
     }
 
     /// Runs events up to `end` (inclusive), or until both NICs are idle and the link is empty.
     fn run_until(&mut self, end: u64) {
         self.sim.keep_log = self.keep_log;
-        self.sim.run_until(end);
+        self.sim.run_until(Instant::from_ns(end));
         for s in self.sim.sent.drain(..) {
             let decoded = decode(&s.frame).unwrap();
-            self.sent.push(Sent { at: s.at, from: s.from.0, frame: s.frame, decoded });
+            self.sent.push(Sent { at: s.at.as_ns(), from: s.from.0, frame: s.frame, decoded });
         }
         for d in self.sim.delivered.drain(..) {
-            self.delivered.push((d.at, d.to.0, decode(&d.frame).unwrap()));
+            self.delivered.push((d.at.as_ns(), d.to.0, decode(&d.frame).unwrap()));
         }
     }
 
@@ -536,7 +536,7 @@ fn retransmission_timeout_recovers_a_lost_tail() {
 fn storm_mode_emits_xoff_at_the_interval_and_silences_the_peer() {
     let mut h = Harness::pair();
     h.nic(B).add_flow(FlowConfig { dst_ip: A_IP, dst_mac: A_MAC, ..FlowConfig::default() }).unwrap();
-    h.nic(A).set_storm(0b1000, 10_000);
+    h.nic(A).set_storm(0b1000, Nanos::from_ns(10_000));
     assert_eq!(h.nic(A).storm_priorities(), 0b1000);
     h.run_until(100_000);
     let storm: Vec<&Sent> = h.sent.iter().filter(|s| s.from == A && s.pfc().is_some()).collect();
@@ -551,7 +551,7 @@ fn storm_mode_emits_xoff_at_the_interval_and_silences_the_peer() {
     assert!(h.data_from(B).all(|s| s.at <= 1_027));
     assert!(h.nic(B).pause_ns(3) >= 98_000);
     // Stop: no more XOFF, B resumes when the last one expires (65535 quanta = 1.342 ms).
-    h.nic(A).set_storm(0, 0);
+    h.nic(A).set_storm(0, Nanos::ZERO);
     h.run_until(2_000_000);
     assert!(h.sent.iter().filter(|s| s.from == A && s.pfc().is_some()).all(|s| s.at <= 100_000));
     let resumed = h.data_from(B).find(|s| s.at > 100_000).unwrap().at;
@@ -751,7 +751,7 @@ fn idle_receiving_qps_close_and_a_paused_requester_resumes() {
     assert_eq!(keys, [(A_IP, 0x13, FIRST_AUTO_QP + 1)], "flow 2's QP came back; flow 1's stays closed");
 
     // Long after the end, flow 2's QP closes too; both stay in the report.
-    let end = h.nic(B).now_ns() + idle;
+    let end = h.nic(B).now().as_ns() + idle;
     h.run_until(end);
     assert_eq!(h.nic(B).rx_keys().count(), 0);
     assert_eq!(h.nic(B).counters().rx_qps_expired, 3);

@@ -5,10 +5,9 @@ use super::flow::Local;
 use super::packet::{self, Envelope};
 use super::probe;
 use super::{
-    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, PS_PER_NS, SPARE_FRAMES, STORM_QUANTA,
-    WIRE_OVERHEAD_BYTES,
+    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_FRAMES, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
 };
-use crate::time::{Instant, Nanos};
+use crate::time::Instant;
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::mac_control;
@@ -16,19 +15,24 @@ use crate::wire::{ArpPacket, EtherType, EthernetAddress, MacControlRepr, arp, et
 use std::net::Ipv4Addr;
 
 impl Nic {
-    pub(super) fn line_free_ns(&self) -> u64 {
-        crate::ps::to_ns_ceil(self.line_free_ps)
+    /// When the line is free (its ps timer rounded up).
+    pub(super) fn line_free_at(&self) -> Instant {
+        crate::ps::to_instant_ceil(self.line_free_ps)
     }
 
     /// Priorities paused at `now` (all of them under an 802.3x PAUSE).
-    pub(super) fn paused(&self, now_ns: u64) -> u8 {
-        self.pfc.paused_queues(Instant::from_ns(now_ns), &IDENTITY_PRIORITIES)
+    pub(super) fn paused(&self, now: Instant) -> u8 {
+        self.pfc.paused_queues(now, &IDENTITY_PRIORITIES)
     }
 
-    /// Puts a frame of `len` bytes on the line at `now_ns`; returns the instant (ps) its first bit leaves.
-    fn occupy_line(&mut self, now_ns: u64, len: usize) -> u128 {
-        let start =
-            if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
+    /// The instant (ps) a frame put on the line at `now` starts: now, or when the line frees up.
+    fn line_start_ps(&self, now: Instant) -> u128 {
+        if now > self.line_free_at() { crate::ps::of_instant(now) } else { self.line_free_ps }
+    }
+
+    /// Puts a frame of `len` bytes on the line at `now`; returns the instant (ps) its first bit leaves.
+    fn occupy_line(&mut self, now: Instant, len: usize) -> u128 {
+        let start = self.line_start_ps(now);
         let bits = (len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
         let scaled = bits * 1_000_000_000_000 + self.line_remainder;
         let (whole, remainder) = crate::ps::div_rem(scaled, self.line_rate_bps());
@@ -41,33 +45,28 @@ impl Nic {
 
     /// The next frame to put on the line at `now`, if the line is free and something may go.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
-        let now_ns = now.as_ns();
-        self.observe(now_ns);
-        if now_ns < self.line_free_ns() {
+        self.observe(now);
+        if now < self.line_free_at() {
             return None;
         }
-        self.pfc.settle(Instant::from_ns(now_ns));
-        if let Some(pfc) = self.pfc.poll_frame(
-            Instant::from_ns(now_ns),
-            STORM_QUANTA,
-            Nanos::from_ns(self.storm_interval_ns),
-        ) {
+        self.pfc.settle(now);
+        if let Some(pfc) = self.pfc.poll_frame(now, STORM_QUANTA, self.storm_interval) {
             let mut frame = vec![0u8; mac_control::FRAME_LEN];
             MacControlRepr::Pfc(pfc).emit_frame(self.cfg.mac, &mut frame);
             self.counters.tx_pfc_frames += 1;
-            self.occupy_line(now_ns, frame.len());
+            self.occupy_line(now, frame.len());
             return Some(frame);
         }
-        let paused = self.paused(now_ns);
+        let paused = self.paused(now);
         while let Some(i) = self.control.iter().position(|c| paused & (1 << self.control_priority(c)) == 0) {
             let Some(c) = self.control.remove(i) else { break };
             if let Some(frame) = self.build_control(c) {
-                self.occupy_line(now_ns, frame.len());
+                self.occupy_line(now, frame.len());
                 return Some(frame);
             }
         }
-        if let Some(frame) = self.poll_probe(now_ns, paused) {
-            self.occupy_line(now_ns, frame.len());
+        if let Some(frame) = self.poll_probe(now, paused) {
+            self.occupy_line(now, frame.len());
             self.counters.tx_probe_frames += 1;
             return Some(frame);
         }
@@ -78,16 +77,13 @@ impl Nic {
         let scan = || {
             (0..n).map(|k| (self.rr_next + k) % n).find(|&i| {
                 let s = &self.schedules[i];
-                let ready = if now_ns < s.ready_until_ns {
-                    s.ready_at
-                } else {
-                    self.flows[i].ready_at(now_ns, window)
-                };
-                debug_assert_eq!(ready, self.flows[i].ready_at(now_ns, window), "cached flow readiness");
-                paused & (1 << s.priority) == 0 && ready.is_some_and(|t| t <= now_ns)
+                let ready =
+                    if now < s.ready_until { s.ready_at } else { self.flows[i].ready_at(now, window) };
+                debug_assert_eq!(ready, self.flows[i].ready_at(now, window), "cached flow readiness");
+                paused & (1 << s.priority) == 0 && ready.is_some_and(|t| t <= now)
             })
         };
-        let next = match self.next_ready_flow(self.rr_next, now_ns, paused) {
+        let next = match self.next_ready_flow(self.rr_next, now, paused) {
             Some(found) => {
                 debug_assert_eq!(found, scan(), "indexed flow readiness");
                 found
@@ -99,12 +95,11 @@ impl Nic {
             let local = self.local();
             // The flow is paced from the instant its first bit leaves, which needs the frame length; the
             // line start does not depend on it.
-            let start_ps =
-                if now_ns > self.line_free_ns() { u128::from(now_ns) * PS_PER_NS } else { self.line_free_ps };
+            let start_ps = self.line_start_ps(now);
             let buffer = self.spare_frame();
-            let frame = self.flows[i].transmit(now_ns, start_ps, &local, buffer);
+            let frame = self.flows[i].transmit(now, start_ps, &local, buffer);
             self.reschedule_flow(i);
-            self.occupy_line(now_ns, frame.len());
+            self.occupy_line(now, frame.len());
             self.counters.tx_data_frames += 1;
             return Some(frame);
         }
@@ -148,14 +143,14 @@ impl Nic {
 
     /// The ping due now, unless its priority is paused. Sent at `now` (the line is free, see
     /// [`Nic::poll_transmit`]), which is the time it carries.
-    fn poll_probe(&mut self, now_ns: u64, paused: u8) -> Option<Vec<u8>> {
+    fn poll_probe(&mut self, now: Instant, paused: u8) -> Option<Vec<u8>> {
         let prober = self.prober.as_mut()?;
         let cfg = prober.config();
         let (priority, dscp) = (cfg.priority, cfg.dscp);
-        if paused & (1 << priority) != 0 || prober.next_due().is_none_or(|t| t > now_ns) {
+        if paused & (1 << priority) != 0 || prober.next_due().is_none_or(|t| t > now) {
             return None;
         }
-        let (peer, src_port, header) = prober.take_due(now_ns, now_ns)?;
+        let (peer, src_port, header) = prober.take_due(now, now)?;
         let ident = self.next_control_ident();
         let env = Envelope {
             dst_mac: self.cfg.gateway_mac.unwrap_or(peer.mac),
@@ -234,7 +229,7 @@ impl Nic {
             }
             Control::Pong(pong) => {
                 // The line is free at the latest `now` (poll_transmit checked): the pong leaves then.
-                let hold = self.now_ns.saturating_sub(pong.arrived_ns);
+                let hold = self.now.saturating_since(pong.arrived);
                 let env = Envelope {
                     dst_mac: self.cfg.gateway_mac.unwrap_or(pong.to_mac),
                     priority: self.cfg.priority_of_dscp(pong.dscp),
@@ -249,7 +244,7 @@ impl Nic {
                     kind: probe::ProbeKind::Pong,
                     seq: pong.seq,
                     sent_ns: pong.sent_ns,
-                    responder_hold_ns: hold,
+                    responder_hold_ns: hold.as_ns(),
                 };
                 self.counters.tx_probe_reply_frames += 1;
                 Some(probe::probe_frame(&env, &header))

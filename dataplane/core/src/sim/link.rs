@@ -10,6 +10,7 @@
 //! back to back with the previous one.
 
 use crate::model::scheduler::WIRE_OVERHEAD_BYTES;
+use crate::time::Instant;
 use std::collections::VecDeque;
 
 /// A port of a node: (node id, port).
@@ -78,14 +79,14 @@ pub struct LinkStats {
 
 /// A frame on the wire: when its last bit arrives, whether its FCS is bad, the frame.
 pub(super) struct OnWire {
-    pub(super) at: u64,
+    pub(super) at: Instant,
     pub(super) corrupt: bool,
     pub(super) frame: Vec<u8>,
 }
 
 /// Where a frame went.
 pub(super) enum Fate {
-    Delivered { at: u64 },
+    Delivered { at: Instant },
     Lost,
 }
 
@@ -119,12 +120,12 @@ impl LinkState {
         }
     }
 
-    fn free_ns(&self) -> u64 {
-        crate::ps::to_ns_ceil(self.free_ps + u128::from(self.remainder > 0))
+    fn free_at(&self) -> Instant {
+        crate::ps::to_instant_ceil(self.free_ps + u128::from(self.remainder > 0))
     }
 
     /// Puts a frame released at `now` on the line; its fate after loss and corruption.
-    pub(super) fn send(&mut self, now: u64, frame: Vec<u8>) -> Fate {
+    pub(super) fn send(&mut self, now: Instant, frame: Vec<u8>) -> Fate {
         if self.down {
             self.stats.frames += 1;
             self.stats.bytes += frame.len() as u64;
@@ -132,8 +133,8 @@ impl LinkState {
             return Fate::Lost;
         }
         let rate = u64::from(self.link.rate_mbps.max(1));
-        if now > self.free_ns() {
-            self.free_ps = u128::from(now) * PS_PER_NS;
+        if now > self.free_at() {
+            self.free_ps = crate::ps::of_instant(now);
             self.remainder = 0;
         }
         // bits × 10^6 / Mb/s = ps.
@@ -158,7 +159,7 @@ impl LinkState {
         self.stats.corrupted += u64::from(corrupt);
         let arrival_ps =
             self.free_ps + u128::from(self.remainder > 0) + u128::from(self.link.delay_ns) * PS_PER_NS;
-        let at = crate::ps::to_ns_ceil(arrival_ps);
+        let at = crate::ps::to_instant_ceil(arrival_ps);
         self.wire.push_back(OnWire { at, corrupt, frame });
         Fate::Delivered { at }
     }

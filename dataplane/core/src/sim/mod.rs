@@ -153,7 +153,7 @@ impl Device {
 /// A frame as it left a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
-    pub at: u64,
+    pub at: Instant,
     pub from: Endpoint,
     /// Where the link takes it (`None`: the port has no link).
     pub to: Option<Endpoint>,
@@ -165,7 +165,7 @@ pub struct Sent {
 /// A frame as it reached a port.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivered {
-    pub at: u64,
+    pub at: Instant,
     pub to: Endpoint,
     pub frame: Vec<u8>,
 }
@@ -179,6 +179,9 @@ enum Wake {
     Node(usize),
     Link(usize),
 }
+
+/// [`Sim::run_until`] this or later runs until nothing is left to do, with no final wake-up.
+pub const UNBOUNDED: Instant = Instant::from_ns(u64::MAX / 2);
 
 /// A frame put on the way to a port from outside: (arrival, insertion order, destination, frame).
 type Injected = Reverse<(Instant, u64, Endpoint, Vec<u8>)>;
@@ -215,7 +218,7 @@ pub struct Sim {
     pub sent: Vec<Sent>,
     pub delivered: Vec<Delivered>,
     /// (time, node, event), always recorded; take them as they come ([`std::mem::take`]) on long runs.
-    pub events: Vec<(u64, usize, Event)>,
+    pub events: Vec<(Instant, usize, Event)>,
 }
 
 impl Default for Sim {
@@ -355,8 +358,8 @@ impl Sim {
         (pcap.bytes(), pcap.frames())
     }
 
-    pub fn now(&self) -> u64 {
-        self.now.as_ns()
+    pub fn now(&self) -> Instant {
+        self.now
     }
 
     pub fn switch(&mut self, id: usize) -> &mut Switch {
@@ -411,16 +414,15 @@ impl Sim {
     }
 
     /// Puts a frame on the way to a port, arriving at `at` (a host outside the simulation, a test).
-    pub fn inject(&mut self, to: Endpoint, at: u64, frame: Vec<u8>) {
+    pub fn inject(&mut self, to: Endpoint, at: Instant, frame: Vec<u8>) {
         self.order += 1;
-        self.injected.push(Reverse((Instant::from_ns(at), self.order, to, frame)));
+        self.injected.push(Reverse((at, self.order, to, frame)));
     }
 
     /// Runs every event up to `end` inclusive, then wakes every node at `end` (pause accounting,
-    /// statistics), unless `end` is unbounded (from `u64::MAX / 2` on: until nothing is left to do).
-    pub fn run_until(&mut self, end: u64) {
-        let unbounded = end >= u64::MAX / 2;
-        let end = Instant::from_ns(end);
+    /// statistics), unless `end` is unbounded (from [`UNBOUNDED`] on: until nothing is left to do).
+    pub fn run_until(&mut self, end: Instant) {
+        let unbounded = end >= UNBOUNDED;
         // Nodes may have been changed from outside since the last run (flows added, storms started).
         for id in 0..self.devices.len() {
             self.reschedule(id);
@@ -470,12 +472,12 @@ impl Sim {
                     self.mark(id);
                 }
                 Wake::Link(l) => {
-                    while self.links[l].wire.front().is_some_and(|f| f.at <= now.as_ns()) {
+                    while self.links[l].wire.front().is_some_and(|f| f.at <= now) {
                         let f = self.links[l].wire.pop_front().expect("peeked");
                         let to = self.links[l].link.to;
-                        self.deliver(to, Instant::from_ns(f.at), f.frame, f.corrupt);
+                        self.deliver(to, f.at, f.frame, f.corrupt);
                     }
-                    if let Some(next) = self.links[l].wire.front().map(|f| Instant::from_ns(f.at)) {
+                    if let Some(next) = self.links[l].wire.front().map(|f| f.at) {
                         self.push(next, Wake::Link(l));
                     }
                 }
@@ -503,7 +505,7 @@ impl Sim {
             return;
         }
         if self.keep_log {
-            self.delivered.push(Delivered { at: at.as_ns(), to, frame: frame.clone() });
+            self.delivered.push(Delivered { at, to, frame: frame.clone() });
         }
         let node = self.devices[to.0].node_mut();
         if corrupt {
@@ -533,7 +535,7 @@ impl Sim {
             from = port + 1;
         }
         while let Some(event) = self.devices[id].node_mut().poll_event() {
-            self.events.push((now.as_ns(), id, event));
+            self.events.push((now, id, event));
         }
         self.reschedule(id);
     }
@@ -566,7 +568,7 @@ impl Sim {
         let mut keep = true;
         if self.tap.is_some() || self.keep_log {
             let to = link.map(|l| self.links[l].link.to);
-            let sent = Sent { at: at.as_ns(), from, to, queue: tx.queue, frame: out.clone() };
+            let sent = Sent { at, from, to, queue: tx.queue, frame: out.clone() };
             if let Some(tap) = self.tap.as_mut() {
                 keep = tap(&sent, &mut out);
             }
@@ -581,10 +583,10 @@ impl Sim {
         }
         if let (Some(l), true) = (link, keep) {
             let was_idle = self.links[l].wire.is_empty();
-            if let Fate::Delivered { at: arrival } = self.links[l].send(at.as_ns(), out)
+            if let Fate::Delivered { at: arrival } = self.links[l].send(at, out)
                 && was_idle
             {
-                self.push(Instant::from_ns(arrival), Wake::Link(l));
+                self.push(arrival, Wake::Link(l));
             }
         }
     }

@@ -44,9 +44,9 @@ fn pair() -> Sim {
 #[test]
 fn a_run_is_deterministic_and_frames_arrive_after_serialisation_and_delay() {
     let mut one = pair();
-    one.run_until(1_000_000);
+    one.run_until(Instant::from_ns(1_000_000));
     let mut two = pair();
-    two.run_until(1_000_000);
+    two.run_until(Instant::from_ns(1_000_000));
     assert_eq!(one.sent, two.sent);
     assert_eq!(one.delivered, two.delivered);
     assert_eq!(one.nic(0).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
@@ -56,7 +56,7 @@ fn a_run_is_deterministic_and_frames_arrive_after_serialisation_and_delay() {
     assert_eq!(from_a.len(), at_b.len());
     for (s, d) in from_a.iter().zip(&at_b) {
         let bits = (s.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
-        assert_eq!(d.at, s.at + (bits * 1000).div_ceil(25_000) + 1_000);
+        assert_eq!(d.at.as_ns(), s.at.as_ns() + (bits * 1000).div_ceil(25_000) + 1_000);
         assert_eq!(d.frame, s.frame);
     }
 }
@@ -67,13 +67,13 @@ fn a_tap_loses_frames_and_the_nic_recovers() {
     let mut dropped = 0;
     sim.set_tap(Box::new(move |s: &Sent, _: &mut Vec<u8>| {
         // The third frame A sends is lost.
-        let keep = !(s.from == (0, 0) && dropped == 0 && s.at > 0 && s.frame.len() > 1000);
+        let keep = !(s.from == (0, 0) && dropped == 0 && s.at.as_ns() > 0 && s.frame.len() > 1000);
         if !keep {
             dropped += 1;
         }
         keep
     }));
-    sim.run_until(50_000_000);
+    sim.run_until(Instant::from_ns(50_000_000));
     let stats = sim.nic(0).flow_stats(1).unwrap();
     assert_eq!(stats.acked_bytes, 10 * 1024);
     assert!(stats.retransmitted_packets > 0);
@@ -112,7 +112,7 @@ NEIGH:
     sim.connect((b, 0), 25_000, (sw, 1), 25_000, 500);
     let flow = flow_to(b_ip, B_MAC, FlowConfig::default().message_bytes, 100);
     sim.nic(a).add_flow(flow).unwrap();
-    sim.run_until(10_000_000);
+    sim.run_until(Instant::from_ns(10_000_000));
     let sent = sim.nic(a).flow_stats(1).unwrap();
     assert!(sent.acked_bytes > 0 && sent.retransmitted_packets == 0, "{sent:?}");
     let c = sim.switch(sw).port_counters(PortId::new(1)).unwrap();
@@ -141,29 +141,34 @@ fn fast_pair(rate_mbps: u32, messages: u64, seed: u64, a_to_b: Option<Link>) -> 
 #[test]
 fn back_to_back_frames_at_400g_do_not_drift() {
     let mut sim = fast_pair(400_000, 40, 0, None);
-    sim.run_until(1_000_000);
+    sim.run_until(Instant::from_ns(1_000_000));
     let at_b: Vec<&Delivered> = sim.delivered.iter().filter(|d| d.to == (1, 0)).collect();
     assert!(at_b.len() >= 300, "{}", at_b.len());
     // Every frame after the first arrives within 1 ns of the exact (picosecond) sum of the serialisation
     // times before it (both ends rounded up to the ns: less than 1 ns apart). A 1 KiB frame at 400 Gb/s
     // takes 21.x ns; restarting each frame on the nanosecond the sender released it would add up to 1 ns.
     let mut exact_ps = 0u128;
-    let first = at_b[0].at;
+    let first = at_b[0].at.as_ns();
     let mut back_to_back = 0;
     for pair in at_b.windows(2) {
         let bits = (pair[1].frame.len() as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
         let gap_ps = bits * 1_000_000 / 400_000;
-        if u128::from(pair[1].at - pair[0].at) * 1000 > gap_ps + 1000 {
+        if u128::from(pair[1].at.as_ns() - pair[0].at.as_ns()) * 1000 > gap_ps + 1000 {
             exact_ps = 0;
             continue; // the sender paused (window, next message): a new train
         }
         if exact_ps == 0 {
-            exact_ps = u128::from(pair[0].at - first) * 1000;
+            exact_ps = u128::from(pair[0].at.as_ns() - first) * 1000;
         }
         exact_ps += gap_ps;
         back_to_back += 1;
-        let got_ps = u128::from(pair[1].at - first) * 1000;
-        assert!(got_ps.abs_diff(exact_ps) < 1000, "frame at {} ns, exact {} ps", pair[1].at, exact_ps);
+        let got_ps = u128::from(pair[1].at.as_ns() - first) * 1000;
+        assert!(
+            got_ps.abs_diff(exact_ps) < 1000,
+            "frame at {} ns, exact {} ps",
+            pair[1].at.as_ns(),
+            exact_ps
+        );
     }
     assert!(back_to_back > 200, "{back_to_back}");
 }
@@ -172,11 +177,15 @@ fn back_to_back_frames_at_400g_do_not_drift() {
 fn a_lone_frame_arrives_after_its_bits_and_the_delay_to_the_nanosecond() {
     for rate in [25_000u32, 100_000, 400_000] {
         let mut sim = fast_pair(rate, 1, 0, None);
-        sim.run_until(200_000);
+        sim.run_until(Instant::from_ns(200_000));
         let s = sim.sent.iter().find(|s| s.from == (0, 0)).unwrap();
         let d = sim.delivered.iter().find(|d| d.to == (1, 0)).unwrap();
         let bits = (s.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
-        assert_eq!(d.at, s.at + (bits * 1000).div_ceil(u64::from(rate)) + 100, "at {rate} Mb/s");
+        assert_eq!(
+            d.at.as_ns(),
+            s.at.as_ns() + (bits * 1000).div_ceil(u64::from(rate)) + 100,
+            "at {rate} Mb/s"
+        );
     }
 }
 
@@ -185,7 +194,7 @@ fn every_nth_data_packet_is_lost_and_go_back_n_recovers() {
     let loss = Impairment::Every { n: 16, frames: Frames::Data };
     let link = Link { loss: Some(loss), ..Link::new((1, 0), 100_000, 100) };
     let mut sim = fast_pair(100_000, 20, 0, Some(link));
-    sim.run_until(50_000_000);
+    sim.run_until(Instant::from_ns(50_000_000));
     let stats = sim.link_stats((0, 0)).unwrap();
     let data_sent =
         sim.sent.iter().filter(|s| s.from == (0, 0) && link::is_roce_data(&s.frame)).count() as u64;
@@ -204,8 +213,8 @@ fn random_loss_follows_the_seed() {
     let link = Link { loss: Some(loss), ..Link::new((1, 0), 100_000, 100) };
     let run = |seed| {
         let mut sim = fast_pair(100_000, 40, seed, Some(link));
-        sim.run_until(50_000_000);
-        (sim.delivered.iter().map(|d| d.at).collect::<Vec<_>>(), sim.link_stats((0, 0)).unwrap())
+        sim.run_until(Instant::from_ns(50_000_000));
+        (sim.delivered.iter().map(|d| d.at.as_ns()).collect::<Vec<_>>(), sim.link_stats((0, 0)).unwrap())
     };
     let (one, two, other) = (run(7), run(7), run(8));
     assert_eq!(one, two);
@@ -234,7 +243,7 @@ VLAN_MEMBER: { Vlan10|Ethernet0: { tagging_mode: untagged }, Vlan10|Ethernet4: {
     let capture = sim.capture(vec![(a, 0), (sw, 0)]);
     let flow = flow_to(B_IP, B_MAC, FlowConfig::default().message_bytes, 4);
     sim.nic(a).add_flow(flow).unwrap();
-    sim.run_until(2_000_000);
+    sim.run_until(Instant::from_ns(2_000_000));
     let stats = sim.link_stats((a, 0)).unwrap();
     assert!(stats.corrupted > 0 && stats.corrupted == stats.frames / 5, "{stats:?}");
     let c = sim.switch(sw).port_counters(PortId::new(0)).unwrap();
@@ -249,11 +258,11 @@ VLAN_MEMBER: { Vlan10|Ethernet0: { tagging_mode: untagged }, Vlan10|Ethernet4: {
 #[test]
 fn a_stopped_node_sends_nothing_and_takes_nothing() {
     let mut sim = fast_pair(25_000, 1000, 0, None);
-    sim.run_until(20_000);
+    sim.run_until(Instant::from_ns(20_000));
     sim.stop(1);
     let delivered_to_b = sim.delivered.iter().filter(|d| d.to == (1, 0)).count();
     let sent_by_b = sim.sent.iter().filter(|s| s.from == (1, 0)).count();
-    sim.run_until(200_000);
+    sim.run_until(Instant::from_ns(200_000));
     assert_eq!(sim.delivered.iter().filter(|d| d.to == (1, 0)).count(), delivered_to_b);
     assert_eq!(sim.sent.iter().filter(|s| s.from == (1, 0)).count(), sent_by_b);
     assert!(sim.sent.iter().filter(|s| s.from == (0, 0)).count() > sent_by_b);
@@ -329,7 +338,7 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
         sim.nic(n).add_flow(flow).unwrap();
     }
     sim.keep_log = true;
-    sim.run_until(300_000);
+    sim.run_until(Instant::from_ns(300_000));
 
     // The first XOFF the switch sent A, and when A got it: its bits at 100G after the line was free, plus
     // the cable.
@@ -342,11 +351,12 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
         sim.delivered.iter().find(|d| d.to == (a, 0) && d.frame == xoff.frame && d.at >= xoff.at).unwrap();
     let pfc_bits_ns = ((xoff.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8 * 1000).div_ceil(100_000);
     assert!(
-        (xoff.at + pfc_bits_ns + DELAY..=xoff.at + pfc_bits_ns + DELAY + 1).contains(&got.at),
+        (xoff.at.as_ns() + pfc_bits_ns + DELAY..=xoff.at.as_ns() + pfc_bits_ns + DELAY + 1)
+            .contains(&got.at.as_ns()),
         "XOFF sent at {} reached A at {} (expected {} + {pfc_bits_ns} + {DELAY})",
-        xoff.at,
-        got.at,
-        xoff.at
+        xoff.at.as_ns(),
+        got.at.as_ns(),
+        xoff.at.as_ns()
     );
     // From then on A starts no data frame until it is released (XON or expiry).
     let released = sim
@@ -354,13 +364,15 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
         .iter()
         .filter(|d| d.to == (a, 0) && d.at > got.at)
         .find(|d| pfc_quanta3(&d.frame).is_some_and(|(ce, q)| ce & 8 != 0 && q == 0))
-        .map_or(got.at + 100_000, |d| d.at);
+        .map_or(got.at.as_ns() + 100_000, |d| d.at.as_ns());
     let data_while_paused = sim
         .sent
         .iter()
-        .filter(|s| s.from == (a, 0) && s.at >= got.at && s.at < released && link::is_roce_data(&s.frame))
+        .filter(|s| {
+            s.from == (a, 0) && s.at >= got.at && s.at.as_ns() < released && link::is_roce_data(&s.frame)
+        })
         .count();
-    assert_eq!(data_while_paused, 0, "A sent data between {} and {released}", got.at);
+    assert_eq!(data_while_paused, 0, "A sent data between {} and {released}", got.at.as_ns());
     // What A had in flight landed in PG 3's headroom: some, and at most two cable delays, the PFC frame
     // and one frame on each end at 100G (12.5 bytes per ns), in 256-byte cells; nothing was dropped.
     let wm =
@@ -377,19 +389,19 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
 fn a_link_down_loses_what_is_put_on_it_and_the_flow_resumes_when_it_is_back() {
     let mut sim = pair();
     // A is sending; at 2 µs the link goes down (a frame may be on the wire: it is lost too).
-    sim.run_until(2_000);
+    sim.run_until(Instant::from_ns(2_000));
     assert!(sim.link_is_up((0, 0)));
     assert!(sim.set_link_up((1, 0), false), "either end names the link");
     assert!(!sim.link_is_up((0, 0)) && !sim.link_is_up((1, 0)));
     let delivered = sim.delivered.len();
-    sim.run_until(3_000_000);
+    sim.run_until(Instant::from_ns(3_000_000));
     assert_eq!(sim.delivered.len(), delivered, "nothing crosses a down link");
     let lost = sim.link_stats((0, 0)).unwrap().lost + sim.link_stats((1, 0)).unwrap().lost;
     assert!(lost > 0, "A's frames (retransmissions included) were lost");
     assert!(sim.nic(0).flow_stats(1).unwrap().acked_bytes < 10 * 1024);
     // Back up: go-back-N brings every message through.
     assert!(sim.set_link_up((0, 0), true));
-    sim.run_until(60_000_000);
+    sim.run_until(Instant::from_ns(60_000_000));
     assert_eq!(sim.nic(0).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
     assert!(!sim.set_link_up((0, 5), false), "a port without a link");
 }

@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// The instant `ns` after the origin (the trajectories below are written in nanoseconds).
+fn at(ns: u64) -> Instant {
+    Instant::from_ns(ns)
+}
+
 const G100: u64 = 100_000_000_000;
 /// NVIDIA's default `rpg_byte_reset` 32767 in its 64-byte unit (DCQCN Parameters table, DOC-2790).
 const BYTE_RESET_DEFAULT_BYTES: u64 = 2_097_088;
@@ -33,56 +38,56 @@ fn cut(rate: u64, alpha_fine: u64) -> u64 {
 #[test]
 fn first_cnp_cuts_after_the_monitor_period_with_decayed_alpha() {
     let mut rp = Dcqcn::new(timer_only(), G100);
-    rp.on_cnp(0);
+    rp.on_cnp(at(0));
     assert_eq!(rp.rate_bps(), G100, "the first CNP only arms the check (rate_to_set_on_first_cnp = 0)");
-    assert_eq!(rp.poll_at(), Some(4_001));
-    rp.handle_timeout(4_000);
+    assert_eq!(rp.poll_at(), Some(at(4_001)));
+    rp.handle_timeout(at(4_000));
     assert_eq!(rp.rate_bps(), G100);
     // α: 1023 → 1018 → 1013 → 1008 → 1003 at 1..4 µs.
-    assert_eq!(rp.alpha_at(4_001), 1003);
+    assert_eq!(rp.alpha_at(at(4_001)), 1003);
     assert_eq!(decay(1023, 4), 1003);
-    rp.handle_timeout(4_001);
+    rp.handle_timeout(at(4_001));
     // 100 G × (1 − α/2), α = 1023/1024 × (1019/1024)^4 = 0.97964: 51.018 Gb/s.
     assert_eq!(rp.rate_bps(), cut(G100, decay_fine(1023, 4)));
     assert_eq!(rp.rate_bps() / 1_000_000, 51_017);
     assert_eq!(rp.target_bps(), G100, "no clamp before a timer increase");
     assert_eq!(rp.decreases(), 1);
-    assert_eq!(rp.poll_at(), Some(304_001), "rate timer armed");
+    assert_eq!(rp.poll_at(), Some(at(304_001)), "rate timer armed");
 }
 
 #[test]
 fn recovery_follows_the_timer_stages() {
     let mut rp = Dcqcn::new(timer_only(), G100);
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
     let r0 = cut(G100, decay_fine(1023, 4));
     // Stage 0 < F: fast recovery.
-    rp.handle_timeout(304_000);
+    rp.handle_timeout(at(304_000));
     assert_eq!(rp.rate_bps(), r0);
-    rp.handle_timeout(304_001);
+    rp.handle_timeout(at(304_001));
     let r1 = (r0 + G100).div_ceil(2);
     assert_eq!((rp.rate_bps(), rp.target_bps()), (r1, G100));
     // Stage 1 == F: additive increase (target already at the cap).
-    rp.handle_timeout(604_001);
+    rp.handle_timeout(at(604_001));
     let r2 = (r1 + G100).div_ceil(2);
     assert_eq!(rp.rate_bps(), r2);
     // A second CNP at 1 ms: α has decayed for 1000 ticks; the flag applies at the next tick, after the
     // decrease check at 1 000 001 (grid 1 + 4 µs·k). Target is clamped (the timer has fired).
-    rp.handle_timeout(904_001);
+    rp.handle_timeout(at(904_001));
     let r3 = (r2 + G100).div_ceil(2);
     assert_eq!(rp.rate_bps(), r3);
-    rp.on_cnp(1_000_000);
-    assert_eq!(rp.poll_at(), Some(1_000_001));
-    rp.handle_timeout(1_000_001);
+    rp.on_cnp(at(1_000_000));
+    assert_eq!(rp.poll_at(), Some(at(1_000_001)));
+    rp.handle_timeout(at(1_000_001));
     let alpha = decay_fine(1023, 1000);
-    assert_eq!(rp.alpha_at(1_000_001), decay(1023, 1000));
+    assert_eq!(rp.alpha_at(at(1_000_001)), decay(1023, 1000));
     // (1019/1024)^1000 = 0.0076: α is 7/1024 and more, which a 10-bit α would not keep.
-    assert_eq!((alpha >> 20, (rp.alpha_f64_at(1_000_001) * 1e4).round()), (7, 75.0));
+    assert_eq!((alpha >> 20, (rp.alpha_f64_at(at(1_000_001)) * 1e4).round()), (7, 75.0));
     let r4 = cut(r3, alpha);
     assert_eq!((rp.rate_bps(), rp.target_bps()), (r4, r3));
     // The CNP flag raises α at the next tick: G·α/1024 + 5/1024.
-    assert_eq!(rp.alpha_at(1_001_000), ((((1019 * alpha) >> 10) + (5 << 20)) >> 20) as u32);
-    assert_eq!(rp.poll_at(), Some(1_300_001));
+    assert_eq!(rp.alpha_at(at(1_001_000)), ((((1019 * alpha) >> 10) + (5 << 20)) >> 20) as u32);
+    assert_eq!(rp.poll_at(), Some(at(1_300_001)));
 }
 
 #[test]
@@ -94,16 +99,16 @@ fn hyper_increase_and_return_to_line_rate() {
         ..timer_only()
     };
     let mut rp = Dcqcn::new(p, G100);
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
-    rp.on_cnp(300_000); // clamps nothing yet (time stage 0): target stays 100 G
-    rp.handle_timeout(304_001); // decrease at 300 001 first, rate timer restarted to 600 001
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
+    rp.on_cnp(at(300_000)); // clamps nothing yet (time stage 0): target stays 100 G
+    rp.handle_timeout(at(304_001)); // decrease at 300 001 first, rate timer restarted to 600 001
     assert_eq!(rp.decreases(), 2);
-    assert_eq!(rp.poll_at(), Some(600_001));
+    assert_eq!(rp.poll_at(), Some(at(600_001)));
     let mut t = 600_001;
     let mut steps = 0;
     while rp.is_limited() {
-        rp.handle_timeout(t);
+        rp.handle_timeout(at(t));
         t += 300_000;
         steps += 1;
         assert!(steps < 100);
@@ -115,18 +120,18 @@ fn hyper_increase_and_return_to_line_rate() {
 fn hyper_stage_raises_target_by_hai() {
     let p = DcqcnParams { rpg_byte_reset_64bytes: 0, ..timer_only() };
     let mut rp = Dcqcn::new(p, G100);
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
-    rp.handle_timeout(304_001); // FR (stage 0)
-    rp.on_cnp(310_000);
-    rp.handle_timeout(312_001); // decrease with clamp: target = current
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
+    rp.handle_timeout(at(304_001)); // FR (stage 0)
+    rp.on_cnp(at(310_000));
+    rp.handle_timeout(at(312_001)); // decrease with clamp: target = current
     let target = rp.target_bps();
     assert!(target < G100);
-    rp.handle_timeout(612_001); // stage 0: FR
+    rp.handle_timeout(at(612_001)); // stage 0: FR
     assert_eq!(rp.target_bps(), target);
-    rp.handle_timeout(912_001); // stage 1: AI
+    rp.handle_timeout(at(912_001)); // stage 1: AI
     assert_eq!(rp.target_bps(), target + 5_000_000);
-    rp.handle_timeout(1_212_001); // stage 2: HAI
+    rp.handle_timeout(at(1_212_001)); // stage 2: HAI
     assert_eq!(rp.target_bps(), target + 55_000_000);
 }
 
@@ -135,8 +140,8 @@ fn byte_counter_drives_increases_while_limited() {
     let mut rp = Dcqcn::new(DcqcnParams::default(), G100);
     rp.on_sent(10_000_000);
     assert_eq!(rp.increases(), 0, "not rate-limited: the byte counter is off");
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
     let r0 = rp.rate_bps();
     // NVIDIA's default 32767 counts 64-byte units: 2,097,088 bytes per event, not 32,767.
     rp.on_sent(32_767);
@@ -161,13 +166,13 @@ fn a_cut_after_a_byte_counter_increase_clamps_the_target() {
     for (clamp_after_timer, label) in [(true, "NVIDIA's flags"), (false, "both flags off")] {
         let p = DcqcnParams { clamp_tgt_rate_after_time_inc: clamp_after_timer, ..DcqcnParams::default() };
         let mut rp = Dcqcn::new(p, G100);
-        rp.on_cnp(0);
-        rp.handle_timeout(4_001);
+        rp.on_cnp(at(0));
+        rp.handle_timeout(at(4_001));
         let r0 = rp.rate_bps();
         assert_eq!(rp.target_bps(), G100, "{label}: no increase yet, no clamp");
         // A second cut with no increase in between: the target stays at the line rate.
-        rp.on_cnp(5_000);
-        rp.handle_timeout(8_001);
+        rp.on_cnp(at(5_000));
+        rp.handle_timeout(at(8_001));
         let r1 = rp.rate_bps();
         assert!(r1 < r0);
         assert_eq!(
@@ -179,18 +184,18 @@ fn a_cut_after_a_byte_counter_increase_clamps_the_target() {
         rp.on_sent(BYTE_RESET_DEFAULT_BYTES);
         let r2 = (r1 + G100).div_ceil(2);
         assert_eq!(rp.rate_bps(), r2);
-        rp.on_cnp(9_000);
-        rp.handle_timeout(12_001);
+        rp.on_cnp(at(9_000));
+        rp.handle_timeout(at(12_001));
         assert_eq!(rp.target_bps(), r2, "{label}: the cut after a byte-counter increase clamps the target");
         assert!(rp.rate_bps() < r2);
     }
     // Without a byte counter (HPCC's model of the firmware) only the timer rule is left, as before.
     let mut rp = Dcqcn::new(timer_only(), G100);
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
     rp.on_sent(1_000_000);
-    rp.on_cnp(5_000);
-    rp.handle_timeout(8_001);
+    rp.on_cnp(at(5_000));
+    rp.handle_timeout(at(8_001));
     assert_eq!(rp.target_bps(), G100);
 }
 
@@ -260,13 +265,13 @@ fn stages_follow_isekais_rate_update_sequence() {
 fn min_rate_and_min_dec_fac_bound_the_cut() {
     let p = DcqcnParams { rpg_min_dec_fac: 80, rpg_byte_reset_64bytes: 0, ..DcqcnParams::default() };
     let mut rp = Dcqcn::new(p, G100);
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
     assert_eq!(rp.rate_bps(), 80_000_000_000, "at most 20 % per decrease");
     let p = DcqcnParams { rpg_min_rate_mbps: 90_000, rpg_byte_reset_64bytes: 0, ..DcqcnParams::default() };
     let mut rp = Dcqcn::new(p, G100);
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
     assert_eq!(rp.rate_bps(), 90_000_000_000);
 }
 
@@ -274,29 +279,29 @@ fn min_rate_and_min_dec_fac_bound_the_cut() {
 fn rate_on_first_cnp_and_hpcc_profile() {
     let p = DcqcnParams { rate_to_set_on_first_cnp_mbps: 10_000, ..DcqcnParams::default() };
     let mut rp = Dcqcn::new(p, G100);
-    rp.on_cnp(0);
+    rp.on_cnp(at(0));
     assert_eq!((rp.rate_bps(), rp.target_bps()), (10_000_000_000, 10_000_000_000));
     let h = DcqcnParams::hpcc(100_000);
     assert_eq!((h.rpg_ai_rate_mbps, h.rpg_hai_rate_mbps, h.dce_tcp_g), (20, 200, 1020));
     assert!(h.validate().is_ok() && DcqcnParams::default().validate().is_ok());
     // HPCC: α = 1 on the first CNP, g = 1/256: after 4 ticks 1024·(255/256)^4 in fixed point.
     let mut rp = Dcqcn::new(h, G100);
-    rp.on_cnp(0);
-    assert_eq!(rp.alpha_at(4_001), 1008);
+    rp.on_cnp(at(0));
+    assert_eq!(rp.alpha_at(at(4_001)), 1008);
 }
 
 #[test]
 fn cnps_within_one_period_cause_one_decrease() {
     let mut rp = Dcqcn::new(timer_only(), G100);
-    rp.on_cnp(0);
+    rp.on_cnp(at(0));
     for t in (100..4_000).step_by(100) {
-        rp.on_cnp(t);
+        rp.on_cnp(at(t));
     }
-    rp.handle_timeout(4_001);
+    rp.handle_timeout(at(4_001));
     assert_eq!(rp.decreases(), 1);
-    assert_eq!(rp.poll_at(), Some(304_001), "no check pending: no CNP after the decrease");
-    rp.on_cnp(4_001);
-    assert_eq!(rp.poll_at(), Some(8_001));
+    assert_eq!(rp.poll_at(), Some(at(304_001)), "no check pending: no CNP after the decrease");
+    rp.on_cnp(at(4_001));
+    assert_eq!(rp.poll_at(), Some(at(8_001)));
 }
 
 /// xorshift64*: a deterministic event schedule.
@@ -321,22 +326,26 @@ fn time_scale_stretches_the_trajectory() {
         for step in 0..200_000u32 {
             let r = next(&mut rng);
             t += r % 1_500; // a 4 KB packet at 100 G takes ~330 ns; CNPs come in bursts
-            fast.handle_timeout(t);
-            slow.handle_timeout(t * N);
+            fast.handle_timeout(at(t));
+            slow.handle_timeout(at(t * N));
             // CNPs in bursts: a congested phase of every 2^14 steps, quiet otherwise.
             let congested = (step >> 14) % 3 != 2;
             if congested && r.is_multiple_of(7) {
-                fast.on_cnp(t);
-                slow.on_cnp(t * N);
+                fast.on_cnp(at(t));
+                slow.on_cnp(at(t * N));
             } else {
                 fast.on_sent(4_136);
                 slow.on_sent(4_136);
             }
-            assert_eq!(slow.next_decrease_ns, fast.next_decrease_ns.map(|p| p * N), "step {step} at {t}");
-            assert_eq!(slow.alpha_at(t * N), fast.alpha_at(t), "step {step}");
+            assert_eq!(
+                slow.next_decrease,
+                fast.next_decrease.map(|p| at(p.as_ns() * N)),
+                "step {step} at {t}"
+            );
+            assert_eq!(slow.alpha_at(at(t * N)), fast.alpha_at(at(t)), "step {step}");
             assert_eq!(slow.decreases(), fast.decreases(), "step {step}");
             if slow.is_limited() && fast.is_limited() {
-                assert_eq!(slow.rate_timer_ns, fast.rate_timer_ns.map(|p| p * N), "step {step}");
+                assert_eq!(slow.rate_timer, fast.rate_timer.map(|p| at(p.as_ns() * N)), "step {step}");
                 assert_eq!((slow.time_stage, slow.byte_stage), (fast.time_stage, fast.byte_stage));
             } else if slow.is_limited() != fast.is_limited() {
                 // Recovery ends when current reaches the line rate. Halving the gap, the slow flow is
@@ -367,15 +376,15 @@ fn time_scale_divides_the_rate_steps() {
     };
     let line = 200_000_000;
     let mut rp = Dcqcn::new(p, line);
-    rp.on_cnp(0);
+    rp.on_cnp(at(0));
     assert_eq!(rp.rate_bps(), 100_000_000, "50 G on the first CNP ÷ 500");
-    assert_eq!(rp.poll_at(), Some(500 + 2_000_000), "the 4 µs check × 500, from 1 ns × 500");
-    rp.handle_timeout(2_000_500);
-    assert_eq!(rp.alpha_at(2_000_500), 1003, "four 500 µs α periods");
-    assert_eq!(rp.poll_at(), Some(2_000_500 + 150_000_000), "the 300 µs timer × 500");
+    assert_eq!(rp.poll_at(), Some(at(500 + 2_000_000)), "the 4 µs check × 500, from 1 ns × 500");
+    rp.handle_timeout(at(2_000_500));
+    assert_eq!(rp.alpha_at(at(2_000_500)), 1003, "four 500 µs α periods");
+    assert_eq!(rp.poll_at(), Some(at(2_000_500 + 150_000_000)), "the 300 µs timer × 500");
     let target = rp.target_bps();
-    rp.handle_timeout(152_000_500); // fast recovery
-    rp.handle_timeout(302_000_500); // additive increase: 5 Mb/s ÷ 500
+    rp.handle_timeout(at(152_000_500)); // fast recovery
+    rp.handle_timeout(at(302_000_500)); // additive increase: 5 Mb/s ÷ 500
     assert_eq!(rp.target_bps(), target + 10_000);
     assert_eq!(scaled_bps(1, 3), 333_333);
     assert_eq!(scaled_bps(1, 1_000_000), 1);
@@ -383,8 +392,8 @@ fn time_scale_divides_the_rate_steps() {
     // The floor: 10 Mb/s ÷ 500 = 20 kb/s.
     let mut rp = Dcqcn::new(DcqcnParams { rpg_min_dec_fac: 0, ..p }, line);
     for k in 0..200 {
-        rp.on_cnp(k * 2_000_000);
-        rp.handle_timeout(k * 2_000_000 + 1_999_999);
+        rp.on_cnp(at(k * 2_000_000));
+        rp.handle_timeout(at(k * 2_000_000 + 1_999_999));
     }
     assert_eq!(rp.rate_bps(), 20_000);
 }

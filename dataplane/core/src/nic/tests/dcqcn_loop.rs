@@ -103,7 +103,7 @@ fn min_time_between_cnps_is_set_by_name_scaled_and_bounded() {
     assert_eq!(cfg.np.min_time_between_cnps_ns, 0, "off by default: the paper's per-QP interval only");
     cfg.set_dcqcn_param("min_time_between_cnps_ns", "4000").unwrap();
     cfg.set_dcqcn_param("time_scale", "500").unwrap();
-    assert_eq!(cfg.min_time_between_cnps_ns(), 2_000_000, "4 µs × 500");
+    assert_eq!(cfg.min_time_between_cnps(), Nanos::from_ns(2_000_000), "4 µs × 500");
     let e = cfg.set_dcqcn_param("min_time_between_cnps_ns", &(1u64 << 48).to_string()).unwrap_err();
     assert!(e.starts_with("min_time_between_cnps_ns: 281474976710656 is above"), "{e}");
     assert_eq!(cfg.np.min_time_between_cnps_ns, 4_000, "a refused value changes nothing");
