@@ -213,12 +213,12 @@ fn stages_follow_isekais_rate_update_sequence() {
         assert!(got.abs_diff(want) <= 4, "{what}: {got} b/s, isekai's formula gives {want}");
     };
     let mut rp = Dcqcn::new(DcqcnParams::default(), G100);
-    rp.on_cnp(0);
-    rp.handle_timeout(4_001);
+    rp.on_cnp(at(0));
+    rp.handle_timeout(at(4_001));
     // A timer increase, then a cut: the cut clamps the target (stages reset, byte count 0).
-    rp.handle_timeout(304_001);
-    rp.on_cnp(305_000);
-    rp.handle_timeout(308_001);
+    rp.handle_timeout(at(304_001));
+    rp.on_cnp(at(305_000));
+    rp.handle_timeout(at(308_001));
     let (rate, target) = (rp.rate_bps(), rp.target_bps());
     assert!(rate < target && target < G100);
     // "Test byte-based rate increase": byte_reset × 64 bytes, stages (timer 0, byte 0): fast recovery.
@@ -227,8 +227,8 @@ fn stages_follow_isekais_rate_update_sequence() {
     assert_eq!(rp.target_bps(), target);
     // "Test rate reduction after byte-based rate increase": the target is clamped to the rate.
     let rate = rp.rate_bps();
-    rp.on_cnp(310_000);
-    rp.handle_timeout(312_001);
+    rp.on_cnp(at(310_000));
+    rp.handle_timeout(at(312_001));
     assert_eq!(rp.target_bps(), rate);
     let (rate, target) = (rp.rate_bps(), rp.target_bps());
     // "Test additive increase": two byte events; the second, at stages (0, 1), adds ai.
@@ -242,9 +242,9 @@ fn stages_follow_isekais_rate_update_sequence() {
         [("timer at (0, 2)", AI), ("timer at (1, 2)", AI), ("timer at (2, 2)", HAI)]
     {
         let (rate, target) = (rp.rate_bps(), rp.target_bps());
-        rp.handle_timeout(t - 1);
+        rp.handle_timeout(at(t - 1));
         assert_eq!(rp.rate_bps(), rate, "{step}: not before the timer");
-        rp.handle_timeout(t);
+        rp.handle_timeout(at(t));
         assert_eq!(rp.target_bps(), target + want_target_step, "{step}");
         close(rp.rate_bps(), (rate + target + want_target_step) / 2, step);
         t += 300_000;
@@ -252,8 +252,8 @@ fn stages_follow_isekais_rate_update_sequence() {
     // "Test rate reduction": a CNP between two timer events; the cut clamps and resets both stages.
     let rate = rp.rate_bps();
     let cnp_at = t - 200_000;
-    rp.on_cnp(cnp_at);
-    rp.handle_timeout(cnp_at + 4_000);
+    rp.on_cnp(at(cnp_at));
+    rp.handle_timeout(at(cnp_at + 4_000));
     assert_eq!(rp.target_bps(), rate);
     assert!(rp.rate_bps() < rate);
     let (rate, target) = (rp.rate_bps(), rp.target_bps());
