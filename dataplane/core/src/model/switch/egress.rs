@@ -91,7 +91,7 @@ impl Switch {
     ) -> bool {
         let class = meta.class;
         if let Some(v) = vid
-            && self.derived.membership.get(&(v, out)) == Some(&true)
+            && self.derived.is_tagged(v, out)
         {
             let pcp = meta.pcp.unwrap_or(class.tc);
             vlan::push_tag(&mut frame, u16::from(EtherType::Vlan), vlan::tci(pcp, v));
@@ -170,9 +170,13 @@ impl Switch {
             self.assert_pfc(port, class.pg);
         }
         if self.mmu.has_raised() {
-            for (port, pg) in self.mmu.take_raised() {
+            let mut raised = std::mem::take(&mut self.pg_scratch);
+            self.mmu.take_raised(&mut raised);
+            for &(port, pg) in &raised {
                 self.assert_pfc(port, pg);
             }
+            raised.clear();
+            self.pg_scratch = raised;
         }
         true
     }
@@ -214,13 +218,13 @@ impl Switch {
         // Other PGs in XOFF may be back at their XON point (a dynamic limit grows as the pool drains); the
         // MMU walks only the PGs in XOFF.
         if self.mmu.any_xoff() {
-            let mut released = std::mem::take(&mut self.xon_scratch);
+            let mut released = std::mem::take(&mut self.pg_scratch);
             self.mmu.recheck_xon(&mut released);
             for &(port, pg) in &released {
                 self.release_pfc(port, pg);
             }
             released.clear();
-            self.xon_scratch = released;
+            self.pg_scratch = released;
         }
     }
 
