@@ -286,6 +286,11 @@ impl Mmu {
         ingress: Option<(PortId, u8)>,
         egress: (PortId, u8),
     ) -> Result<(Allocation, bool), Refusal> {
+        if !self.manages(ingress, egress) {
+            // Neither side has a profile: admitted without limits and counted nowhere (what planning both
+            // sides would conclude, without the partition and the plans).
+            return Ok((Allocation { cells, ingress: None, egress: None }, false));
+        }
         let c = u64::from(cells);
         let partition = self.partition(ingress.map(|(port, _)| port), egress.0);
         let plan_egress = |mmu: &Self| {
@@ -321,6 +326,14 @@ impl Mmu {
             self.take_egress(a);
         }
         Ok((alloc, xoff))
+    }
+
+    /// Does a buffer profile manage the ingress PG or the egress queue of a frame?
+    fn manages(&self, ingress: Option<(PortId, u8)>, egress: (PortId, u8)) -> bool {
+        let pg =
+            ingress.and_then(|(port, pg)| self.ports.get(port.index()).map(|p| &p.pgs[usize::from(pg & 7)]));
+        let queue = self.ports.get(egress.0.index()).map(|p| &p.queues[usize::from(egress.1 & 7)]);
+        pg.is_some_and(|g| g.profile.is_some()) || queue.is_some_and(|q| q.profile.is_some())
     }
 
     fn plan_ingress(

@@ -249,9 +249,15 @@ impl Switch {
         }
     }
 
+    /// A PG reached its XOFF point. "Asserting PFC" has one meaning in the model: a port sends XOFF for
+    /// priority p exactly while p's PG is in XOFF in the MMU ([`Mmu::xoff_pgs`](crate::model::mmu::Mmu)),
+    /// p is in the port's `pfc_enable` and not taken over by the watchdog, and the port's link is up. The
+    /// MMU's flag follows the buffer alone; this and [`Switch::release_pfc`] keep the port's asserted
+    /// priorities equal to the part of it the port can send (the watchdog's restoration and a link coming
+    /// back up re-assert what the MMU still holds).
     fn assert_pfc(&mut self, port: PortId, pg: u8) {
         let prios = self.pg_priorities(port, pg) & self.effective_pfc_enable(port);
-        if prios == 0 {
+        if prios == 0 || !self.ports[port.index()].oper_up {
             return;
         }
         let before = self.ports[port.index()].pfc.asserted();
@@ -502,11 +508,16 @@ impl Switch {
         }
         // A restored priority whose PG is still above its limit pauses its peer again.
         for t in transitions.iter().filter(|t| !t.stormed) {
-            let xoff = self.mmu.xoff_pgs(t.port);
-            for pg in 0..8u8 {
-                if xoff & (1 << pg) != 0 {
-                    self.assert_pfc(t.port, pg);
-                }
+            self.assert_xoff_pgs(t.port);
+        }
+    }
+
+    /// Asserts PFC for every PG of the port the MMU holds in XOFF.
+    pub(super) fn assert_xoff_pgs(&mut self, port: PortId) {
+        let xoff = self.mmu.xoff_pgs(port);
+        for pg in 0..8u8 {
+            if xoff & (1 << pg) != 0 {
+                self.assert_pfc(port, pg);
             }
         }
     }

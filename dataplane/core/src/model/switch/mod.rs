@@ -473,6 +473,10 @@ impl Switch {
         }
         let name = self.config.ports[port.index()].name.clone();
         self.push_event(Event::PortOperStatus { port: name, up });
+        if up {
+            // A PG still above its XOFF point pauses the peer again (see `assert_pfc`).
+            self.assert_xoff_pgs(port);
+        }
     }
 
     /// Counts `n` frames that reached a port but never the switch (its receive buffer overflowed, or the
