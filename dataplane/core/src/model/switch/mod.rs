@@ -26,6 +26,8 @@ mod derived;
 mod egress;
 mod ingress;
 mod ready;
+#[cfg(test)]
+mod tests;
 
 use derived::{Derived, Membership};
 
