@@ -20,7 +20,7 @@ pub struct FdbEntry {
     pub is_static: bool,
 }
 
-/// The MAC table, keyed by (VLAN ID, MAC) packed in one integer ([`fdb_key`]: one multiply to hash).
+/// The MAC table, keyed by (VLAN ID, MAC) packed in one integer (`fdb_key`: one multiply to hash).
 #[derive(Debug, Clone, Default)]
 pub struct Fdb {
     entries: HashMap<u64, FdbEntry>,
