@@ -20,21 +20,33 @@ pub struct FdbEntry {
     pub is_static: bool,
 }
 
-/// The MAC table, keyed by (VLAN ID, MAC).
+/// The MAC table, keyed by (VLAN ID, MAC) packed in one integer (`fdb_key`: one multiply to hash).
 #[derive(Debug, Clone, Default)]
 pub struct Fdb {
-    entries: HashMap<(u16, EthernetAddress), FdbEntry>,
+    entries: HashMap<u64, FdbEntry>,
+}
+
+/// (VLAN ID, MAC) as one key: the VID above the 48 bits of the MAC, so keys order as the pairs do.
+fn fdb_key(vid: u16, mac: EthernetAddress) -> u64 {
+    let m = mac.0;
+    u64::from(vid) << 48 | u64::from_be_bytes([0, 0, m[0], m[1], m[2], m[3], m[4], m[5]])
+}
+
+/// The (VLAN ID, MAC) of a key.
+fn fdb_pair(key: u64) -> (u16, EthernetAddress) {
+    let b = key.to_be_bytes();
+    (u16::from_be_bytes([b[0], b[1]]), EthernetAddress([b[2], b[3], b[4], b[5], b[6], b[7]]))
 }
 
 impl Fdb {
     pub fn lookup(&self, vid: u16, mac: EthernetAddress) -> Option<&FdbEntry> {
-        self.entries.get(&(vid, mac))
+        self.entries.get(&fdb_key(vid, mac))
     }
 
     /// Learns or refreshes a dynamic entry; a static entry is left alone. Returns true for a new entry or a
     /// station move.
     pub fn learn(&mut self, vid: u16, mac: EthernetAddress, port: PortId, now_ns: u64) -> bool {
-        match self.entries.get_mut(&(vid, mac)) {
+        match self.entries.get_mut(&fdb_key(vid, mac)) {
             Some(e) if e.is_static => false,
             Some(e) => {
                 let moved = e.port != port;
@@ -43,14 +55,15 @@ impl Fdb {
                 moved
             }
             None => {
-                self.entries.insert((vid, mac), FdbEntry { port, last_seen_ns: now_ns, is_static: false });
+                self.entries
+                    .insert(fdb_key(vid, mac), FdbEntry { port, last_seen_ns: now_ns, is_static: false });
                 true
             }
         }
     }
 
     pub fn insert_static(&mut self, vid: u16, mac: EthernetAddress, port: PortId) {
-        self.entries.insert((vid, mac), FdbEntry { port, last_seen_ns: 0, is_static: true });
+        self.entries.insert(fdb_key(vid, mac), FdbEntry { port, last_seen_ns: 0, is_static: true });
     }
 
     /// Removes dynamic entries idle for `aging_ns` or longer; returns them.
@@ -59,7 +72,7 @@ impl Fdb {
         self.entries.retain(|&key, e| {
             let keep = e.is_static || now_ns.saturating_sub(e.last_seen_ns) < aging_ns;
             if !keep {
-                aged.push(key);
+                aged.push(fdb_pair(key));
             }
             keep
         });
@@ -70,7 +83,8 @@ impl Fdb {
     /// Removes dynamic entries (all, or those of one VLAN / port); returns how many.
     pub fn flush(&mut self, vid: Option<u16>, port: Option<PortId>) -> usize {
         let before = self.entries.len();
-        self.entries.retain(|&(v, _), e| {
+        self.entries.retain(|&key, e| {
+            let v = fdb_pair(key).0;
             e.is_static || vid.is_some_and(|x| x != v) || port.is_some_and(|p| p != e.port)
         });
         before - self.entries.len()
@@ -79,16 +93,19 @@ impl Fdb {
     /// Copies `old`'s dynamic entries that `port` maps to a port of the new configuration, unless this
     /// table has an entry for the same key (a static entry wins). Used when a configuration is installed.
     pub fn adopt_dynamic(&mut self, old: &Fdb, mut port: impl FnMut(u16, &FdbEntry) -> Option<PortId>) {
-        for (&(vid, mac), e) in old.entries.iter().filter(|(_, e)| !e.is_static) {
-            if let Some(port) = port(vid, e) {
-                self.entries.entry((vid, mac)).or_insert(FdbEntry { port, ..*e });
+        for (&key, e) in old.entries.iter().filter(|(_, e)| !e.is_static) {
+            if let Some(port) = port(fdb_pair(key).0, e) {
+                self.entries.entry(key).or_insert(FdbEntry { port, ..*e });
             }
         }
     }
 
     /// Keeps only the entries for which `keep` holds.
     pub fn retain(&mut self, mut keep: impl FnMut(u16, EthernetAddress, &mut FdbEntry) -> bool) {
-        self.entries.retain(|&(v, m), e| keep(v, m, e));
+        self.entries.retain(|&key, e| {
+            let (v, m) = fdb_pair(key);
+            keep(v, m, e)
+        });
     }
 
     pub fn len(&self) -> usize {
@@ -101,7 +118,14 @@ impl Fdb {
 
     /// All entries, sorted by VLAN then MAC.
     pub fn entries(&self) -> Vec<(u16, EthernetAddress, FdbEntry)> {
-        let mut all: Vec<_> = self.entries.iter().map(|(&(v, m), &e)| (v, m, e)).collect();
+        let mut all: Vec<_> = self
+            .entries
+            .iter()
+            .map(|(&key, &e)| {
+                let (v, m) = fdb_pair(key);
+                (v, m, e)
+            })
+            .collect();
         all.sort_by_key(|&(v, m, _)| (v, m));
         all
     }
@@ -216,41 +240,57 @@ pub enum RouteAction {
     Blackhole,
 }
 
-/// Longest-prefix match: one hash table per prefix length present, searched longest first.
+/// Longest-prefix match: one hash table per prefix length present, searched longest first; a table of
+/// at most [`FLAT_LPM_ROUTES`] routes (a ToR's usual few) is also kept as one list, longest first, which a
+/// lookup scans instead (a masked compare per route costs less than one hash probe per length).
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     v4: Lpm<u32>,
     v6: Lpm<u128>,
 }
 
+/// The most routes of one family looked up by a scan rather than by hashing.
+pub const FLAT_LPM_ROUTES: usize = 32;
+
 #[derive(Debug, Clone)]
 struct Lpm<K> {
     /// (prefix length, table keyed by masked address), longest first.
     levels: Vec<(u8, HashMap<K, RouteAction>)>,
+    /// Every route as (mask, masked prefix, action), longest first, while there are at most
+    /// [`FLAT_LPM_ROUTES`]; else empty (and `levels` answers).
+    flat: Vec<(K, K, RouteAction)>,
 }
 
 impl<K> Default for Lpm<K> {
     fn default() -> Self {
-        Lpm { levels: Vec::new() }
+        Lpm { levels: Vec::new(), flat: Vec::new() }
     }
 }
 
-trait LpmKey: Copy + Eq + std::hash::Hash {
+trait LpmKey: Copy + Eq + std::hash::Hash + std::ops::BitAnd<Output = Self> {
     const BITS: u8;
     fn masked(self, len: u8) -> Self;
+    /// The mask of a prefix length.
+    fn mask(len: u8) -> Self;
 }
 
 impl LpmKey for u32 {
     const BITS: u8 = 32;
     fn masked(self, len: u8) -> u32 {
-        if len == 0 { 0 } else { self & (u32::MAX << (32 - u32::from(len))) }
+        self & Self::mask(len)
+    }
+    fn mask(len: u8) -> u32 {
+        if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) }
     }
 }
 
 impl LpmKey for u128 {
     const BITS: u8 = 128;
     fn masked(self, len: u8) -> u128 {
-        if len == 0 { 0 } else { self & (u128::MAX << (128 - u32::from(len))) }
+        self & Self::mask(len)
+    }
+    fn mask(len: u8) -> u128 {
+        if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) }
     }
 }
 
@@ -265,9 +305,27 @@ impl<K: LpmKey> Lpm<K> {
             }
         };
         self.levels[pos].1.insert(addr.masked(len), action);
+        // Distinct prefixes of one length never both match an address, so their order in the list does not
+        // matter; the lengths' order does.
+        self.flat.clear();
+        if self.levels.iter().map(|(_, t)| t.len()).sum::<usize>() <= FLAT_LPM_ROUTES {
+            for (len, table) in &self.levels {
+                let mask = K::mask(*len);
+                self.flat.extend(table.iter().map(|(&prefix, action)| (mask, prefix, action.clone())));
+            }
+        }
     }
 
     fn lookup(&self, addr: K) -> Option<&RouteAction> {
+        if self.flat.is_empty() {
+            return self.lookup_levels(addr);
+        }
+        let found = self.flat.iter().find(|(mask, prefix, _)| addr & *mask == *prefix).map(|(_, _, a)| a);
+        debug_assert_eq!(found, self.lookup_levels(addr), "the flat route list disagrees with the levels");
+        found
+    }
+
+    fn lookup_levels(&self, addr: K) -> Option<&RouteAction> {
         self.levels.iter().find_map(|(len, table)| table.get(&addr.masked(*len)))
     }
 }
@@ -384,6 +442,33 @@ mod tests {
         assert_eq!(look("192.0.2.1"), Some(RouteAction::Blackhole));
         assert_eq!(look("2001:db8:ffff::1"), Some(RouteAction::Connected(RifId::new(3))));
         assert_eq!(look("2001:db9::1"), None);
+    }
+
+    #[test]
+    fn the_flat_list_and_the_levels_agree_past_its_size() {
+        // Routes 10.n.0.0/16 and 10.n.m.0/24: the table goes past FLAT_LPM_ROUTES part way, after which
+        // the levels answer; every lookup is checked against a scan of the routes inserted so far.
+        let mut t = RouteTable::default();
+        let mut routes: Vec<(IpNet, RouteAction)> = Vec::new();
+        for n in 0..8u8 {
+            for m in 0..6u8 {
+                let prefix =
+                    if m == 0 { net(&format!("10.{n}.0.0/16")) } else { net(&format!("10.{n}.{m}.0/24")) };
+                let action = RouteAction::Connected(RifId::new(usize::from(n) * 8 + usize::from(m)));
+                t.insert(prefix, action.clone());
+                routes.push((prefix, action));
+                for probe in ["10.0.0.1", "10.0.3.9", "10.3.5.5", "10.7.2.1", "10.9.0.1", "11.0.0.1"] {
+                    let ip: IpAddr = probe.parse().unwrap();
+                    let expected = routes
+                        .iter()
+                        .filter(|(p, _)| p.contains(&ip))
+                        .max_by_key(|(p, _)| p.prefix_len())
+                        .map(|(_, a)| a);
+                    assert_eq!(t.lookup(ip), expected, "{probe} with {} routes", routes.len());
+                }
+            }
+        }
+        assert!(routes.len() > FLAT_LPM_ROUTES);
     }
 
     #[test]

@@ -42,6 +42,9 @@ use super::config::asic::{PgLayout, cells};
 
 mod configure;
 mod observe;
+mod xoff;
+
+use xoff::{NO_SLOT, XoffEntry};
 
 pub use observe::{
     PgOccupancy, PgThresholds, PoolWatermarks, PortWatermarks, WatermarkKind, WatermarkTables,
@@ -148,7 +151,7 @@ impl Pool {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct PgState {
     profile: Option<CellProfile>,
     lossless: bool,
@@ -160,6 +163,28 @@ struct PgState {
     partition: u8,
     wm_shared: [u64; 2],
     wm_headroom: [u64; 2],
+    /// Its index in `Mmu::in_xoff` while in XOFF, and in its pool's `Mmu::dynamic_lossless` if there
+    /// ([`NO_SLOT`] otherwise).
+    xoff_slot: u32,
+    dynamic_slot: u32,
+}
+
+impl Default for PgState {
+    fn default() -> Self {
+        PgState {
+            profile: None,
+            lossless: false,
+            reserved_used: 0,
+            shared_used: 0,
+            headroom_used: 0,
+            xoff: false,
+            partition: 0,
+            wm_shared: [0; 2],
+            wm_headroom: [0; 2],
+            xoff_slot: NO_SLOT,
+            dynamic_slot: NO_SLOT,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -192,11 +217,16 @@ pub struct Mmu {
     port_pipe: Vec<u8>,
     /// Per pool: the lossless PGs whose limit is dynamic, so moves as the pool fills.
     dynamic_lossless: Vec<Vec<(PortId, u8)>>,
+    /// Per pool, a bit per entry of `dynamic_lossless`: the PG holds shared cells and is not in XOFF (the
+    /// only ones a filling pool can raise; `xoff.rs`).
+    raisable: Vec<Vec<u64>>,
     /// PGs other than the admitted frame's that reached their limit as the pool filled (see
     /// [`Mmu::take_raised`]).
     raised: Vec<(PortId, u8)>,
     /// The PGs holding XOFF, so that XON re-checks cost what is in XOFF, not every port × PG.
-    in_xoff: Vec<(PortId, u8)>,
+    in_xoff: Vec<XoffEntry>,
+    /// Per pool and partition: at least the XON threshold of every PG in XOFF there (`xoff.rs`).
+    xon_bound: Vec<[u64; MAX_PARTITIONS]>,
 }
 
 impl Mmu {
@@ -256,6 +286,11 @@ impl Mmu {
         ingress: Option<(PortId, u8)>,
         egress: (PortId, u8),
     ) -> Result<(Allocation, bool), Refusal> {
+        if !self.manages(ingress, egress) {
+            // Neither side has a profile: admitted without limits and counted nowhere (what planning both
+            // sides would conclude, without the partition and the plans).
+            return Ok((Allocation { cells, ingress: None, egress: None }, false));
+        }
         let c = u64::from(cells);
         let partition = self.partition(ingress.map(|(port, _)| port), egress.0);
         let plan_egress = |mmu: &Self| {
@@ -281,15 +316,24 @@ impl Mmu {
         let mut xoff = false;
         if let Some(a) = ingress_alloc {
             self.take_ingress(a);
+            self.pg_changed(a.port, a.pg);
             xoff = self.update_xoff(a.port, a.pg);
             if a.regions.1 > 0 {
-                self.raise_crossed(a);
+                self.raise_crossed(a.port, a.pg, a.pool, a.partition);
             }
         }
         if let Some(a) = egress_alloc {
             self.take_egress(a);
         }
         Ok((alloc, xoff))
+    }
+
+    /// Does a buffer profile manage the ingress PG or the egress queue of a frame?
+    fn manages(&self, ingress: Option<(PortId, u8)>, egress: (PortId, u8)) -> bool {
+        let pg =
+            ingress.and_then(|(port, pg)| self.ports.get(port.index()).map(|p| &p.pgs[usize::from(pg & 7)]));
+        let queue = self.ports.get(egress.0.index()).map(|p| &p.queues[usize::from(egress.1 & 7)]);
+        pg.is_some_and(|g| g.profile.is_some()) || queue.is_some_and(|q| q.profile.is_some())
     }
 
     fn plan_ingress(
@@ -515,114 +559,8 @@ impl Mmu {
         if shared_headroom {
             sub(&mut pool.headroom_used[k], headroom);
         }
+        self.pg_changed(a.port, a.pg);
         self.update_xon(a.port, a.pg).then_some((a.port, a.pg))
-    }
-
-    /// Asserts XOFF on a lossless PG whose usage went to headroom or reached its shared limit. Returns
-    /// whether it newly asserted.
-    fn update_xoff(&mut self, port: PortId, pg: u8) -> bool {
-        let state = self.ports[port.index()].pgs[usize::from(pg)];
-        let Some(prof) = state.profile else { return false };
-        if !state.lossless || state.xoff {
-            return false;
-        }
-        let limit = self.limit(prof.threshold, prof.pool, state.partition);
-        // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
-        let reserve_full = match self.personality.pg_layout {
-            PgLayout::SharedFirst { .. } => state.reserved_used >= prof.reserved,
-            _ => true,
-        };
-        if state.headroom_used > 0 || (state.shared_used >= limit && reserve_full) {
-            self.ports[port.index()].pgs[usize::from(pg)].xoff = true;
-            self.in_xoff.push((port, pg));
-            return true;
-        }
-        false
-    }
-
-    /// The pool's free space shrank: every other lossless PG of the pool holding shared cells in the same
-    /// partition is compared with its (lower) limit again, as the ASIC's level comparison does. Those that
-    /// reach it assert XOFF without waiting for a frame of their own (sonic-mgmt's HdrmPoolSizeTest).
-    fn raise_crossed(&mut self, a: IngressAlloc) {
-        for i in 0..self.dynamic_lossless[a.pool].len() {
-            let (port, pg) = self.dynamic_lossless[a.pool][i];
-            let state = &self.ports[port.index()].pgs[usize::from(pg)];
-            if (port, pg) == (a.port, a.pg)
-                || state.xoff
-                || state.shared_used == 0
-                || state.partition != a.partition
-            {
-                continue;
-            }
-            if self.update_xoff(port, pg) {
-                self.raised.push((port, pg));
-            }
-        }
-    }
-
-    /// PGs that asserted XOFF because the pool filled under them since the last call (beside the PG of
-    /// the admitted frame, which [`Mmu::admit`] reports).
-    pub fn take_raised(&mut self) -> Vec<(PortId, u8)> {
-        std::mem::take(&mut self.raised)
-    }
-
-    /// Did a filling pool raise XOFF on other PGs since the last [`Mmu::take_raised`]?
-    pub fn has_raised(&self) -> bool {
-        !self.raised.is_empty()
-    }
-
-    /// Is any PG in XOFF?
-    pub fn any_xoff(&self) -> bool {
-        !self.in_xoff.is_empty()
-    }
-
-    /// Releases XOFF when no headroom is used and the total usage is at most
-    /// `max(xon, size + limit − xon_offset)`. Returns whether it released.
-    fn update_xon(&mut self, port: PortId, pg: u8) -> bool {
-        if !self.xon_due(port, pg) {
-            return false;
-        }
-        self.ports[port.index()].pgs[usize::from(pg)].xoff = false;
-        if let Some(i) = self.in_xoff.iter().position(|&e| e == (port, pg)) {
-            self.in_xoff.swap_remove(i);
-        }
-        true
-    }
-
-    /// Is a PG in XOFF back at its XON point?
-    fn xon_due(&self, port: PortId, pg: u8) -> bool {
-        let state = self.ports[port.index()].pgs[usize::from(pg)];
-        let Some(prof) = state.profile else { return false };
-        if !state.xoff || state.headroom_used > 0 {
-            return false;
-        }
-        let limit = self.limit(prof.threshold, prof.pool, state.partition);
-        let xon_point = prof.xon.max((prof.reserved + limit).saturating_sub(prof.xon_offset));
-        state.reserved_used + state.shared_used <= xon_point
-    }
-
-    /// Re-evaluates XON on every PG holding XOFF (a dynamic limit grows when other PGs drain), appending
-    /// those released to `released`. Costs the number of PGs in XOFF; allocates nothing once `released`
-    /// has grown.
-    pub fn recheck_xon(&mut self, released: &mut Vec<(PortId, u8)>) {
-        let mut i = 0;
-        while i < self.in_xoff.len() {
-            let (port, pg) = self.in_xoff[i];
-            if self.xon_due(port, pg) {
-                self.ports[port.index()].pgs[usize::from(pg)].xoff = false;
-                self.in_xoff.swap_remove(i);
-                released.push((port, pg));
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// PGs of a port currently asserting XOFF, as a bit mask.
-    pub fn xoff_pgs(&self, port: PortId) -> u8 {
-        self.ports
-            .get(port.index())
-            .map_or(0, |p| (0..8).filter(|&g| p.pgs[g].xoff).fold(0, |m, g| m | 1 << g))
     }
 }
 

@@ -194,6 +194,11 @@ pub struct Scheduler<T: Queued> {
     total_len: usize,
     /// Queues holding at least one item (bit q): the choice looks only at these.
     nonempty: u8,
+    /// Queues by their settings (bit q), so that each step of the choice looks only at its own queues:
+    /// STRICT, weighted (DWRR/WRR), and with a minimum-bandwidth meter.
+    strict_queues: u8,
+    weighted_queues: u8,
+    metered_queues: u8,
 }
 
 impl<T: Queued> Scheduler<T> {
@@ -212,7 +217,30 @@ impl<T: Queued> Scheduler<T> {
             line_free_ns: 0,
             total_len: 0,
             nonempty: 0,
+            strict_queues: 0,
+            weighted_queues: 0,
+            metered_queues: 0,
         }
+        .with_masks()
+    }
+
+    fn with_masks(mut self) -> Self {
+        self.refresh_masks();
+        self
+    }
+
+    /// Recomputes the per-kind queue masks from the queues' settings (after a (re)configuration).
+    fn refresh_masks(&mut self) {
+        let queues = &self.queues;
+        let mask = |f: fn(&QueueState<T>) -> bool| {
+            (0..QUEUES).filter(|&q| f(&queues[q])).fold(0u8, |m, q| m | 1 << q)
+        };
+        let (strict, weighted, metered) = (
+            mask(|s| s.settings.kind == SchedulerKind::Strict),
+            mask(|s| s.settings.is_weighted()),
+            mask(|s| s.min_bandwidth.is_some()),
+        );
+        (self.strict_queues, self.weighted_queues, self.metered_queues) = (strict, weighted, metered);
     }
 
     /// Applies new settings, keeping queued items, the line state and (where the meter type is unchanged)
@@ -244,6 +272,7 @@ impl<T: Queued> Scheduler<T> {
         self.port_shaper = shaper.and_then(|(meter, pir, pbs)| {
             TokenBucket::reconfigured(self.port_shaper.as_ref(), meter, pir, Some(pbs), now_ns)
         });
+        self.refresh_masks();
     }
 
     /// Appends an item to a queue. `Err(item)` when the queue is a policed STRICT queue whose bucket cannot
@@ -427,7 +456,7 @@ impl<T: Queued> Scheduler<T> {
     }
 
     fn pick_min_bandwidth(&self, now_ns: u64, blocked: u8) -> Option<usize> {
-        if self.nonempty & !blocked == 0 {
+        if self.nonempty & !blocked & self.metered_queues == 0 {
             return None;
         }
         (1..=QUEUES).map(|step| (self.min_bandwidth_last + step) % QUEUES).find(|&q| {
@@ -437,9 +466,12 @@ impl<T: Queued> Scheduler<T> {
     }
 
     fn pick_strict(&self, now_ns: u64, blocked: u8) -> Option<usize> {
-        let open = self.nonempty & !blocked;
+        let open = self.nonempty & !blocked & self.strict_queues;
+        if open == 0 {
+            return None;
+        }
         (0..QUEUES)
-            .filter(|&q| open & (1 << q) != 0 && self.queues[q].settings.kind == SchedulerKind::Strict)
+            .filter(|&q| open & (1 << q) != 0)
             .filter(|&q| self.eligible_head(q, now_ns, blocked).is_some())
             .max_by_key(|&q| (self.queues[q].settings.priority.map_or(-1, i16::from), q))
     }
@@ -463,12 +495,14 @@ impl<T: Queued> Scheduler<T> {
         // (queue, position in round order, quantum, visits needed)
         let mut candidates = [(0usize, 0usize, 0u64, 0u64); QUEUES];
         let mut count = 0;
-        for position in 0..QUEUES {
-            let q = (self.last_visited + 1 + position) % QUEUES;
+        // The weighted queues with items, not blocked, in round order: bit i is position i of the round.
+        let start = (self.last_visited + 1) % QUEUES;
+        let mut round = (self.nonempty & !blocked & self.weighted_queues).rotate_right(start as u32);
+        while round != 0 {
+            let position = round.trailing_zeros() as usize;
+            round &= round - 1;
+            let q = (start + position) % QUEUES;
             let state = &self.queues[q];
-            if !state.settings.is_weighted() {
-                continue;
-            }
             let Some(head) = self.eligible_head(q, now_ns, blocked) else { continue };
             let quantum = unit.quantum(state.settings.weight);
             let missing = unit.cost(head.wire_len()).saturating_sub(state.deficit);

@@ -3,7 +3,7 @@
 
 use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, Pool, PoolId, PortState};
 use crate::model::config::asic::{cells, layout_cells, pool_shares};
-use crate::model::config::{PortId, SwitchConfig, Threshold};
+use crate::model::config::{SwitchConfig, Threshold};
 
 impl Mmu {
     /// Builds or updates the buffer configuration. With `keep_occupancy` (the port set is unchanged) every
@@ -89,24 +89,6 @@ impl Mmu {
                 state.caps[p.pool] = Some(p.threshold);
             }
         }
-        self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
-        self.raised.clear();
-        self.in_xoff.clear();
-        for (port, state) in self.ports.iter().enumerate() {
-            for (g, pg) in state.pgs.iter().enumerate() {
-                if pg.xoff {
-                    self.in_xoff.push((PortId::new(port), g as u8));
-                }
-            }
-        }
-        for (port, state) in self.ports.iter().enumerate() {
-            for (g, pg) in state.pgs.iter().enumerate() {
-                if let Some(prof) =
-                    pg.profile.filter(|p| pg.lossless && matches!(p.threshold, CellThreshold::Dynamic(_)))
-                {
-                    self.dynamic_lossless[prof.pool].push((PortId::new(port), g as u8));
-                }
-            }
-        }
+        self.rebuild_xoff_index();
     }
 }

@@ -91,7 +91,7 @@ impl Switch {
     ) -> bool {
         let class = meta.class;
         if let Some(v) = vid
-            && self.derived.membership.get(&(v, out)) == Some(&true)
+            && self.derived.is_tagged(v, out)
         {
             let pcp = meta.pcp.unwrap_or(class.tc);
             vlan::push_tag(&mut frame, u16::from(EtherType::Vlan), vlan::tci(pcp, v));
@@ -132,9 +132,13 @@ impl Switch {
             self.assert_pfc(port, class.pg);
         }
         if self.mmu.has_raised() {
-            for (port, pg) in self.mmu.take_raised() {
+            let mut raised = std::mem::take(&mut self.pg_scratch);
+            self.mmu.take_raised(&mut raised);
+            for &(port, pg) in &raised {
                 self.assert_pfc(port, pg);
             }
+            raised.clear();
+            self.pg_scratch = raised;
         }
         if let Some(w) =
             self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
@@ -217,13 +221,13 @@ impl Switch {
         // Other PGs in XOFF may be back at their XON point (a dynamic limit grows as the pool drains); the
         // MMU walks only the PGs in XOFF.
         if self.mmu.any_xoff() {
-            let mut released = std::mem::take(&mut self.xon_scratch);
+            let mut released = std::mem::take(&mut self.pg_scratch);
             self.mmu.recheck_xon(&mut released);
             for &(port, pg) in &released {
                 self.release_pfc(port, pg);
             }
             released.clear();
-            self.xon_scratch = released;
+            self.pg_scratch = released;
         }
     }
 
@@ -248,9 +252,15 @@ impl Switch {
         }
     }
 
+    /// A PG reached its XOFF point. "Asserting PFC" has one meaning in the model: a port sends XOFF for
+    /// priority p exactly while p's PG is in XOFF in the MMU ([`Mmu::xoff_pgs`](crate::model::mmu::Mmu)),
+    /// p is in the port's `pfc_enable` and not taken over by the watchdog, and the port's link is up. The
+    /// MMU's flag follows the buffer alone; this and [`Switch::release_pfc`] keep the port's asserted
+    /// priorities equal to the part of it the port can send (the watchdog's restoration and a link coming
+    /// back up re-assert what the MMU still holds).
     fn assert_pfc(&mut self, port: PortId, pg: u8) {
         let prios = self.pg_priorities(port, pg) & self.effective_pfc_enable(port);
-        if prios == 0 {
+        if prios == 0 || !self.ports[port.index()].oper_up {
             return;
         }
         let before = self.ports[port.index()].pfc.asserted();

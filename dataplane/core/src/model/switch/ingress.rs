@@ -69,12 +69,12 @@ impl Switch {
         // Which L2 domain (VLAN) and router interface the frame belongs to.
         let tag = view.vlan.filter(|t| t.vid != 0);
         let vid = match tag {
-            Some(t) if self.derived.membership.get(&(t.vid, port)) == Some(&true) => Some(t.vid),
+            Some(t) if self.derived.is_tagged(t.vid, port) => Some(t.vid),
             Some(_) => return self.drop_ingress(port, DropReason::IngressVlanFilter),
             None => self.derived.untagged_vlan[port.index()],
         };
         let rif_in = match vid {
-            Some(v) => self.derived.rif_by_vlan.get(&v).copied(),
+            Some(v) => self.derived.vlan(v).and_then(|info| info.rif),
             None => self.derived.rif_by_port[port.index()],
         };
         if vid.is_none() && rif_in.is_none() {
@@ -379,7 +379,7 @@ impl Switch {
     /// A TC is lossless in a VLAN when any member port has it in `pfc_enable`: such traffic is never
     /// flooded, since a flooded lossless packet can pause links it had no business on.
     fn is_lossless_in_vlan(&self, vid: u16, tc: u8) -> bool {
-        self.derived.vlan_lossless.get(&vid).is_some_and(|mask| mask & (1 << tc) != 0)
+        self.derived.vlan(vid).is_some_and(|info| info.lossless & (1 << tc) != 0)
     }
 }
 

@@ -7,7 +7,7 @@ use super::config::{
     SwitchConfig, compile,
 };
 use super::counters::{CountersDump, DropReason, FrameLedger, PortCounters};
-use super::forwarding::{Fdb, FlowKey, Neighbors, RouteAction, RouteTable};
+use super::forwarding::{Fdb, FlowKey, Neighbors, RouteAction};
 use super::mmu::Mmu;
 use super::pfc::PfcPort;
 use super::scheduler::{PortSettings, QueueSettings, Scheduler};
@@ -22,9 +22,14 @@ use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
 
+mod derived;
 mod egress;
 mod ingress;
 mod ready;
+#[cfg(test)]
+mod tests;
+
+use derived::{Derived, Membership};
 
 pub use super::config::PortId;
 pub use egress::{QueuedFrame, WatermarksDump};
@@ -177,50 +182,6 @@ struct Meta {
     pcp: Option<u8>,
 }
 
-/// Lookup structures derived from the configuration.
-#[derive(Debug, Default)]
-struct Derived {
-    rif_by_port: Vec<Option<RifId>>,
-    rif_by_vlan: FxHashMap<u16, RifId>,
-    untagged_vlan: Vec<Option<u16>>,
-    /// (vid, port) → tagged?
-    membership: FxHashMap<(u16, PortId), bool>,
-    /// Per VLAN: the union of the members' `pfc_enable` (a TC lossless on any member is never flooded).
-    vlan_lossless: FxHashMap<u16, u8>,
-    routes: RouteTable,
-}
-
-impl Derived {
-    fn build(config: &SwitchConfig) -> Derived {
-        let mut d = Derived {
-            rif_by_port: vec![None; config.ports.len()],
-            untagged_vlan: vec![None; config.ports.len()],
-            ..Derived::default()
-        };
-        for (vid, vlan) in &config.vlans {
-            let mut lossless = 0u8;
-            for m in &vlan.members {
-                d.membership.insert((*vid, m.port), m.tagged);
-                if !m.tagged {
-                    d.untagged_vlan[m.port.index()] = Some(*vid);
-                }
-                lossless |= config.qos[m.port.index()].pfc_enable;
-            }
-            d.vlan_lossless.insert(*vid, lossless);
-        }
-        d.routes = RouteTable::for_config(config);
-        for (i, rif) in config.interfaces.iter().enumerate() {
-            match rif.kind {
-                RifKind::Port(p) => d.rif_by_port[p.index()] = Some(RifId::new(i)),
-                RifKind::Vlan(v) => {
-                    d.rif_by_vlan.insert(v, RifId::new(i));
-                }
-            }
-        }
-        d
-    }
-}
-
 #[derive(Debug)]
 struct PortState {
     counters: PortCounters,
@@ -281,8 +242,9 @@ pub struct Switch {
     rng: Rng,
     /// The latest time any call carried (the model's notion of "now" for `poll_at`).
     now_ns: u64,
-    /// Reused by XON re-checks (no allocation per release while PFC is asserted).
-    xon_scratch: Vec<(PortId, u8)>,
+    /// Reused for the PGs an admission raised to XOFF and those a release brought back to XON (no
+    /// allocation per frame while PFC is asserted).
+    pg_scratch: Vec<(PortId, u8)>,
     /// Each port's next transmit instant, kept between calls (`ready.rs`).
     readiness: ready::Readiness,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
@@ -343,7 +305,7 @@ impl Switch {
             watchdog: Watchdog::default(),
             rng: Rng::new(1),
             now_ns: 0,
-            xon_scratch: Vec::new(),
+            pg_scratch: Vec::new(),
             readiness: ready::Readiness::default(),
             wd_masks: Vec::new(),
             drop_log: None,
@@ -464,7 +426,7 @@ impl Switch {
             config.ports.iter().position(|p| p.name == old_port_names[old.index()]).map(PortId::new)
         };
         fdb.adopt_dynamic(&self.fdb, |vid, e| match new_port(e.port) {
-            Some(port) if derived.membership.contains_key(&(vid, port)) => Some(port),
+            Some(port) if derived.membership(vid, port) != Membership::None => Some(port),
             _ => None,
         });
         neighbors.adopt_dynamic(&self.neighbors, |ip, n| {

@@ -1,0 +1,296 @@
+//! XOFF and XON of lossless PGs: the bookkeeping that lets the packet path look only at the PGs a change
+//! can concern.
+//!
+//! - **XOFF raised by a filling pool** ([`Mmu::raise_crossed`]): only a dynamic lossless PG of the pool
+//!   that holds shared cells and is not in XOFF can be pushed over its (shrinking) limit by another PG's
+//!   frame. Each pool keeps those PGs as a bit set over its list of dynamic lossless PGs, so a frame
+//!   visits them in the list's order and skips the rest.
+//! - **XON when the pool drains** ([`Mmu::recheck_xon`]): a PG in XOFF with no headroom in use is back at
+//!   its XON point when `reserved + shared <= max(xon, reserved + limit − xon_offset)`. Its usage does not
+//!   move while its own frames do not, and its limit depends only on the free space of its pool partition,
+//!   so the condition is a pool-occupancy threshold: XON is due exactly while the partition's shared usage
+//!   is below [`XoffEntry::xon_below`], recomputed when the PG's own state changes. Each pool partition
+//!   keeps an upper bound of its PGs' thresholds; a release re-checks the PGs in XOFF only when some
+//!   partition's usage is below its bound (the walk compares integers and makes the bound exact again).
+//!   Debug builds compare every cached answer with the full computation.
+
+use super::{CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
+use crate::model::config::PortId;
+use crate::model::config::asic::PgLayout;
+
+/// A slot index meaning "none" in [`PgState`]'s `xoff_slot` and `dynamic_slot`.
+pub(super) const NO_SLOT: u32 = u32::MAX;
+
+/// A PG holding XOFF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct XoffEntry {
+    pub(super) port: PortId,
+    pub(super) pg: u8,
+    /// The pool and partition whose shared usage decides the PG's XON (`None`: the PG lost its profile;
+    /// it stays in XOFF until one comes back).
+    pub(super) pool: Option<PoolId>,
+    pub(super) partition: u8,
+    /// XON is due while the partition's shared usage (cells) is below this: 0 never, `u64::MAX` always.
+    pub(super) xon_below: u64,
+}
+
+impl Mmu {
+    fn pg(&self, port: PortId, pg: u8) -> &PgState {
+        &self.ports[port.index()].pgs[usize::from(pg)]
+    }
+
+    /// Asserts XOFF on a lossless PG whose usage went to headroom or reached its shared limit. Returns
+    /// whether it newly asserted.
+    pub(super) fn update_xoff(&mut self, port: PortId, pg: u8) -> bool {
+        let state = self.pg(port, pg);
+        let Some(prof) = state.profile else { return false };
+        if !state.lossless || state.xoff {
+            return false;
+        }
+        let limit = self.limit(prof.threshold, prof.pool, state.partition);
+        // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
+        let reserve_full = match self.personality.pg_layout {
+            PgLayout::SharedFirst { .. } => state.reserved_used >= prof.reserved,
+            _ => true,
+        };
+        if state.headroom_used > 0 || (state.shared_used >= limit && reserve_full) {
+            self.enter_xoff(port, pg);
+            return true;
+        }
+        false
+    }
+
+    fn enter_xoff(&mut self, port: PortId, pg: u8) {
+        let slot = self.in_xoff.len() as u32;
+        let state = &mut self.ports[port.index()].pgs[usize::from(pg)];
+        state.xoff = true;
+        state.xoff_slot = slot;
+        let entry = XoffEntry { port, pg, pool: None, partition: 0, xon_below: 0 };
+        self.in_xoff.push(entry);
+        self.pg_changed(port, pg);
+    }
+
+    fn leave_xoff(&mut self, port: PortId, pg: u8) {
+        let state = &mut self.ports[port.index()].pgs[usize::from(pg)];
+        let slot = state.xoff_slot as usize;
+        state.xoff = false;
+        state.xoff_slot = NO_SLOT;
+        debug_assert_eq!((self.in_xoff[slot].port, self.in_xoff[slot].pg), (port, pg), "XOFF slot");
+        self.in_xoff.swap_remove(slot);
+        if let Some(moved) = self.in_xoff.get(slot).copied() {
+            self.ports[moved.port.index()].pgs[usize::from(moved.pg)].xoff_slot = slot as u32;
+        }
+        self.pg_changed(port, pg);
+    }
+
+    /// A PG's usage, partition or XOFF state changed: its place in the raisable set, and its XON
+    /// threshold if it is in XOFF, follow.
+    pub(super) fn pg_changed(&mut self, port: PortId, pg: u8) {
+        let state = *self.pg(port, pg);
+        if state.dynamic_slot != NO_SLOT
+            && let Some(prof) = state.profile
+        {
+            let (word, bit) = (state.dynamic_slot as usize / 64, state.dynamic_slot % 64);
+            let words = &mut self.raisable[prof.pool];
+            if state.shared_used > 0 && !state.xoff {
+                words[word] |= 1 << bit;
+            } else {
+                words[word] &= !(1 << bit);
+            }
+        }
+        if state.xoff {
+            let xon_below = self.xon_below(&state);
+            let pool = state.profile.map(|p| p.pool);
+            let entry = &mut self.in_xoff[state.xoff_slot as usize];
+            (entry.pool, entry.partition, entry.xon_below) = (pool, state.partition, xon_below);
+            if let Some(pool) = pool {
+                let bound = &mut self.xon_bound[pool][usize::from(state.partition)];
+                *bound = (*bound).max(xon_below);
+            }
+        }
+    }
+
+    /// The pool usage below which a PG in XOFF is at its XON point (see the module docs): 0 never,
+    /// `u64::MAX` whatever the pool holds.
+    fn xon_below(&self, state: &PgState) -> u64 {
+        let Some(prof) = state.profile else { return 0 };
+        if state.headroom_used > 0 {
+            return 0;
+        }
+        let used = state.reserved_used + state.shared_used;
+        if used <= prof.xon {
+            return u64::MAX;
+        }
+        // Here used > 0, so `(reserved + limit).saturating_sub(xon_offset) >= used` is
+        // `limit >= used + xon_offset − reserved`.
+        let Some(need) = (used + prof.xon_offset).checked_sub(prof.reserved).filter(|&n| n > 0) else {
+            return u64::MAX;
+        };
+        let size = self.pools[prof.pool].size;
+        let always_if = |holds: bool| if holds { u64::MAX } else { 0 };
+        match prof.threshold {
+            CellThreshold::Static(Some(c)) => always_if(c >= need),
+            CellThreshold::Static(None) => always_if(size >= need),
+            CellThreshold::Dynamic(n) => {
+                // limit = free × 2^n with free = size − used: the least free space that gives `need`.
+                let free_min =
+                    if n >= 0 { Some(need.div_ceil(1 << n)) } else { need.checked_mul(1 << -i32::from(n)) };
+                match free_min {
+                    Some(f) if f <= size => size - f + 1,
+                    _ => 0,
+                }
+            }
+        }
+    }
+
+    /// The pool's free space shrank: every other lossless PG of the pool holding shared cells in the same
+    /// partition is compared with its (lower) limit again, as the ASIC's level comparison does. Those that
+    /// reach it assert XOFF without waiting for a frame of their own (sonic-mgmt's HdrmPoolSizeTest).
+    pub(super) fn raise_crossed(&mut self, port: PortId, pg: u8, pool: PoolId, partition: u8) {
+        self.debug_check_raisable(pool);
+        for w in 0..self.raisable[pool].len() {
+            let mut word = self.raisable[pool][w];
+            while word != 0 {
+                let i = w * 64 + word.trailing_zeros() as usize;
+                word &= word - 1;
+                let (other, other_pg) = self.dynamic_lossless[pool][i];
+                if (other, other_pg) == (port, pg) || self.pg(other, other_pg).partition != partition {
+                    continue;
+                }
+                if self.update_xoff(other, other_pg) {
+                    self.raised.push((other, other_pg));
+                }
+            }
+        }
+    }
+
+    fn debug_check_raisable(&self, pool: PoolId) {
+        if cfg!(debug_assertions) {
+            for (i, &(port, pg)) in self.dynamic_lossless[pool].iter().enumerate() {
+                let state = self.pg(port, pg);
+                let bit = self.raisable[pool][i / 64] & (1 << (i % 64)) != 0;
+                assert_eq!(bit, state.shared_used > 0 && !state.xoff, "raisable bit of {port:?} PG {pg}");
+            }
+        }
+    }
+
+    /// Appends the PGs that asserted XOFF because the pool filled under them since the last call (beside
+    /// the PG of the admitted frame, which [`Mmu::admit`] reports) to `out`.
+    pub fn take_raised(&mut self, out: &mut Vec<(PortId, u8)>) {
+        out.append(&mut self.raised);
+    }
+
+    /// Did a filling pool raise XOFF on other PGs since the last [`Mmu::take_raised`]?
+    pub fn has_raised(&self) -> bool {
+        !self.raised.is_empty()
+    }
+
+    /// Is any PG in XOFF?
+    pub fn any_xoff(&self) -> bool {
+        !self.in_xoff.is_empty()
+    }
+
+    /// Releases XOFF when no headroom is used and the total usage is at most
+    /// `max(xon, size + limit − xon_offset)`. Returns whether it released.
+    pub(super) fn update_xon(&mut self, port: PortId, pg: u8) -> bool {
+        if !self.xon_due(port, pg) {
+            return false;
+        }
+        self.leave_xoff(port, pg);
+        true
+    }
+
+    /// Is a PG in XOFF back at its XON point? (The full computation.)
+    fn xon_due(&self, port: PortId, pg: u8) -> bool {
+        let state = self.pg(port, pg);
+        let Some(prof) = state.profile else { return false };
+        if !state.xoff || state.headroom_used > 0 {
+            return false;
+        }
+        let limit = self.limit(prof.threshold, prof.pool, state.partition);
+        let xon_point = prof.xon.max((prof.reserved + limit).saturating_sub(prof.xon_offset));
+        state.reserved_used + state.shared_used <= xon_point
+    }
+
+    /// The cached answer of [`Mmu::xon_due`] for an entry of `in_xoff`.
+    fn entry_xon_due(&self, e: &XoffEntry) -> bool {
+        let due =
+            e.pool.is_some_and(|pool| self.pools[pool].shared_used[usize::from(e.partition)] < e.xon_below);
+        debug_assert_eq!(due, self.xon_due(e.port, e.pg), "cached XON threshold of {:?} PG {}", e.port, e.pg);
+        due
+    }
+
+    /// Re-evaluates XON on the PGs holding XOFF (a dynamic limit grows when other PGs drain), appending
+    /// those released to `released`. Nothing to do unless a pool partition's usage fell below the bound of
+    /// its PGs' XON thresholds; then one walk over the PGs in XOFF. Allocates nothing once `released` has
+    /// grown.
+    pub fn recheck_xon(&mut self, released: &mut Vec<(PortId, u8)>) {
+        let may_be_due = self
+            .xon_bound
+            .iter()
+            .zip(&self.pools)
+            .any(|(bound, pool)| (0..MAX_PARTITIONS).any(|k| pool.shared_used[k] < bound[k]));
+        if !may_be_due {
+            debug_assert!(self.in_xoff.iter().all(|e| !self.entry_xon_due(e)), "a PG past its XON point");
+            return;
+        }
+        for bound in &mut self.xon_bound {
+            *bound = [0; MAX_PARTITIONS];
+        }
+        let mut i = 0;
+        while i < self.in_xoff.len() {
+            let e = self.in_xoff[i];
+            if self.entry_xon_due(&e) {
+                self.leave_xoff(e.port, e.pg);
+                released.push((e.port, e.pg));
+            } else {
+                if let Some(pool) = e.pool {
+                    let bound = &mut self.xon_bound[pool][usize::from(e.partition)];
+                    *bound = (*bound).max(e.xon_below);
+                }
+                i += 1;
+            }
+        }
+    }
+
+    /// PGs of a port currently asserting XOFF, as a bit mask.
+    pub fn xoff_pgs(&self, port: PortId) -> u8 {
+        self.ports
+            .get(port.index())
+            .map_or(0, |p| (0..8).filter(|&g| p.pgs[g].xoff).fold(0, |m, g| m | 1 << g))
+    }
+
+    /// Rebuilds the XOFF list, the raisable sets and the XON bounds from the PGs' state (after a
+    /// configuration), in port × PG order.
+    pub(super) fn rebuild_xoff_index(&mut self) {
+        self.raised.clear();
+        self.in_xoff.clear();
+        self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
+        self.xon_bound = vec![[0; MAX_PARTITIONS]; self.pools.len()];
+        for p in 0..self.ports.len() {
+            for g in 0..8 {
+                let (port, pg) = (PortId::new(p), g as u8);
+                let state = &mut self.ports[p].pgs[g];
+                state.xoff_slot = NO_SLOT;
+                state.dynamic_slot = NO_SLOT;
+                if state.xoff {
+                    state.xoff_slot = self.in_xoff.len() as u32;
+                    self.in_xoff.push(XoffEntry { port, pg, pool: None, partition: 0, xon_below: 0 });
+                }
+                if let Some(prof) = state
+                    .profile
+                    .filter(|p| state.lossless && matches!(p.threshold, CellThreshold::Dynamic(_)))
+                {
+                    state.dynamic_slot = self.dynamic_lossless[prof.pool].len() as u32;
+                    self.dynamic_lossless[prof.pool].push((port, pg));
+                }
+            }
+        }
+        self.raisable = self.dynamic_lossless.iter().map(|pgs| vec![0; pgs.len().div_ceil(64)]).collect();
+        for p in 0..self.ports.len() {
+            for g in 0..8 {
+                self.pg_changed(PortId::new(p), g as u8);
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! The switch's PFC generation across a link that goes down and comes back (the rest of the switch is
+//! tested through its public interface in `dataplane/tests/`).
+
+use super::*;
+use crate::wire::build::Ipv4Flow;
+use crate::wire::ip::Ecn;
+use std::net::Ipv4Addr;
+
+const TH_YAML: &str = include_str!("../../../../../configs/profiles/th_balanced.yaml");
+const HOST_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
+
+/// The TH BALANCED profile with a host behind Ethernet8 (learnt from its ARP request).
+fn switch_with_host() -> Switch {
+    let mut sw = Switch::new();
+    sw.apply(&ConfigDb::from_yaml_str(TH_YAML).unwrap(), 0).unwrap();
+    let arp = ArpRepr {
+        operation: ArpOperation::Request,
+        source_hardware_addr: HOST_MAC,
+        source_protocol_addr: Ipv4Addr::new(192, 168, 0, 2),
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: Ipv4Addr::new(192, 168, 0, 1),
+    };
+    let e8 = sw.port_id("Ethernet8").unwrap();
+    let request = build::arp(&arp);
+    sw.handle_frame(
+        e8,
+        build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Arp, &request),
+        Instant::ZERO,
+    );
+    while sw.poll_transmit(e8, Instant::from_ns(1_000)).is_some() {}
+    sw
+}
+
+/// A routed 1 KB frame of DSCP 3 (lossless priority 3 in the profile's maps) from Ethernet0's side.
+fn lossless_frame() -> Vec<u8> {
+    let flow = Ipv4Flow {
+        src_mac: EthernetAddress([0x02, 0xaa, 0, 0, 0, 1]),
+        dst_mac: EthernetAddress([0x02, 0x4c, 0x53, 0, 0, 1]),
+        src_ip: Ipv4Addr::new(172, 16, 1, 1),
+        dst_ip: Ipv4Addr::new(192, 168, 0, 2),
+        src_port: 49152,
+        dscp: 3,
+        ecn: Ecn::Ect0,
+        ttl: 64,
+    };
+    flow.udp(4791, &[0; 1000])
+}
+
+fn xoff_events(sw: &mut Switch) -> usize {
+    std::iter::from_fn(|| sw.poll_event()).filter(|e| matches!(e, Event::PfcXoff { pg: 3, .. })).count()
+}
+
+#[test]
+fn a_port_asserts_pfc_while_its_pg_is_in_xoff_and_its_link_is_up() {
+    let mut sw = switch_with_host();
+    let (e0, e8) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
+    // Ethernet8's queue 3 held: Ethernet0's PG 3 fills until it asserts XOFF for priority 3.
+    sw.set_queue_hold(e8, 3, true);
+    let mut sent = 0;
+    while sw.mmu().xoff_pgs(e0) & (1 << 3) == 0 {
+        sw.handle_frame(e0, lossless_frame(), Instant::from_ns(2_000));
+        sent += 1;
+        assert!(sent < 100_000, "PG 3 never reached XOFF");
+    }
+    assert_eq!(sw.pfc_state(e0).unwrap().0, 1 << 3, "XOFF asserted for priority 3");
+    assert_eq!(xoff_events(&mut sw), 1);
+
+    // Down: the port sends nothing, PFC included; the buffer still holds the PG in XOFF.
+    sw.set_port_oper(e0, false, 3_000);
+    assert_eq!(sw.pfc_state(e0).unwrap().0, 0);
+    assert_eq!(sw.mmu().xoff_pgs(e0), 1 << 3);
+    assert!(sw.poll_transmit(e0, Instant::from_ns(3_000)).is_none());
+
+    // Back up with the PG still above its XON point: the peer is paused again at once.
+    sw.set_port_oper(e0, true, 4_000);
+    assert_eq!(sw.pfc_state(e0).unwrap().0, 1 << 3);
+    assert_eq!(xoff_events(&mut sw), 1);
+    let pfc = sw.poll_transmit(e0, Instant::from_ns(4_000)).expect("an XOFF frame is due");
+    assert_eq!(pfc.queue, None, "a PFC frame, not data");
+
+    // Drained: XON, and the MMU and the port agree again.
+    sw.set_queue_hold(e8, 3, false);
+    let mut t = 5_000;
+    while sw.port_backlog(e8) > 0 {
+        sw.poll_transmit(e8, Instant::from_ns(t));
+        t += 1_000;
+    }
+    assert_eq!((sw.mmu().xoff_pgs(e0), sw.pfc_state(e0).unwrap().0), (0, 0));
+}
