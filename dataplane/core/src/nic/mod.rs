@@ -46,6 +46,7 @@ mod config;
 pub mod dcqcn;
 pub mod flow;
 mod flow_index;
+mod histogram;
 pub mod packet;
 pub mod probe;
 mod receiver;
