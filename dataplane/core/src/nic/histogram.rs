@@ -218,8 +218,11 @@ impl Histogram {
     /// so within a bucket's resolution like the percentiles. An `earlier` that is not a prefix of this
     /// one (a bucket with more values) saturates at zero.
     pub fn since(&self, earlier: &Histogram) -> Histogram {
-        let left: Vec<(usize, u64)> =
-            self.used().map(|(i, n)| (i, n.saturating_sub(earlier.bucket(i)))).filter(|&(_, n)| n > 0).collect();
+        let left: Vec<(usize, u64)> = self
+            .used()
+            .map(|(i, n)| (i, n.saturating_sub(earlier.bucket(i))))
+            .filter(|&(_, n)| n > 0)
+            .collect();
         let (Some(&(lowest, _)), Some(&(highest, _))) = (left.first(), left.last()) else {
             return Histogram::default();
         };

@@ -274,7 +274,8 @@ fn a_bucket_past_32_bits_keeps_counting() {
 #[test]
 fn a_band_of_latencies_takes_a_window() {
     // 10,000 packet latencies between 5 µs and 500 µs (a loaded fabric's band): the counts take the
-    // window's buckets at 4 bytes and a quarter to grow, not every bucket from 0 at 8 bytes.
+    // window's buckets at 4 bytes, with at most a quarter of room to grow on either side, not every
+    // bucket from 0 at 8 bytes.
     let mut h = Histogram::new();
     let mut x = 12_345u64;
     for _ in 0..10_000 {
@@ -283,6 +284,10 @@ fn a_band_of_latencies_takes_a_window() {
     }
     let window = Histogram::index(500_000) - Histogram::index(5_000) + 1;
     let dense_bytes = (Histogram::index(500_000) + 1) * 8;
-    assert!(h.heap_bytes() <= window * 4 * 5 / 4 + 4 * MIN_GROWTH, "{} for {window} buckets", h.heap_bytes());
-    assert!(h.heap_bytes() * 3 < dense_bytes, "{} vs {dense_bytes}", h.heap_bytes());
+    assert!(
+        h.heap_bytes() <= window * 4 * 3 / 2 + 2 * 4 * MIN_GROWTH,
+        "{} for {window} buckets",
+        h.heap_bytes()
+    );
+    assert!(h.heap_bytes() * 2 < dense_bytes, "{} vs {dense_bytes}", h.heap_bytes());
 }

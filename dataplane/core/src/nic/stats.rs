@@ -2,8 +2,8 @@
 //! percentiles of the latency histograms ([`Histogram`], `histogram.rs`). Everything is `Serialize`, so a
 //! driver can dump a [`NicReport`] as JSON.
 
-use crate::model::pfc::PfcCounters;
 pub use super::histogram::Histogram;
+use crate::model::pfc::PfcCounters;
 use serde::Serialize;
 use std::net::Ipv4Addr;
 
