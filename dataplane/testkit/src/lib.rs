@@ -2,7 +2,8 @@
 //! of these things.
 //!
 //! - [`netns`]: network namespaces and veth pairs with unique names, deleted on drop (also while a panic
-//!   unwinds), and [`netns::Star`], a switch namespace wired to host namespaces;
+//!   unwinds), swept away by the next test process should their owner die without dropping them (a
+//!   SIGKILL), and [`netns::Star`], a switch namespace wired to host namespaces;
 //! - [`switchd`]: the switchd launcher: [`SwitchdCommand`] spawns the binary (inside a namespace or not),
 //!   [`Switchd::ready`] waits until its gRPC socket answers, and dropping the [`Switchd`] stops and reaps it;
 //!   its log is captured for failure messages. It lives in `lossless-dataplane` ([`lossless_dataplane::launch`],
