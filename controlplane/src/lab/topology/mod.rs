@@ -129,6 +129,31 @@ impl HostNode {
     pub fn next_hop_mac(&self, dst: &HostNode) -> Option<EthernetAddress> {
         if self.on_subnet(dst.ip) { Some(dst.mac) } else { self.gateway_mac }
     }
+
+    /// rocehost's arguments for this host's NIC on `interface`: address, MAC, line rate, MTU and PFC
+    /// priorities. `swctl lab up` adds the host's gateway, DCQCN, receive pipeline and flows; Pingmesh's
+    /// prober (on the same interface) its probing.
+    pub fn rocehost_nic_args(&self, interface: &str) -> Vec<String> {
+        let mut args = vec![
+            "--interface".into(),
+            interface.to_owned(),
+            "--ip".into(),
+            self.ip.to_string(),
+            "--mac".into(),
+            self.mac.to_string(),
+            "--line-rate-mbps".into(),
+            self.line_rate_mbps.to_string(),
+            "--mtu".into(),
+            self.mtu.to_string(),
+        ];
+        if !self.pfc.is_empty() {
+            args.extend([
+                "--pfc-enable".into(),
+                self.pfc.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+            ]);
+        }
+        args
+    }
 }
 
 /// One end of a link: `node:port`.
