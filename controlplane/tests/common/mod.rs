@@ -8,20 +8,18 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// switchd and rocehost next to swctl, built (or brought up to date) once per test process.
+/// switchd and rocehost next to swctl (where `swctl lab` looks for them), up to date: as a workspace build
+/// left them, else built (lossless_testkit::dataplane_binaries).
 pub fn binaries() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
+        let dir = lossless_testkit::dataplane_binaries(&["switchd", "rocehost"]);
         let swctl = PathBuf::from(env!("CARGO_BIN_EXE_swctl"));
-        let profile = swctl.parent().and_then(Path::file_name).and_then(|s| s.to_str()).unwrap_or("debug");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "lossless-dataplane", "--bin", "switchd", "--bin", "rocehost"]);
-        if profile == "release" {
-            build.arg("--release");
-        }
-        let status = build.status().expect("running cargo build");
-        assert!(status.success(), "building switchd and rocehost");
+        assert_eq!(
+            swctl.parent(),
+            Some(dir.as_path()),
+            "swctl and the test binaries in one target directory"
+        );
     });
 }
 

@@ -36,4 +36,4 @@ pub mod netns;
 pub mod switchd;
 
 pub use netns::{Netns, unique_name};
-pub use switchd::{Client, Log, Switchd, SwitchdCommand, connect, switchd_binary};
+pub use switchd::{Client, Log, Switchd, SwitchdCommand, connect, dataplane_binaries, switchd_binary};

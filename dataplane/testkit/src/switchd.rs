@@ -1,51 +1,62 @@
 //! The switchd launcher, [`lossless_dataplane::launch`] (re-exported here: the labs of `swctl` use it too),
-//! and [`switchd_binary`], which finds this workspace's switchd for a test.
+//! and [`switchd_binary`] and [`dataplane_binaries`], which find this workspace's switchd (and rocehost) for a
+//! test.
 
 pub use lossless_dataplane::launch::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::SystemTime;
 
 /// The switchd binary of this workspace, for tests of other packages than `lossless-dataplane` (whose own
-/// tests use `env!("CARGO_BIN_EXE_switchd")`):
-///
-/// 1. `$LOSSLESS_SWITCHD` if set (scripts/test.sh sets it to the binary its one workspace build made);
-/// 2. else `target/<profile>/switchd` next to the running test, if it is newer than every source file its
-///    dep-info (`switchd.d`) lists: a workspace test build (`cargo nextest run --workspace`) leaves it so;
-/// 3. else that binary built once per process with `cargo build -p lossless-dataplane --bin switchd` in the
-///    test's profile.
-///
-/// Step 3 is the slow one: that build resolves features for `lossless-dataplane` alone, which differ from a
-/// workspace build's, so cargo rebuilds ring, rustls, tonic and the workspace's crates, and the next
-/// workspace build rebuilds them back. Steps 1 and 2 avoid it whenever the binary is already there.
+/// tests use `env!("CARGO_BIN_EXE_switchd")`): `$LOSSLESS_SWITCHD` if set (scripts/test.sh sets it to the
+/// binary its one workspace build made), else `switchd` of [`dataplane_binaries`].
 pub fn switchd_binary() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        if let Some(p) = std::env::var_os("LOSSLESS_SWITCHD") {
-            return PathBuf::from(p);
-        }
-        // target/<profile>/deps/<test binary>
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir =
-            exe.parent().and_then(Path::parent).expect("the test runs from target/<profile>/deps");
-        let binary = profile_dir.join("switchd");
-        if up_to_date(&binary) {
-            return binary;
-        }
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "lossless-dataplane", "--bin", "switchd"]);
-        if release {
-            build.arg("--release");
-        }
-        build.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let status = build.status().expect("running cargo build for switchd");
-        assert!(status.success(), "building switchd failed");
-        binary
+    PATH.get_or_init(|| match std::env::var_os("LOSSLESS_SWITCHD") {
+        Some(p) => PathBuf::from(p),
+        None => dataplane_binaries(&["switchd"]).join("switchd"),
     })
     .clone()
+}
+
+/// The running test's profile directory (`target/<profile>`, where cargo puts the workspace's binaries), with
+/// the `lossless-dataplane` binaries `names` (`switchd`, `rocehost`) in it up to date:
+///
+/// 1. used as they are when each is newer than every source file its dep-info (`NAME.d`) lists: a
+///    workspace test build (`cargo nextest run --workspace`, `cargo test --workspace`) leaves them so;
+/// 2. else built with `cargo build -p lossless-dataplane --bin NAME...` in the test's profile.
+///
+/// Step 2 is the slow one: that build resolves features for `lossless-dataplane` alone, which differ from a
+/// workspace build's, so cargo rebuilds ring, rustls, tonic and the workspace's crates, and the next
+/// workspace build rebuilds them back (docs/testing.md). Step 1 avoids it whenever the binaries are there.
+pub fn dataplane_binaries(names: &[&str]) -> PathBuf {
+    // target/<profile>/deps/<test binary>
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("the test runs from target/<profile>/deps");
+    let fresh = || names.iter().all(|n| up_to_date(&profile_dir.join(n)));
+    if fresh() {
+        return profile_dir.to_owned();
+    }
+    // One build at a time in this process; the one that waited finds the binaries built.
+    static BUILD: Mutex<()> = Mutex::new(());
+    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    if fresh() {
+        return profile_dir.to_owned();
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "--quiet", "-p", "lossless-dataplane"]);
+    for name in names {
+        build.args(["--bin", name]);
+    }
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    build.current_dir(env!("CARGO_MANIFEST_DIR"));
+    let status = build.status().expect("running cargo build");
+    assert!(status.success(), "building {names:?} failed");
+    profile_dir.to_owned()
 }
 
 /// Whether `binary` exists and is at least as new as every file its cargo dep-info (`binary` + `.d`, a
