@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses its own part
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
