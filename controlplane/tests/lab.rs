@@ -80,10 +80,7 @@ fn recorded_processes(state: &Value) -> Vec<(u32, u64)> {
 
 /// The process runs (not exited, not a zombie, pid not reused).
 fn alive(pid: u32, start_time: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let rest = &stat[stat.rfind(')').unwrap() + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    !matches!(fields[0], "Z" | "X") && fields[19].parse::<u64>().ok() == Some(start_time)
+    lossless_dataplane::process::Pid { pid, start_time }.alive()
 }
 
 /// Nothing of the lab is left: namespaces, processes, sockets, run directory.

@@ -14,6 +14,8 @@
 
 use lossless_dataplane::io::netns::Netns as DataplaneNetns;
 pub use lossless_dataplane::io::netns::unique_name;
+use lossless_dataplane::io::netns::{namespace_exists, namespace_pids};
+use lossless_dataplane::process::Pid;
 use std::fs;
 use std::io::{self, Write};
 use std::ops::Deref;
@@ -105,7 +107,7 @@ pub fn sweep_stale(owners_dir: &Path) -> io::Result<Vec<String>> {
             continue;
         };
         let Some(owner) = read_owner(&path) else { continue };
-        if owner.is_alive() {
+        if owner.alive() {
             continue;
         }
         // Read again just before acting: another sweeper may have removed it, and a new owner recreated it.
@@ -125,46 +127,20 @@ pub fn sweep_stale(owners_dir: &Path) -> io::Result<Vec<String>> {
     Ok(swept)
 }
 
-/// A process as recorded in an owner file: its pid and its start time, which together name it uniquely.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Owner {
-    pid: u32,
-    start_ticks: u64,
-}
-
-impl Owner {
-    fn of(pid: u32) -> Option<Owner> {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // `PID (COMM) STATE PPID ...`: COMM may hold spaces and parentheses, so count fields after the last
-        // `)`; the start time is field 22 overall, the 20th after COMM.
-        let after_comm = &stat[stat.rfind(')')? + 1..];
-        let state = after_comm.split_whitespace().next()?;
-        if state == "Z" || state == "X" {
-            return None; // dead, not yet reaped
-        }
-        let start_ticks = after_comm.split_whitespace().nth(19)?.parse().ok()?;
-        Some(Owner { pid, start_ticks })
-    }
-
-    fn is_alive(self) -> bool {
-        Owner::of(self.pid) == Some(self)
-    }
-}
-
 fn write_owner_file(path: &Path) -> io::Result<()> {
-    let me = Owner::of(std::process::id()).ok_or_else(|| io::Error::other("reading /proc/self/stat"))?;
+    let me = Pid::current().ok_or_else(|| io::Error::other("reading /proc/self/stat"))?;
     let dir = path.parent().expect("an owner file is inside OWNERS_DIR");
     let context = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     fs::create_dir_all(dir).map_err(context)?;
     // create_new: a name is never taken over from another owner.
     let mut file = fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(context)?;
-    file.write_all(format!("{} {}\n", me.pid, me.start_ticks).as_bytes()).map_err(context)
+    file.write_all(format!("{} {}\n", me.pid, me.start_time).as_bytes()).map_err(context)
 }
 
-fn read_owner(path: &Path) -> Option<Owner> {
+fn read_owner(path: &Path) -> Option<Pid> {
     let text = fs::read_to_string(path).ok()?;
     let mut fields = text.split_whitespace();
-    let owner = Owner { pid: fields.next()?.parse().ok()?, start_ticks: fields.next()?.parse().ok()? };
+    let owner = Pid { pid: fields.next()?.parse().ok()?, start_time: fields.next()?.parse().ok()? };
     fields.next().is_none().then_some(owner)
 }
 
@@ -184,21 +160,11 @@ fn valid_name(name: &str) -> io::Result<&str> {
     }
 }
 
-fn namespace_exists(name: &str) -> bool {
-    Path::new("/var/run/netns").join(name).exists()
-}
-
-/// SIGKILL to every process whose network namespace is `name` (never this process).
+/// SIGKILL to every process inside namespace `name` (never this process).
 fn kill_processes_in(name: &str) {
-    let Ok(out) = Command::new("ip").args(["netns", "pids", name]).output() else { return };
-    let me = std::process::id();
-    for pid in String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
-        if pid > 1 && pid as u32 != me {
-            // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+    for pid in namespace_pids(name) {
+        if pid.pid != std::process::id() {
+            pid.signal("KILL");
         }
     }
 }

@@ -3,6 +3,8 @@
 //! inside, and leaves those of live owners alone. The owners here are child processes (this test binary run
 //! again, on the ignored helper below). Needs root and iproute2.
 
+use lossless_dataplane::io::netns::namespace_exists;
+use lossless_dataplane::process::Pid;
 use lossless_testkit::netns::{self, OWNERS_DIR};
 use std::io::{BufRead, BufReader, Lines, Read};
 use std::path::Path;
@@ -66,10 +68,6 @@ fn hold() -> Holder {
     }
 }
 
-fn namespace_exists(name: &str) -> bool {
-    Path::new("/var/run/netns").join(name).exists()
-}
-
 fn owner_file_exists(name: &str) -> bool {
     Path::new(OWNERS_DIR).join(name).exists()
 }
@@ -79,10 +77,7 @@ fn owner_file_exists(name: &str) -> bool {
 fn dies_within(pid: u32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     loop {
-        let dead = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => true,
-            Ok(stat) => stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()) == Some("Z"),
-        };
+        let dead = Pid::of(pid).is_none();
         if dead || Instant::now() >= deadline {
             return dead;
         }
