@@ -54,7 +54,7 @@ impl Netns {
         let owner_file = Path::new(OWNERS_DIR).join(valid_name(name)?);
         // The owner file before the namespace: a kill between the two leaves at worst a file without a
         // namespace, which the next sweep removes.
-        write_owner_file(&owner_file)?;
+        record_owner(&owner_file)?;
         match DataplaneNetns::new(name) {
             Ok(inner) => Ok(Netns { inner: Some(inner), owner_file }),
             Err(e) => {
@@ -106,10 +106,7 @@ pub fn sweep_stale(owners_dir: &Path) -> io::Result<Vec<String>> {
         let Some(name) = path.file_name().and_then(|n| n.to_str()).filter(|n| valid_name(n).is_ok()) else {
             continue;
         };
-        let Some(owner) = read_owner(&path) else { continue };
-        if owner.alive() {
-            continue;
-        }
+        let Some(owner) = owner_gone(&path) else { continue };
         // Read again just before acting: another sweeper may have removed it, and a new owner recreated it.
         if read_owner(&path) != Some(owner) {
             continue;
@@ -127,14 +124,23 @@ pub fn sweep_stale(owners_dir: &Path) -> io::Result<Vec<String>> {
     Ok(swept)
 }
 
-fn write_owner_file(path: &Path) -> io::Result<()> {
+/// Records this process as the owner of `path` (a file created for it, holding `PID START_TIME`; it must not
+/// exist yet). [`owner_gone`] tells later whether that process still runs. The testkit records test
+/// namespaces so; other test scaffolding (a lab test's run directory) may record what it leaves behind too.
+pub fn record_owner(path: &Path) -> io::Result<()> {
     let me = Pid::current().ok_or_else(|| io::Error::other("reading /proc/self/stat"))?;
-    let dir = path.parent().expect("an owner file is inside OWNERS_DIR");
+    let dir = path.parent().expect("an owner file is inside a directory");
     let context = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     fs::create_dir_all(dir).map_err(context)?;
     // create_new: a name is never taken over from another owner.
     let mut file = fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(context)?;
     file.write_all(format!("{} {}\n", me.pid, me.start_time).as_bytes()).map_err(context)
+}
+
+/// The owner `path` records ([`record_owner`]) if that process is gone; `None` while it runs, and when the
+/// file is missing or is not an owner record (then it is not ours to judge).
+pub fn owner_gone(path: &Path) -> Option<Pid> {
+    read_owner(path).filter(|owner| !owner.alive())
 }
 
 fn read_owner(path: &Path) -> Option<Pid> {
