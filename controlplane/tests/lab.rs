@@ -563,7 +563,7 @@ fn stale_lab_child() {
     let topology = env.write("small.yaml", SMALL);
     let lab = env.name("s");
     up(&env, &topology, &lab);
-    println!("\nHOLDING {} {lab}", env.tmp.display());
+    println!("HOLDING {} {lab}", env.tmp.display());
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
 }
 
@@ -581,9 +581,7 @@ fn a_killed_tests_lab_is_taken_down_by_the_next_test() {
     use std::io::BufRead as _;
     let mut child = lab_sweep_child("hold").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = stdout
-        .by_ref()
-        .find_map(|l| Some(l.ok()?.split_once("HOLDING ")?.1.to_owned()))
+    let line = lossless_testkit::child::after_marker(&mut stdout, "HOLDING ")
         .expect("the helper brought its lab up (run as root)");
     let (tmp, lab) = line.split_once(' ').unwrap();
     let tmp = PathBuf::from(tmp);

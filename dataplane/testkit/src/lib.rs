@@ -8,7 +8,8 @@
 //!   [`Switchd::ready`] waits until its gRPC socket answers, and dropping the [`Switchd`] stops and reaps it;
 //!   its log is captured for failure messages. It lives in `lossless-dataplane` ([`lossless_dataplane::launch`],
 //!   which `swctl lab` uses too) and is re-exported here, with [`switchd_binary`] to find the binary;
-//! - [`frames`]: frames and send/receive helpers with deadlines for port backend tests.
+//! - [`frames`]: frames and send/receive helpers with deadlines for port backend tests;
+//! - [`child`]: a helper test run as a child process, for tests that kill it outright.
 //!
 //! Everything here needs Linux; what touches namespaces needs root and iproute2. The crate is for tests and
 //! tools: production code (lossless-core above all) must not depend on it.
@@ -31,6 +32,7 @@
 //! // namespaces with their veths.
 //! ```
 
+pub mod child;
 pub mod frames;
 pub mod netns;
 pub mod switchd;

@@ -5,6 +5,7 @@
 
 use lossless_dataplane::io::netns::namespace_exists;
 use lossless_dataplane::process::Pid;
+use lossless_testkit::child::{after_marker, rerun_test};
 use lossless_testkit::netns::{self, OWNERS_DIR};
 use std::io::{BufRead, BufReader, Lines, Read};
 use std::path::Path;
@@ -44,20 +45,15 @@ struct Holder {
 }
 
 fn helper(mode: &str) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["sweep_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"]).env(CHILD_MODE, mode);
-    c
+    rerun_test("sweep_child", CHILD_MODE, mode)
 }
 
 fn hold() -> Holder {
     let mut child = helper("hold").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let stdin = child.stdin.take();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    // libtest prints `test sweep_child ... ` before the test runs, on the same line.
-    let line = stdout
-        .by_ref()
-        .find_map(|l| Some(l.ok()?.split_once("HOLDING ")?.1.to_owned()))
-        .expect("the helper printed its namespaces (run as root)");
+    let line =
+        after_marker(&mut stdout, "HOLDING ").expect("the helper printed its namespaces (run as root)");
     let fields: Vec<&str> = line.split_whitespace().collect();
     Holder {
         namespaces: [fields[0].to_owned(), fields[1].to_owned()],
