@@ -35,9 +35,8 @@ for tool in ip cargo; do
 done
 
 cd "$(dirname "$0")/.."
-cargo build --release -p lossless-dataplane --bin switchd -p lossless-bench --bin fwd-bench >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null \
-    | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-target_dir=${target_dir:-target}
+# shellcheck source=bench/build.sh
+. bench/build.sh
+bench_build -p lossless-dataplane --bin switchd -p lossless-bench --bin fwd-bench
 # exec: Ctrl-C reaches the benchmark directly, which then removes what it created.
 exec "$target_dir/release/fwd-bench" --mode both --switchd "$target_dir/release/switchd" "$@"

@@ -8,10 +8,10 @@ set -euo pipefail
 profile=${1:-configs/profiles/th_balanced.yaml}
 jobs=${2:-}
 cd "$(dirname "$0")/.."
-cargo build --release -p lossless-controlplane --bin swctl >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null \
-    | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-swctl=${target_dir:-target}/release/swctl
+# shellcheck source=bench/build.sh
+. bench/build.sh
+bench_build -p lossless-controlplane --bin swctl
+swctl=$target_dir/release/swctl
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s.%N)

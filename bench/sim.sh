@@ -16,10 +16,10 @@ set -euo pipefail
 runs=${1:-3}
 clos_ms=${2:-1000}
 cd "$(dirname "$0")/.."
-cargo build --release -p lossless-controlplane --bin swctl >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null \
-    | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-swctl=${target_dir:-target}/release/swctl
+# shellcheck source=bench/build.sh
+. bench/build.sh
+bench_build -p lossless-controlplane --bin swctl
+swctl=$target_dir/release/swctl
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

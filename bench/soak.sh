@@ -33,10 +33,9 @@ if [[ $# -gt 0 && $1 =~ ^[0-9]+([.][0-9]+)?$ ]]; then
 fi
 
 cd "$(dirname "$0")/.."
-cargo build --release -p lossless-dataplane --bin switchd --bin rocehost -p lossless-bench --bin soak >&2
-target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null \
-    | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-target_dir=${target_dir:-target}
+# shellcheck source=bench/build.sh
+. bench/build.sh
+bench_build -p lossless-dataplane --bin switchd --bin rocehost -p lossless-bench --bin soak
 # exec: Ctrl-C reaches the soak directly, which then removes what it created.
 exec "$target_dir/release/soak" --minutes "$minutes" \
     --switchd "$target_dir/release/switchd" --rocehost "$target_dir/release/rocehost" "$@"

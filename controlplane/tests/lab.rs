@@ -9,7 +9,8 @@
 //!   as it does for a hand-made half-finished state and for an `up` interrupted by Ctrl-C;
 //! - topology errors name what is wrong and create nothing;
 //! - `lab demo --json` backs its claims: zero lossless loss, PFC sent on both ingress ports, lossy drops;
-//! - two labs of one topology coexist.
+//! - two labs of one topology coexist;
+//! - the lab of a test process killed outright is taken down by the next test process.
 
 use serde_json::Value;
 use std::os::unix::process::CommandExt as _;
@@ -80,10 +81,7 @@ fn recorded_processes(state: &Value) -> Vec<(u32, u64)> {
 
 /// The process runs (not exited, not a zombie, pid not reused).
 fn alive(pid: u32, start_time: u64) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let rest = &stat[stat.rfind(')').unwrap() + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    !matches!(fields[0], "Z" | "X") && fields[19].parse::<u64>().ok() == Some(start_time)
+    lossless_dataplane::process::Pid { pid, start_time }.alive()
 }
 
 /// Nothing of the lab is left: namespaces, processes, sockets, run directory.
@@ -547,4 +545,59 @@ fn a_containerlab_topology_comes_up_as_a_lab() {
     let down = env.swctl(&["lab", "down", &lab]);
     assert!(down.status.success(), "{}", text(&down));
     assert_gone(&env, &lab, &state);
+}
+
+/// Tells [`stale_lab_child`] what to do: `hold` (a lab up, then wait until stdin closes) or `env` (make an
+/// Env, which first sweeps, and exit).
+const CHILD_MODE: &str = "LOSSLESS_LAB_SWEEP_CHILD";
+
+#[test]
+#[ignore = "a helper that the sweep test runs in a child process"]
+fn stale_lab_child() {
+    use std::io::Read as _;
+    let Ok(mode) = std::env::var(CHILD_MODE) else { return };
+    let env = Env::new("labsweep");
+    if mode == "env" {
+        return;
+    }
+    let topology = env.write("small.yaml", SMALL);
+    let lab = env.name("s");
+    up(&env, &topology, &lab);
+    println!("HOLDING {} {lab}", env.tmp.display());
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
+fn lab_sweep_child(mode: &str) -> Command {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args(["stale_lab_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(CHILD_MODE, mode);
+    c
+}
+
+/// A test process killed outright (nextest's timeout sends SIGKILL) never drops its Env: its lab stays up.
+/// The next test process that makes an Env takes it down and removes the scratch directory.
+#[test]
+fn a_killed_tests_lab_is_taken_down_by_the_next_test() {
+    use std::io::BufRead as _;
+    let mut child = lab_sweep_child("hold").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lossless_testkit::child::after_marker(&mut stdout, "HOLDING ")
+        .expect("the helper brought its lab up (run as root)");
+    let (tmp, lab) = line.split_once(' ').unwrap();
+    let tmp = PathBuf::from(tmp);
+    let state: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.join("labs").join(lab).join("state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(namespaces_of(lab).len(), 3, "the helper's lab is up");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let out = lab_sweep_child("env").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(namespaces_of(lab), Vec::<String>::new(), "namespaces of the killed test's lab left");
+    for (pid, start) in recorded_processes(&state) {
+        assert!(!alive(pid, start), "process {pid} of the killed test's lab still runs");
+    }
+    assert!(!tmp.exists(), "{} left", tmp.display());
 }

@@ -19,6 +19,7 @@
 pub mod clock;
 pub mod io;
 pub mod launch;
+pub mod process;
 pub mod rocehost;
 pub mod server;
 pub mod shutdown;

@@ -107,27 +107,14 @@ pub fn run(lab: &str, options: &PingmeshOptions, json: bool) -> anyhow::Result<E
         let report = dir.join(format!("{}.pingmesh.json", h.name));
         let log = dir.join(format!("{}.pingmesh.log", h.name));
         let _ = std::fs::remove_file(&report);
-        let mut args: Vec<String> = vec![
-            "--interface".into(),
-            hs.interface.clone(),
-            "--ip".into(),
-            h.ip.to_string(),
-            "--mac".into(),
-            h.mac.to_string(),
-            "--line-rate-mbps".into(),
-            h.line_rate_mbps.to_string(),
+        let mut args = h.rocehost_nic_args(&hs.interface);
+        args.extend([
             "--probe-only".into(),
             "--duration".into(),
             format!("{}", options.duration_s),
             "--report".into(),
             report.display().to_string(),
-        ];
-        if !h.pfc.is_empty() {
-            args.extend([
-                "--pfc-enable".into(),
-                h.pfc.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
-            ]);
-        }
+        ]);
         args.extend(prober_args(h, &hosts, &spec));
         let output = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let child = Command::new("ip")

@@ -9,7 +9,6 @@
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Where labs keep their state unless `$LOSSLESS_LAB_DIR` says otherwise.
 pub const DEFAULT_BASE_DIR: &str = "/run/lossless/labs";
@@ -61,12 +60,8 @@ pub struct LabState {
     pub processes: Vec<ProcessState>,
 }
 
-/// A process id with its start time (clock ticks since boot, `/proc/PID/stat` field 22).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pid {
-    pub pid: u32,
-    pub start_time: u64,
-}
+pub use lossless_dataplane::io::netns::{namespace_exists, namespace_pids};
+pub use lossless_dataplane::process::Pid;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SwitchState {
@@ -146,57 +141,6 @@ impl LabState {
     }
 }
 
-// ------------------------------------------------------------------------------------------------ processes
-
-impl Pid {
-    /// The process `pid` as it is now, if it exists and is not a zombie.
-    pub fn of(pid: u32) -> Option<Pid> {
-        let (state, start_time) = proc_stat(pid)?;
-        (state != 'Z' && state != 'X').then_some(Pid { pid, start_time })
-    }
-
-    /// The same process is still running (not exited, not a zombie, pid not reused).
-    pub fn alive(&self) -> bool {
-        Pid::of(self.pid).is_some_and(|now| now.start_time == self.start_time)
-    }
-
-    pub(super) fn signal(&self, signal: &str) {
-        if self.alive() {
-            let _ = Command::new("kill")
-                .args([&format!("-{signal}"), &self.pid.to_string()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-/// (state, start time) from `/proc/PID/stat`. The command name may hold spaces and parentheses: fields
-/// are counted after its closing parenthesis.
-fn proc_stat(pid: u32) -> Option<(char, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: field 3 (state) is fields[0], field 22 (starttime) is fields[19].
-    let state = fields.first()?.chars().next()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((state, start))
-}
-
-/// Processes inside a namespace (`ip netns pids NAME`).
-pub(super) fn namespace_pids(namespace: &str) -> Vec<Pid> {
-    let Ok(out) = Command::new("ip").args(["netns", "pids", namespace]).output() else { return Vec::new() };
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .filter_map(Pid::of)
-        .collect()
-}
-
-pub fn namespace_exists(namespace: &str) -> bool {
-    Path::new("/run/netns").join(namespace).exists() || Path::new("/var/run/netns").join(namespace).exists()
-}
-
 /// `switchd` or `rocehost`: next to the running swctl, else on PATH.
 pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().ok();
@@ -219,17 +163,6 @@ pub fn find_binary(name: &str) -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn proc_stat_reads_this_process() {
-        let me = Pid::of(std::process::id()).unwrap();
-        assert!(me.alive());
-        assert!(
-            !Pid { pid: me.pid, start_time: me.start_time + 1 }.alive(),
-            "a different start time is another process"
-        );
-        assert!(Pid::of(u32::MAX).is_none());
-    }
 
     #[test]
     fn namespace_names_carry_lab_and_node() {

@@ -316,24 +316,7 @@ fn start_hosts(
         let ready_file = dir.join(format!("{}.ready", h.name));
         let report = dir.join(format!("{}.report.json", h.name));
         let _ = std::fs::remove_file(&ready_file);
-        let mut args: Vec<String> = vec![
-            "--interface".into(),
-            h.interface.clone(),
-            "--ip".into(),
-            h.ip.to_string(),
-            "--mac".into(),
-            h.mac.to_string(),
-            "--line-rate-mbps".into(),
-            h.line_rate_mbps.to_string(),
-            "--mtu".into(),
-            h.mtu.to_string(),
-        ];
-        if !h.pfc.is_empty() {
-            args.extend([
-                "--pfc-enable".into(),
-                h.pfc.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
-            ]);
-        }
+        let mut args = h.rocehost_nic_args(&h.interface);
         if let Some(gw) = h.gateway_mac {
             args.extend(["--gateway-mac".into(), gw.to_string()]);
         }

@@ -5,23 +5,21 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Once, OnceLock};
 
-/// switchd and rocehost next to swctl, built (or brought up to date) once per test process.
+/// switchd and rocehost next to swctl (where `swctl lab` looks for them), up to date: as a workspace build
+/// left them, else built (lossless_testkit::dataplane_binaries).
 pub fn binaries() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
+        let dir = lossless_testkit::dataplane_binaries(&["switchd", "rocehost"]);
         let swctl = PathBuf::from(env!("CARGO_BIN_EXE_swctl"));
-        let profile = swctl.parent().and_then(Path::file_name).and_then(|s| s.to_str()).unwrap_or("debug");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "-p", "lossless-dataplane", "--bin", "switchd", "--bin", "rocehost"]);
-        if profile == "release" {
-            build.arg("--release");
-        }
-        let status = build.status().expect("running cargo build");
-        assert!(status.success(), "building switchd and rocehost");
+        assert_eq!(
+            swctl.parent(),
+            Some(dir.as_path()),
+            "swctl and the test binaries in one target directory"
+        );
     });
 }
 
@@ -34,23 +32,22 @@ pub struct Env {
 
 impl Env {
     /// `tag` names the scratch directory (`ll-<tag>-<pid><n>` under the temp directory).
+    /// The first in a test process first takes down what killed test processes left ([`sweep_stale`]).
     pub fn new(tag: &str) -> Env {
         binaries();
+        static SWEEP: Once = Once::new();
+        SWEEP.call_once(sweep_stale);
         static N: AtomicU32 = AtomicU32::new(0);
         let id = format!("{:x}{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
         let tmp = std::env::temp_dir().join(format!("ll-{tag}-{id}"));
         std::fs::create_dir_all(&tmp).unwrap();
+        lossless_testkit::netns::record_owner(&tmp.join(OWNER_FILE)).unwrap();
         Env { base: tmp.join("labs"), tmp }
     }
 
     /// swctl with this run directory and no lab/switch from the caller's environment.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_swctl"));
-        c.args(args)
-            .env("LOSSLESS_LAB_DIR", &self.base)
-            .env_remove("LOSSLESS_LAB")
-            .env_remove("LOSSLESS_SWITCH");
-        c
+        swctl_in(&self.base, args)
     }
 
     pub fn swctl(&self, args: &[&str]) -> Output {
@@ -61,12 +58,45 @@ impl Env {
 impl Drop for Env {
     fn drop(&mut self) {
         // Whatever a failed test left behind.
-        if let Ok(entries) = std::fs::read_dir(&self.base) {
-            for e in entries.flatten() {
-                let _ = self.swctl(&["lab", "down", "--force", &e.file_name().to_string_lossy()]);
-            }
-        }
+        take_down_labs(&self.base);
         let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+/// The file in an [`Env`]'s scratch directory that records the test process owning it.
+pub const OWNER_FILE: &str = "owner";
+
+/// swctl with run directory `base` and no lab/switch from the caller's environment.
+fn swctl_in(base: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_swctl"));
+    c.args(args).env("LOSSLESS_LAB_DIR", base).env_remove("LOSSLESS_LAB").env_remove("LOSSLESS_SWITCH");
+    c
+}
+
+/// `swctl lab down --force` for every lab recorded in run directory `base`.
+fn take_down_labs(base: &Path) {
+    if let Ok(entries) = std::fs::read_dir(base) {
+        for e in entries.flatten() {
+            let _ = swctl_in(base, &["lab", "down", "--force", &e.file_name().to_string_lossy()]).output();
+        }
+    }
+}
+
+/// A test process killed outright (nextest's timeout sends SIGKILL) never drops its [`Env`], so its labs
+/// (namespaces, switchd and rocehost processes) and scratch directory stay. This takes down the labs of
+/// every scratch directory whose recorded owner is gone, and removes the directory; directories without an
+/// owner record, and those of running tests, are left alone.
+pub fn sweep_stale() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for dir in entries.flatten().map(|e| e.path()) {
+        if !dir.file_name().is_some_and(|n| n.to_string_lossy().starts_with("ll-")) {
+            continue;
+        }
+        if let Some(owner) = lossless_testkit::netns::owner_gone(&dir.join(OWNER_FILE)) {
+            eprintln!("taking down what test process {} left in {}", owner.pid, dir.display());
+            take_down_labs(&dir.join("labs"));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 }
 

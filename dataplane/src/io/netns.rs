@@ -7,6 +7,7 @@
 //! (router solicitations, MLD reports) that a frame-exact test would have to filter.
 
 use super::afpacket::{ControlSocket, ethtool};
+use crate::process::Pid;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
@@ -149,6 +150,22 @@ impl Drop for Netns {
             tracing::warn!(netns = %self.name, "namespace not deleted: {e}");
         }
     }
+}
+
+/// Whether namespace `name` exists (`ip netns` keeps one file per namespace under /var/run/netns, which is
+/// /run/netns on current systems).
+pub fn namespace_exists(name: &str) -> bool {
+    Path::new("/run/netns").join(name).exists() || Path::new("/var/run/netns").join(name).exists()
+}
+
+/// The processes inside namespace `name` (`ip netns pids NAME`); none when it does not exist.
+pub fn namespace_pids(name: &str) -> Vec<Pid> {
+    let Ok(out) = Command::new("ip").args(["netns", "pids", name]).output() else { return Vec::new() };
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter_map(Pid::of)
+        .collect()
 }
 
 /// `prefix` + process id + a per-process counter, at most 15 characters (an interface name's limit; the

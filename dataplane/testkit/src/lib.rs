@@ -2,12 +2,14 @@
 //! of these things.
 //!
 //! - [`netns`]: network namespaces and veth pairs with unique names, deleted on drop (also while a panic
-//!   unwinds), and [`netns::Star`], a switch namespace wired to host namespaces;
+//!   unwinds), swept away by the next test process should their owner die without dropping them (a
+//!   SIGKILL), and [`netns::Star`], a switch namespace wired to host namespaces;
 //! - [`switchd`]: the switchd launcher: [`SwitchdCommand`] spawns the binary (inside a namespace or not),
 //!   [`Switchd::ready`] waits until its gRPC socket answers, and dropping the [`Switchd`] stops and reaps it;
 //!   its log is captured for failure messages. It lives in `lossless-dataplane` ([`lossless_dataplane::launch`],
 //!   which `swctl lab` uses too) and is re-exported here, with [`switchd_binary`] to find the binary;
-//! - [`frames`]: frames and send/receive helpers with deadlines for port backend tests.
+//! - [`frames`]: frames and send/receive helpers with deadlines for port backend tests;
+//! - [`child`]: a helper test run as a child process, for tests that kill it outright.
 //!
 //! Everything here needs Linux; what touches namespaces needs root and iproute2. The crate is for tests and
 //! tools: production code (lossless-core above all) must not depend on it.
@@ -30,9 +32,10 @@
 //! // namespaces with their veths.
 //! ```
 
+pub mod child;
 pub mod frames;
 pub mod netns;
 pub mod switchd;
 
 pub use netns::{Netns, unique_name};
-pub use switchd::{Client, Log, Switchd, SwitchdCommand, connect, switchd_binary};
+pub use switchd::{Client, Log, Switchd, SwitchdCommand, connect, dataplane_binaries, switchd_binary};

@@ -23,6 +23,9 @@
 //! (image, env, binds, exec, ...) are for containerlab and ignored here; other kinds are refused by name.
 
 use super::Topology;
+use super::file::{RawHost, RawLink, RawLinkDetail, RawSwitch, RawTopology};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess};
 use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 use std::collections::BTreeMap;
@@ -79,14 +82,16 @@ pub(super) fn is_containerlab(value: &Value) -> bool {
     value.get("topology").is_some_and(Value::is_mapping)
 }
 
-/// A containerlab topology as the equivalent Lossless topology (a YAML value `Topology::parse` takes), or
-/// every reason it is not one, each naming the node or link.
-pub(super) fn to_native(value: Value) -> Result<Value, Vec<String>> {
-    let file: ClabFile =
-        serde_yaml::from_value(value).map_err(|e| vec![format!("containerlab topology: {e}")])?;
+/// A containerlab topology as the equivalent Lossless topology, or every reason it is not one, each naming
+/// the node, link or label. `text` is read first for errors with a path, line and column; `value` is the
+/// same text with YAML merge keys applied.
+pub(super) fn to_native(text: &str, value: Value) -> Result<RawTopology, Vec<String>> {
+    let context = |e: serde_yaml::Error| vec![format!("containerlab topology: {e}")];
+    serde_yaml::from_str::<ClabFile>(text).map_err(context)?;
+    let file: ClabFile = serde_yaml::from_value(value).map_err(context)?;
     let mut errors = Vec::new();
-    let (mut switches, mut hosts) = (serde_yaml::Mapping::new(), serde_yaml::Mapping::new());
-    for (name, node) in &file.topology.nodes {
+    let (mut switches, mut hosts) = (BTreeMap::new(), BTreeMap::new());
+    for (name, node) in file.topology.nodes {
         let at = format!("topology.nodes.{name}");
         match node.kind.as_deref() {
             Some("linux") | None => {}
@@ -98,34 +103,21 @@ pub(super) fn to_native(value: Value) -> Result<Value, Vec<String>> {
                 continue;
             }
         }
-        let role = node.labels.get(ROLE_LABEL).and_then(Value::as_str);
-        match role {
-            Some("switch") => match &node.startup_config {
+        match node.labels.get(ROLE_LABEL).and_then(Value::as_str) {
+            Some("switch") => match node.startup_config {
                 Some(config) => {
-                    let mut sw = serde_yaml::Mapping::new();
-                    sw.insert("config".into(), config.clone().into());
-                    switches.insert(name.clone().into(), sw.into());
+                    switches.insert(name, RawSwitch { config: Value::String(config) });
                 }
                 None => errors.push(format!(
                     "{at}: a Lossless switch needs startup-config: its CONFIG_DB file (YAML or config_db.json)"
                 )),
             },
-            Some("host") => {
-                let mut host = serde_yaml::Mapping::new();
-                for (label, v) in &node.labels {
-                    let Some(field) = label.strip_prefix("lossless.") else { continue };
-                    if field == "role" {
-                        continue;
-                    }
-                    // A label's text is read as YAML: numbers, lists and mappings written as strings.
-                    let v = match v {
-                        Value::String(text) => serde_yaml::from_str(text).unwrap_or_else(|_| v.clone()),
-                        other => other.clone(),
-                    };
-                    host.insert(field.to_owned().into(), v);
+            Some("host") => match host_from_labels(&node.labels) {
+                Ok(host) => {
+                    hosts.insert(name, host);
                 }
-                hosts.insert(name.clone().into(), host.into());
-            }
+                Err(e) => errors.push(format!("{at}: {e}")),
+            },
             Some(other) => errors.push(format!("{at}: label {ROLE_LABEL}: {other:?} is neither switch nor host")),
             None => errors.push(format!(
                 "{at}: not a Lossless node: give it the label {ROLE_LABEL}: switch (with startup-config) or \
@@ -134,7 +126,7 @@ pub(super) fn to_native(value: Value) -> Result<Value, Vec<String>> {
         }
     }
     let mut links = Vec::new();
-    for (i, link) in file.topology.links.iter().enumerate() {
+    for (i, link) in file.topology.links.into_iter().enumerate() {
         let ends: Vec<&str> = link.endpoints.iter().filter_map(Value::as_str).collect();
         if ends.len() != 2 || link.endpoints.len() != 2 {
             errors.push(format!(
@@ -145,26 +137,66 @@ pub(super) fn to_native(value: Value) -> Result<Value, Vec<String>> {
         }
         let text = format!("{} -- {}", ends[0], ends[1]);
         links.push(match link.mtu {
-            None => Value::String(text),
+            None => RawLink::Plain(text),
             Some(mtu) => {
-                let mut m = serde_yaml::Mapping::new();
-                m.insert("link".into(), text.into());
-                m.insert("mtu".into(), mtu.into());
-                m.into()
+                RawLink::Detailed(RawLinkDetail { link: text, mtu: Some(mtu), ..Default::default() })
             }
         });
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    let mut native = serde_yaml::Mapping::new();
-    if let Some(name) = file.name {
-        native.insert("name".into(), name.into());
+    Ok(RawTopology { name: file.name, switches, hosts, links, traffic: Vec::new() })
+}
+
+/// A host of a Lossless topology from a node's `lossless.FIELD` labels (`lossless.role` aside), each label's
+/// text read as YAML. The error names the label.
+fn host_from_labels(labels: &BTreeMap<String, Value>) -> Result<RawHost, String> {
+    let fields = labels
+        .iter()
+        .filter_map(|(label, v)| Some((label.strip_prefix("lossless.")?, v)))
+        .filter(|(field, _)| *field != "role")
+        .map(|(field, v)| {
+            // A label's text is read as YAML: numbers, lists and mappings written as strings.
+            let v = match v {
+                Value::String(text) => serde_yaml::from_str(text).unwrap_or_else(|_| v.clone()),
+                other => other.clone(),
+            };
+            (field, v)
+        })
+        .collect();
+    let mut access = Labels { fields, at: 0, current: None };
+    RawHost::deserialize(MapAccessDeserializer::new(&mut access)).map_err(|e| match access.current {
+        Some(field) => format!("label lossless.{field}: {e}"),
+        None => format!("labels: {e} (a host's fields are lossless.FIELD labels)"),
+    })
+}
+
+/// A host's labels as the fields of a map for serde, remembering which one is being read so that an error
+/// can name it.
+struct Labels<'a> {
+    fields: Vec<(&'a str, Value)>,
+    at: usize,
+    /// The field whose key or value was handed out last; `None` once all were.
+    current: Option<&'a str>,
+}
+
+impl<'de> MapAccess<'de> for &mut Labels<'_> {
+    type Error = serde_yaml::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Self::Error> {
+        self.current = self.fields.get(self.at).map(|(field, _)| *field);
+        match self.current {
+            Some(field) => seed.deserialize(field.into_deserializer()).map(Some),
+            None => Ok(None),
+        }
     }
-    native.insert("switches".into(), switches.into());
-    native.insert("hosts".into(), hosts.into());
-    native.insert("links".into(), links.into());
-    Ok(native.into())
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Self::Error> {
+        let value = std::mem::take(&mut self.fields[self.at].1);
+        self.at += 1;
+        seed.deserialize(value)
+    }
 }
 
 /// A topology in containerlab's format: the YAML, and the switch configurations it names
@@ -350,6 +382,37 @@ topology:
             "topology.nodes.sw1: a Lossless switch needs startup-config",
             "topology.nodes.h1: label lossless.role: \"router\" is neither switch nor host",
             "topology.links[0]: expected endpoints: [\"NODE:INTERFACE\", \"NODE:INTERFACE\"]",
+        ] {
+            assert!(e.contains(expected), "{expected:?} not in:\n{e}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_file_is_refused_naming_the_field_and_line() {
+        let yaml = "name: clab1\ntopology:\n  nodes:\n    sw1: { kind: linux }\n  links: { a: b }\n";
+        let e = Topology::parse(yaml, "x", "bad.clab.yml", &configs_dir()).unwrap_err().to_string();
+        assert!(e.starts_with("bad.clab.yml: invalid topology (1 error(s))"), "{e}");
+        assert!(
+            e.contains("containerlab topology: topology.links: invalid type: map, expected a sequence"),
+            "{e}"
+        );
+        assert!(e.contains("line 5"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_host_label_is_named() {
+        let yaml = r#"
+topology:
+  nodes:
+    h1: { labels: { lossless.role: host, lossless.ip: 10.0.0.1/24, lossless.line-rate-mbps: fast } }
+    h2: { labels: { lossless.role: host, lossless.ip: 10.0.0.2/24, lossless.speed: "1000" } }
+    h3: { labels: { lossless.role: host, lossless.mtu: "9000" } }
+"#;
+        let e = Topology::parse(yaml, "x", "bad.clab.yml", &configs_dir()).unwrap_err().to_string();
+        for expected in [
+            "topology.nodes.h1: label lossless.line-rate-mbps: invalid type: string \"fast\", expected u32",
+            "topology.nodes.h2: label lossless.speed: unknown field `speed`",
+            "topology.nodes.h3: labels: missing field `ip` (a host's fields are lossless.FIELD labels)",
         ] {
             assert!(e.contains(expected), "{expected:?} not in:\n{e}");
         }

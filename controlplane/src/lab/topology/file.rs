@@ -65,7 +65,7 @@ pub(super) enum RawLink {
     Detailed(RawLinkDetail),
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLinkDetail {
     pub(super) link: String,

@@ -129,6 +129,31 @@ impl HostNode {
     pub fn next_hop_mac(&self, dst: &HostNode) -> Option<EthernetAddress> {
         if self.on_subnet(dst.ip) { Some(dst.mac) } else { self.gateway_mac }
     }
+
+    /// rocehost's arguments for this host's NIC on `interface`: address, MAC, line rate, MTU and PFC
+    /// priorities. `swctl lab up` adds the host's gateway, DCQCN, receive pipeline and flows; Pingmesh's
+    /// prober (on the same interface) its probing.
+    pub fn rocehost_nic_args(&self, interface: &str) -> Vec<String> {
+        let mut args = vec![
+            "--interface".into(),
+            interface.to_owned(),
+            "--ip".into(),
+            self.ip.to_string(),
+            "--mac".into(),
+            self.mac.to_string(),
+            "--line-rate-mbps".into(),
+            self.line_rate_mbps.to_string(),
+            "--mtu".into(),
+            self.mtu.to_string(),
+        ];
+        if !self.pfc.is_empty() {
+            args.extend([
+                "--pfc-enable".into(),
+                self.pfc.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+            ]);
+        }
+        args
+    }
 }
 
 /// One end of a link: `node:port`.
@@ -243,26 +268,16 @@ impl Topology {
         let mut value: serde_yaml::Value =
             serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         value.apply_merge().map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        if containerlab::is_containerlab(&value) {
-            value = containerlab::to_native(value).map_err(|errors| {
-                anyhow::anyhow!(
-                    "{source}: invalid topology ({} error(s)):\n{}",
-                    errors.len(),
-                    errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n")
-                )
-            })?;
+        let raw: RawTopology = if containerlab::is_containerlab(&value) {
+            containerlab::to_native(text, value).map_err(|errors| invalid(source, &errors))?
         } else {
             serde_yaml::from_str::<RawTopology>(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        }
-        let raw: RawTopology = serde_yaml::from_value(value).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+            serde_yaml::from_value(value).map_err(|e| anyhow::anyhow!("{source}: {e}"))?
+        };
         let mut errors = Vec::new();
         let topology = build::build(raw, default_name, source, files, &mut errors);
         if !errors.is_empty() {
-            bail!(
-                "{source}: invalid topology ({} error(s)):\n{}",
-                errors.len(),
-                errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n")
-            );
+            return Err(invalid(source, &errors));
         }
         Ok(topology)
     }
@@ -279,6 +294,15 @@ impl Topology {
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
         self.switches.iter().map(|s| s.name.as_str()).chain(self.hosts.iter().map(|h| h.name.as_str()))
     }
+}
+
+/// Every error of a topology file, one a line.
+fn invalid(source: &str, errors: &[String]) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{source}: invalid topology ({} error(s)):\n{}",
+        errors.len(),
+        errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n")
+    )
 }
 
 /// A lab name: letters, digits, `_` and `-`, starting with a letter or digit.

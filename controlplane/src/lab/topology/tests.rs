@@ -230,3 +230,38 @@ fn retransmit_is_go_back_n_unless_a_host_asks_for_go_back_0() {
     let e = error_of(&host(", retransmit: go-back-1"));
     assert!(e.contains("unknown variant `go-back-1`, expected `go-back-n` or `go-back-0`"), "{e}");
 }
+
+#[test]
+fn rocehost_nic_args_describe_the_hosts_nic() {
+    let t = parse(
+        r#"
+switches: { sw1: { config: sw.yaml } }
+hosts:
+  h1: { ip: 10.0.0.1/24, mac: "02:00:00:00:00:01", pfc: "3,4", line-rate-mbps: 100, mtu: 1024 }
+  h2: { ip: 10.0.0.2/24, attach: "sw1:Ethernet4", pfc: none }
+links:
+  - sw1:Ethernet0 -- h1:eth0
+"#,
+    )
+    .unwrap();
+    let h1 = t.host("h1").unwrap().rocehost_nic_args("veth1");
+    assert_eq!(
+        h1,
+        [
+            "--interface",
+            "veth1",
+            "--ip",
+            "10.0.0.1",
+            "--mac",
+            "02:00:00:00:00:01",
+            "--line-rate-mbps",
+            "100",
+            "--mtu",
+            "1024",
+            "--pfc-enable",
+            "3,4"
+        ]
+    );
+    let h2 = t.host("h2").unwrap().rocehost_nic_args("eth0");
+    assert!(!h2.contains(&"--pfc-enable".to_owned()), "no PFC priorities, no --pfc-enable: {h2:?}");
+}
