@@ -3,6 +3,11 @@
 use super::*;
 use proptest::prelude::*;
 
+/// The instant `ns` nanoseconds after the origin.
+fn at(ns: u64) -> Instant {
+    Instant::from_ns(ns)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pkt {
     queue: u8,
@@ -38,13 +43,13 @@ fn frame_bytes_per_s(speed_mbps: u64, len: u64) -> u64 {
 }
 
 /// Dequeues everything (nothing blocked), each frame as soon as the scheduler allows.
-fn drain(s: &mut Scheduler<Pkt>, mut now_ns: u64) -> Vec<(u64, Pkt)> {
+fn drain(s: &mut Scheduler<Pkt>, mut now: Instant) -> Vec<(Instant, Pkt)> {
     let mut out = Vec::new();
-    while let Some(t) = s.next_ready_at(now_ns, 0) {
-        now_ns = t;
-        let (q, p) = s.dequeue(now_ns, 0).expect("ready means dequeue succeeds");
+    while let Some(t) = s.next_ready_at(now, 0) {
+        now = t;
+        let (q, p) = s.dequeue(now, 0).expect("ready means dequeue succeeds");
         assert_eq!(q, p.queue);
-        out.push((now_ns, p));
+        out.push((now, p));
     }
     out
 }
@@ -75,11 +80,11 @@ fn wrr_test(weights: [u8; 7], counts: [u64; 7]) -> u64 {
     let mut seq = 0;
     for (q, &n) in counts.iter().enumerate() {
         for _ in 0..n {
-            s.enqueue(q as u8, pkt(q as u8, seq, 64), 0).unwrap();
+            s.enqueue(q as u8, pkt(q as u8, seq, 64), at(0)).unwrap();
             seq += 1;
         }
     }
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().map(|(_, p)| p.queue).collect();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().map(|(_, p)| p.queue).collect();
     assert_eq!(order.len() as u64, counts.iter().sum::<u64>(), "all packets received");
     let table: Vec<(u8, u64)> = counts.iter().enumerate().map(|(q, &n)| (q as u8, n)).collect();
     let diffs = wrr_outstanding(&order, &table);
@@ -114,10 +119,10 @@ fn wrr_counts_packets_per_round() {
     let mut s = Scheduler::new(settings);
     for i in 0..8 {
         // Sizes must not matter for WRR.
-        s.enqueue(0, pkt(0, i, 64), 0).unwrap();
-        s.enqueue(1, pkt(1, i, 9000), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 64), at(0)).unwrap();
+        s.enqueue(1, pkt(1, i, 9000), at(0)).unwrap();
     }
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().take(8).map(|(_, p)| p.queue).collect();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().take(8).map(|(_, p)| p.queue).collect();
     assert_eq!(order, [0, 0, 0, 1, 0, 0, 0, 1]);
 }
 
@@ -128,10 +133,10 @@ fn mixed_dwrr_and_wrr_share_one_byte_round() {
     settings.queues[1] = dwrr(1);
     let mut s = Scheduler::new(settings);
     for i in 0..100 {
-        s.enqueue(0, pkt(0, i, 1000), 0).unwrap();
-        s.enqueue(1, pkt(1, i, 100), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 1000), at(0)).unwrap();
+        s.enqueue(1, pkt(1, i, 100), at(0)).unwrap();
     }
-    let out = drain(&mut s, 0);
+    let out = drain(&mut s, at(0));
     // Equal weights in one byte round: about equal bytes while both are backlogged.
     let first_half: Vec<&Pkt> = out.iter().map(|(_, p)| p).take_while(|p| p.seq < 99).collect();
     let bytes = |q| first_half.iter().filter(|p| p.queue == q).map(|p| p.len as i64).sum::<i64>();
@@ -151,11 +156,11 @@ fn strict_drains_first_in_priority_order() {
     let mut seq = 0;
     for q in 0..8u8 {
         for _ in 0..10 {
-            s.enqueue(q, pkt(q, seq, 100), 0).unwrap();
+            s.enqueue(q, pkt(q, seq, 100), at(0)).unwrap();
             seq += 1;
         }
     }
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().map(|(_, p)| p.queue).collect();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().map(|(_, p)| p.queue).collect();
     // Equal priority: higher index first; no priority ranks below every explicit one.
     assert!(order[..10].iter().all(|&q| q == 6));
     assert!(order[10..20].iter().all(|&q| q == 5));
@@ -166,10 +171,10 @@ fn strict_drains_first_in_priority_order() {
     settings.queues[6] = strict(None);
     settings.queues[7] = strict(None);
     let mut s = Scheduler::new(settings);
-    s.enqueue(0, pkt(0, 0, 100), 0).unwrap();
-    s.enqueue(6, pkt(6, 1, 100), 0).unwrap();
-    s.enqueue(7, pkt(7, 2, 100), 0).unwrap();
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().map(|(_, p)| p.queue).collect();
+    s.enqueue(0, pkt(0, 0, 100), at(0)).unwrap();
+    s.enqueue(6, pkt(6, 1, 100), at(0)).unwrap();
+    s.enqueue(7, pkt(7, 2, 100), at(0)).unwrap();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().map(|(_, p)| p.queue).collect();
     assert_eq!(order, [7, 6, 0]);
 }
 
@@ -231,13 +236,13 @@ fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from_ns: u64, until_ns: u64,
             match *load {
                 Load::Backlogged { queue, len } => {
                     while s.len(queue) < 4 {
-                        s.enqueue(queue, pkt(queue, seq, len), now).unwrap();
+                        s.enqueue(queue, pkt(queue, seq, len), at(now)).unwrap();
                         seq += 1;
                     }
                 }
                 Load::Periodic { queue, len, interval_ns } => {
                     while next_arrival[i] <= now {
-                        if s.enqueue(queue, pkt(queue, seq, len), now).is_err() {
+                        if s.enqueue(queue, pkt(queue, seq, len), at(now)).is_err() {
                             sent.refused[usize::from(queue)] += 1;
                         }
                         seq += 1;
@@ -250,14 +255,14 @@ fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from_ns: u64, until_ns: u64,
             return sent;
         }
         let mask = pause.blocked(now);
-        if let Some((q, p)) = s.dequeue(now, mask) {
+        if let Some((q, p)) = s.dequeue(at(now), mask) {
             assert_eq!(mask & (1 << q), 0, "dequeued a blocked queue");
             sent.bytes[usize::from(q)] += p.len as u64;
             sent.packets[usize::from(q)] += 1;
             sent.line_bits += (p.len as u64 + WIRE_OVERHEAD_BYTES) * 8;
             continue;
         }
-        let wake = [s.next_ready_at(now, mask), Some(until_ns)]
+        let wake = [s.next_ready_at(at(now), mask).map(Instant::as_ns), Some(until_ns)]
             .into_iter()
             .flatten()
             .chain(next_arrival.iter().copied())
@@ -308,12 +313,12 @@ fn strict_queue_without_policer_waits_for_its_shaper() {
     settings.queues[7] = QueueSettings { pir: Some(pir), ..strict(None) };
     let mut s = Scheduler::new(settings);
     for i in 0..100 {
-        s.enqueue(7, pkt(7, i, 1000), 0).unwrap();
+        s.enqueue(7, pkt(7, i, 1000), at(0)).unwrap();
     }
-    let out = drain(&mut s, 0);
+    let out = drain(&mut s, at(0));
     assert_eq!(out.len(), 100);
     // The first ~9 frames ride the default burst, then one frame every 1000 / pir s = 20 µs.
-    let (last_ns, _) = out.last().unwrap();
+    let last_ns = out.last().unwrap().0.as_ns();
     let expected_ns = (100 * 1000 - DEFAULT_BURST_BYTES) * 1_000_000_000 / pir;
     assert!(last_ns.abs_diff(expected_ns) <= 20_000, "{last_ns} vs {expected_ns}");
 }
@@ -377,10 +382,10 @@ fn port_shaper_limits_the_whole_port() {
 #[test]
 fn line_25g_sends_exactly_25e9_bits_per_second() {
     let mut s = Scheduler::new(PortSettings::unshaped(25_000));
-    let mut now = 0;
+    let mut now = Instant::ZERO;
     let mut frames = 0u64;
-    s.enqueue(0, pkt(0, 0, 1000), 0).unwrap();
-    while now < 1_000_000_000 {
+    s.enqueue(0, pkt(0, 0, 1000), at(0)).unwrap();
+    while now < at(1_000_000_000) {
         s.dequeue(now, 0).expect("line free and a frame queued");
         frames += 1;
         s.enqueue(0, pkt(0, frames, 1000), now).unwrap();
@@ -400,28 +405,28 @@ fn line_time_carries_sub_picosecond_remainders() {
     // 7 Mb/s: one 64-byte frame is 704 bits = 100_571_428.57 ps.
     let mut s = Scheduler::new(PortSettings::unshaped(7));
     for i in 0..7 {
-        s.enqueue(0, pkt(0, i, 64), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 64), at(0)).unwrap();
     }
-    let out = drain(&mut s, 0);
+    let out = drain(&mut s, at(0));
     assert_eq!(out.len(), 7);
     assert_eq!(s.line_free_at_ps, 7 * 704 * 1_000_000 / 7);
     assert_eq!(s.line_remainder, 0);
-    assert_eq!(s.line_free_at_ns(), 704_000);
+    assert_eq!(s.line_free_at(), at(704_000));
 }
 
 #[test]
 fn occupy_line_delays_the_next_frame() {
     let mut s = Scheduler::new(PortSettings::unshaped(10_000));
-    s.enqueue(0, pkt(0, 0, 1000), 0).unwrap();
+    s.enqueue(0, pkt(0, 0, 1000), at(0)).unwrap();
     // A 64-byte PFC frame (wire_len 60) at t=100 on an idle line: 84 bytes = 67.2 ns.
-    s.occupy_line(100, 60);
-    assert_eq!(s.line_free_at_ns(), 168);
-    assert!(s.dequeue(167, 0).is_none());
-    assert_eq!(s.next_ready_at(0, 0), Some(168));
+    s.occupy_line(at(100), 60);
+    assert_eq!(s.line_free_at(), at(168));
+    assert!(s.dequeue(at(167), 0).is_none());
+    assert_eq!(s.next_ready_at(at(0), 0), Some(at(168)));
     // A second control frame queues behind the first.
-    s.occupy_line(150, 60);
+    s.occupy_line(at(150), 60);
     assert_eq!(s.line_free_at_ps, 100_000 + 2 * 67_200);
-    assert!(s.dequeue(235, 0).is_some());
+    assert!(s.dequeue(at(235), 0).is_some());
 }
 
 #[test]
@@ -460,14 +465,14 @@ fn paused_queue_keeps_its_deficit_and_place() {
     // And the deficit survives a pause: a queue skipped mid-turn keeps what it had.
     let mut s = Scheduler::new(PortSettings::unshaped(10_000));
     for i in 0..4 {
-        s.enqueue(0, pkt(0, i, 100), 0).unwrap();
-        s.enqueue(1, pkt(1, i, 100), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 100), at(0)).unwrap();
+        s.enqueue(1, pkt(1, i, 100), at(0)).unwrap();
     }
-    let (q, _) = s.dequeue(0, 0).unwrap();
+    let (q, _) = s.dequeue(at(0), 0).unwrap();
     assert_eq!(q, 0);
     let deficit = s.queues[0].deficit;
     assert!(deficit > 0);
-    let t = s.next_ready_at(0, 1).unwrap();
+    let t = s.next_ready_at(at(0), 1).unwrap();
     assert_eq!(s.dequeue(t, 1).unwrap().0, 1);
     assert_eq!(s.queues[0].deficit, deficit);
 }
@@ -494,7 +499,7 @@ fn cir_is_honoured_for_a_low_weight_queue() {
             queues: std::array::from_fn(|q| if q == 5 { dwrr(100) } else { dwrr(1) }),
             ..PortSettings::unshaped(10_000)
         },
-        0,
+        at(0),
     );
     let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
     assert!(sent.bytes[0] * 1_000_000_000 / until_ns < line / 90);
@@ -512,32 +517,32 @@ fn policer_refuses_at_enqueue() {
     };
     let mut s = Scheduler::new(settings);
     for i in 0..3 {
-        assert!(s.enqueue(6, pkt(6, i, 100), 0).is_ok());
+        assert!(s.enqueue(6, pkt(6, i, 100), at(0)).is_ok());
     }
-    assert_eq!(s.enqueue(6, pkt(6, 3, 100), 0), Err(pkt(6, 3, 100)));
+    assert_eq!(s.enqueue(6, pkt(6, 3, 100), at(0)), Err(pkt(6, 3, 100)));
     // One packet's worth of tokens after 1 ms.
-    assert!(s.enqueue(6, pkt(6, 4, 100), 999_999).is_err());
-    assert!(s.enqueue(6, pkt(6, 5, 100), 1_000_000).is_ok());
+    assert!(s.enqueue(6, pkt(6, 4, 100), at(999_999)).is_err());
+    assert!(s.enqueue(6, pkt(6, 5, 100), at(1_000_000)).is_ok());
     assert_eq!(s.len(6), 4);
     // Queued frames are not held back by the policer.
-    assert_eq!(drain(&mut s, 1_000_000).len(), 4);
+    assert_eq!(drain(&mut s, at(1_000_000)).len(), 4);
 }
 
 #[test]
 fn reconfigure_keeps_items_and_flush_empties() {
     let mut s = Scheduler::new(PortSettings::unshaped(10_000));
     for i in 0..10 {
-        s.enqueue(3, pkt(3, i, 200), 0).unwrap();
-        s.enqueue(4, pkt(4, i, 300), 0).unwrap();
+        s.enqueue(3, pkt(3, i, 200), at(0)).unwrap();
+        s.enqueue(4, pkt(4, i, 300), at(0)).unwrap();
     }
-    s.dequeue(0, 0).unwrap();
+    s.dequeue(at(0), 0).unwrap();
     let mut settings = PortSettings::unshaped(25_000);
     settings.queues[4] = strict(None);
-    s.reconfigure(settings, 10);
+    s.reconfigure(settings, at(10));
     assert_eq!(s.total_len(), 19);
     // Equal weights and an empty deficit: the 200-byte head of queue 3 needs fewer visits than 300 bytes.
     assert_eq!((s.bytes(3), s.bytes(4)), (9 * 200, 10 * 300));
-    let t = s.next_ready_at(10, 0).unwrap();
+    let t = s.next_ready_at(at(10), 0).unwrap();
     assert_eq!(s.dequeue(t, 0).unwrap().0, 4, "queue 4 is strict now");
     let flushed = s.flush(3);
     assert_eq!(
@@ -549,7 +554,7 @@ fn reconfigure_keeps_items_and_flush_empties() {
     assert_eq!(s.total_len(), s.len(4));
     s.flush(4);
     assert!(s.is_empty());
-    assert_eq!(s.next_ready_at(0, 0), None);
+    assert_eq!(s.next_ready_at(at(0), 0), None);
 }
 
 mod properties;

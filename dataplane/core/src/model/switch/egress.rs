@@ -175,7 +175,7 @@ impl Switch {
             alloc,
         };
         self.touch_port(out);
-        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now_ns) {
+        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, Instant::from_ns(now_ns)) {
             // The strict queue's policer refused it.
             self.release(&item.alloc);
             self.count_egress_drop(out, queue, len, "POLICER");
@@ -366,7 +366,7 @@ impl Switch {
         // Most polls find the port busy or idle: answer those before any arithmetic.
         let state = self.ports.get(port.index())?;
         let pfc_due = state.pfc.next_frame_at(Instant::from_ns(now_ns)).is_some_and(|t| t.as_ns() <= now_ns);
-        if state.egress.line_free_at_ns() > now_ns || !state.oper_up || (!pfc_due && state.egress.is_empty())
+        if state.egress.line_free_at().as_ns() > now_ns || !state.oper_up || (!pfc_due && state.egress.is_empty())
         {
             return None;
         }
@@ -385,7 +385,7 @@ impl Switch {
             {
                 let mut frame = vec![0u8; mac_control::FRAME_LEN];
                 MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
-                state.egress.occupy_line(now_ns, frame.len());
+                state.egress.occupy_line(Instant::from_ns(now_ns), frame.len());
                 return Some(Transmit { frame, queue: None });
             }
         }
@@ -393,7 +393,7 @@ impl Switch {
             return None;
         }
         let blocked = self.blocked_queues(port, now_ns);
-        let (queue, mut item) = self.ports[port.index()].egress.dequeue(now_ns, blocked)?;
+        let (queue, mut item) = self.ports[port.index()].egress.dequeue(Instant::from_ns(now_ns), blocked)?;
         self.release(&item.alloc);
         let len = item.frame.len() as u64;
         if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue
@@ -427,13 +427,13 @@ impl Switch {
     /// sendable (line free, shaper tokens, pause expiry).
     pub(super) fn port_ready_at(&self, port: PortId, now_ns: u64) -> Option<u64> {
         let state = &self.ports[port.index()];
-        let line = state.egress.line_free_at_ns();
+        let line = state.egress.line_free_at().as_ns();
         let pfc = state.pfc.next_frame_at(Instant::from_ns(now_ns)).map(|t| t.as_ns().max(line));
         if state.egress.is_empty() {
             return pfc;
         }
         let blocked = self.blocked_queues(port, now_ns);
-        let data = state.egress.next_ready_at(now_ns, blocked);
+        let data = state.egress.next_ready_at(Instant::from_ns(now_ns), blocked).map(Instant::as_ns);
         let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
         let unpause = if paused_with_packets {
             state.pfc.next_unpause_at(Instant::from_ns(now_ns)).map(Instant::as_ns)

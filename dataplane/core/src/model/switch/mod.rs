@@ -392,7 +392,7 @@ impl Switch {
         self.ports = PortId::all(config.ports.len())
             .map(|i| match old_ports.remove(&config.ports[i.index()].name) {
                 Some(mut state) => {
-                    state.egress.reconfigure(port_settings(&config, i), now_ns);
+                    state.egress.reconfigure(port_settings(&config, i), Instant::from_ns(now_ns));
                     state
                 }
                 None => PortState::new(port_settings(&config, i)),
@@ -565,7 +565,7 @@ impl Switch {
     /// When the port's line finished (or will finish) carrying its last frame: a driver that woke up late
     /// may call [`poll_transmit`](Self::poll_transmit) with any time from here on to keep the port's rate.
     pub fn line_free_at(&self, port: PortId) -> u64 {
-        self.ports.get(port.index()).map_or(0, |p| p.egress.line_free_at_ns())
+        self.ports.get(port.index()).map_or(0, |p| p.egress.line_free_at().as_ns())
     }
 
     /// Ports with something to send at `now_ns` (a PFC frame or an eligible queue, line free).
