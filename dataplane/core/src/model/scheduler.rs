@@ -207,7 +207,8 @@ impl<T: Queued> Scheduler<T> {
         Scheduler {
             speed_mbps,
             queues: std::array::from_fn(|q| QueueState::new(queues[q], Instant::ZERO)),
-            port_shaper: shaper.and_then(|(meter, pir, pbs)| TokenBucket::new(meter, pir, Some(pbs), Instant::ZERO)),
+            port_shaper: shaper
+                .and_then(|(meter, pir, pbs)| TokenBucket::new(meter, pir, Some(pbs), Instant::ZERO)),
             unit: CreditUnit::of(&queues),
             turn: None,
             last_visited: QUEUES - 1,

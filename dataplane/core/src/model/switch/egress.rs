@@ -366,7 +366,9 @@ impl Switch {
         // Most polls find the port busy or idle: answer those before any arithmetic.
         let state = self.ports.get(port.index())?;
         let pfc_due = state.pfc.next_frame_at(Instant::from_ns(now_ns)).is_some_and(|t| t.as_ns() <= now_ns);
-        if state.egress.line_free_at().as_ns() > now_ns || !state.oper_up || (!pfc_due && state.egress.is_empty())
+        if state.egress.line_free_at().as_ns() > now_ns
+            || !state.oper_up
+            || (!pfc_due && state.egress.is_empty())
         {
             return None;
         }

@@ -85,7 +85,7 @@ impl Switch {
             vlan::pop_tag(&mut frame);
         }
         if let Some(v) = vid
-            && self.fdb.learn(v, src_mac, port, now_ns)
+            && self.fdb.learn(v, src_mac, port, Instant::from_ns(now_ns))
         {
             self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port: self.port_name(port) });
         }
@@ -164,7 +164,7 @@ impl Switch {
         if sender_on_subnet
             && !sender_is_ours
             && arp.source_hardware_addr.is_unicast()
-            && self.neighbors.learn(sender, arp.source_hardware_addr, rif, now_ns)
+            && self.neighbors.learn(sender, arp.source_hardware_addr, rif, Instant::from_ns(now_ns))
         {
             self.arp_pending.remove(&sender);
             self.push_event(Event::NeighborLearned { ip: sender, mac: arp.source_hardware_addr });
@@ -193,14 +193,15 @@ impl Switch {
         }
     }
 
-    /// Sends an ARP request for an unresolved IPv4 next hop, at most once per [`ARP_RETRY_NS`]. IPv6
+    /// Sends an ARP request for an unresolved IPv4 next hop, at most once per [`ARP_RETRY`]. IPv6
     /// neighbours are not discovered (no NDP): they come from the `NEIGH` table.
     fn resolve(&mut self, next_hop: IpAddr, rif: RifId, now_ns: u64) {
         let IpAddr::V4(target) = next_hop else { return };
-        if self.arp_pending.get(&next_hop).is_some_and(|&t| now_ns.saturating_sub(t) < ARP_RETRY_NS) {
+        let now = Instant::from_ns(now_ns);
+        if self.arp_pending.get(&next_hop).is_some_and(|&t| now.saturating_since(t) < ARP_RETRY) {
             return;
         }
-        self.arp_pending.insert(next_hop, now_ns);
+        self.arp_pending.insert(next_hop, now);
         let iface = &self.config.interfaces[rif.index()];
         let Some(IpAddr::V4(sender)) = iface.addrs.iter().find(|a| a.contains(&next_hop)).map(|a| a.addr())
         else {

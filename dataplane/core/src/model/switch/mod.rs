@@ -37,7 +37,7 @@ pub use egress::{QueuedFrame, WatermarksDump};
 /// The queue switch-originated control frames (ARP) use, as SONiC's CPU port traffic does.
 pub const CONTROL_QUEUE: u8 = 7;
 /// How often an unresolved next hop is ARPed for.
-pub const ARP_RETRY_NS: u64 = 1_000_000_000;
+pub const ARP_RETRY: Nanos = Nanos::from_ms(1_000);
 /// Events kept for [`Switch::poll_event`] before the oldest are discarded.
 pub const EVENT_QUEUE_LIMIT: usize = 4096;
 
@@ -231,9 +231,9 @@ pub struct Switch {
     fdb: Fdb,
     neighbors: Neighbors,
     /// Next hops ARPed for, with the time of the last request.
-    arp_pending: FxHashMap<IpAddr, u64>,
-    next_fdb_sweep_ns: Option<u64>,
-    next_neigh_sweep_ns: Option<u64>,
+    arp_pending: FxHashMap<IpAddr, Instant>,
+    next_fdb_sweep: Option<Instant>,
+    next_neigh_sweep: Option<Instant>,
     ledger: FrameLedger,
     events: VecDeque<Event>,
     events_lost: u64,
@@ -296,8 +296,8 @@ impl Switch {
             fdb: Fdb::default(),
             neighbors: Neighbors::default(),
             arp_pending: FxHashMap::default(),
-            next_fdb_sweep_ns: None,
-            next_neigh_sweep_ns: None,
+            next_fdb_sweep: None,
+            next_neigh_sweep: None,
             ledger: FrameLedger::default(),
             events: VecDeque::new(),
             events_lost: 0,
@@ -434,8 +434,9 @@ impl Switch {
             config.interfaces[rif].addrs.iter().any(|a| a.contains(&ip)).then_some(RifId::new(rif))
         });
         self.arp_pending.clear();
-        self.next_fdb_sweep_ns = sweep_interval(config.switch.fdb_aging_ns).map(|i| now_ns + i);
-        self.next_neigh_sweep_ns = sweep_interval(config.switch.neigh_aging_ns).map(|i| now_ns + i);
+        self.next_fdb_sweep = sweep_interval(config.switch.fdb_aging).map(|i| Instant::from_ns(now_ns) + i);
+        self.next_neigh_sweep =
+            sweep_interval(config.switch.neigh_aging).map(|i| Instant::from_ns(now_ns) + i);
         let restored = self.watchdog.configure(&config, same_ports, Instant::from_ns(now_ns));
         let retired = Retired {
             _config: std::mem::replace(&mut self.config, config),
@@ -549,8 +550,7 @@ impl Switch {
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
     /// leaving out transmissions: a driver that transmits on its own schedule calls `handle_timeout` only then.
     pub fn timeout_at(&self) -> Option<Instant> {
-        let sweeps = [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns].map(|t| t.map(Instant::from_ns));
-        [sweeps[0], sweeps[1], self.watchdog.next_poll_at()].into_iter().flatten().min()
+        [self.next_fdb_sweep, self.next_neigh_sweep, self.watchdog.next_poll_at()].into_iter().flatten().min()
     }
 
     /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame
@@ -585,18 +585,18 @@ impl Switch {
         if self.watchdog.next_poll_at().is_some_and(|t| t <= now) {
             self.poll_watchdog(now);
         }
-        if self.next_fdb_sweep_ns.is_some_and(|t| t <= now_ns) {
-            for (vid, mac) in self.fdb.age(now_ns, self.config.switch.fdb_aging_ns) {
+        if self.next_fdb_sweep.is_some_and(|t| t <= now) {
+            for (vid, mac) in self.fdb.age(now, self.config.switch.fdb_aging) {
                 self.push_event(Event::FdbAged { vid, mac });
             }
-            self.next_fdb_sweep_ns = sweep_interval(self.config.switch.fdb_aging_ns).map(|i| now_ns + i);
+            self.next_fdb_sweep = sweep_interval(self.config.switch.fdb_aging).map(|i| now + i);
         }
-        if self.next_neigh_sweep_ns.is_some_and(|t| t <= now_ns) {
-            for ip in self.neighbors.age(now_ns, self.config.switch.neigh_aging_ns) {
+        if self.next_neigh_sweep.is_some_and(|t| t <= now) {
+            for ip in self.neighbors.age(now, self.config.switch.neigh_aging) {
                 self.push_event(Event::NeighborAged { ip });
             }
-            self.arp_pending.retain(|_, sent| now_ns.saturating_sub(*sent) < ARP_RETRY_NS);
-            self.next_neigh_sweep_ns = sweep_interval(self.config.switch.neigh_aging_ns).map(|i| now_ns + i);
+            self.arp_pending.retain(|_, sent| now.saturating_since(*sent) < ARP_RETRY);
+            self.next_neigh_sweep = sweep_interval(self.config.switch.neigh_aging).map(|i| now + i);
         }
         self.refresh_readiness();
     }
@@ -689,6 +689,6 @@ impl Switch {
 }
 
 /// How often an aging sweep runs: an eighth of the aging time, at least a second; `None` when disabled.
-fn sweep_interval(aging_ns: u64) -> Option<u64> {
-    (aging_ns > 0).then(|| (aging_ns / 8).max(1_000_000_000).min(aging_ns))
+fn sweep_interval(aging: Nanos) -> Option<Nanos> {
+    (!aging.is_zero()).then(|| (aging / 8).max(Nanos::from_ms(1_000)).min(aging))
 }
