@@ -375,8 +375,9 @@ impl Switch {
         // Without a PFC frame due, `poll_frame` would change nothing and return `None`: the refresh
         // interval (a division) is computed only when one is.
         if pfc_due {
-            let refresh_ns = mac_control::quanta_to_ns(quanta, speed) * u64::from(refresh_percent) / 100;
-            if let Some(repr) = state.pfc.poll_frame(now, quanta, Nanos::from_ns(refresh_ns)) {
+            let refresh =
+                Nanos::from_ns(mac_control::quanta_to_ns(quanta, speed)) * u64::from(refresh_percent) / 100;
+            if let Some(repr) = state.pfc.poll_frame(now, quanta, refresh) {
                 let mut frame = vec![0u8; mac_control::FRAME_LEN];
                 MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
                 state.egress.occupy_line(now, frame.len());

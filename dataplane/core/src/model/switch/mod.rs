@@ -342,9 +342,9 @@ impl Switch {
 
     /// Validates and installs a whole configuration, atomically: on any error nothing changes. Dynamic
     /// FDB and neighbour entries, queued frames and counters of ports that still exist are kept.
-    pub fn apply(&mut self, db: &ConfigDb, now_ns: u64) -> Result<Applied, ConfigErrors> {
+    pub fn apply(&mut self, db: &ConfigDb, now: Instant) -> Result<Applied, ConfigErrors> {
         let prepared = Switch::prepare(db)?;
-        Ok(self.install(prepared, now_ns).0)
+        Ok(self.install(prepared, now).0)
     }
 
     /// Everything of an apply that does not need the running switch: validation, compilation, the route
@@ -367,9 +367,9 @@ impl Switch {
     /// Swaps in a prepared configuration: the cost is in the number of ports and of dynamic entries, not
     /// in the size of the configuration. What it replaced comes back as [`Retired`], to be dropped where
     /// the time it takes does not matter.
-    pub fn install(&mut self, prepared: Prepared, now_ns: u64) -> (Applied, Retired) {
+    pub fn install(&mut self, prepared: Prepared, now: Instant) -> (Applied, Retired) {
         let Prepared { config, derived, fdb, neighbors, warnings } = prepared;
-        let retired = self.install_parts(config, derived, fdb, neighbors, Instant::from_ns(now_ns));
+        let retired = self.install_parts(config, derived, fdb, neighbors, now);
         self.generation += 1;
         self.push_event(Event::ConfigApplied { generation: self.generation });
         (Applied { generation: self.generation, warnings }, retired)
@@ -463,8 +463,7 @@ impl Switch {
     /// down nothing leaves it: frames queued to it are dropped (TX_DRP, per queue), it sends no PFC, pauses
     /// it received are forgotten, and frames forwarded to it are dropped (`L3_EGRESS_LINK_DOWN`). A port
     /// starts up; the state survives configuration changes.
-    pub fn set_port_oper(&mut self, port: PortId, up: bool, now_ns: u64) {
-        let now = Instant::from_ns(now_ns);
+    pub fn set_port_oper(&mut self, port: PortId, up: bool, now: Instant) {
         self.note_time(now);
         let Some(state) = self.ports.get_mut(port.index()) else { return };
         if state.oper_up == up {
@@ -561,13 +560,12 @@ impl Switch {
 
     /// When the port's line finished (or will finish) carrying its last frame: a driver that woke up late
     /// may call [`poll_transmit`](Self::poll_transmit) with any time from here on to keep the port's rate.
-    pub fn line_free_at(&self, port: PortId) -> u64 {
-        self.ports.get(port.index()).map_or(0, |p| p.egress.line_free_at().as_ns())
+    pub fn line_free_at(&self, port: PortId) -> Instant {
+        self.ports.get(port.index()).map_or(Instant::ZERO, |p| p.egress.line_free_at())
     }
 
     /// Ports with something to send at `now` (a PFC frame or an eligible queue, line free).
-    pub fn ports_ready(&self, now_ns: u64) -> Vec<PortId> {
-        let now = Instant::from_ns(now_ns);
+    pub fn ports_ready(&self, now: Instant) -> Vec<PortId> {
         PortId::all(self.ports.len())
             .filter(|&p| self.port_ready_at(p, now).is_some_and(|t| t <= now))
             .collect()

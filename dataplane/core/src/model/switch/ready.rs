@@ -90,8 +90,7 @@ impl Switch {
     /// The first port from `from` on that [`poll_transmit`](Self::poll_transmit) at `now` may have a
     /// frame for: the ports passed over have nothing due (polling them would return `None` and change
     /// nothing). A driver polls these instead of every port.
-    pub fn next_port_to_poll(&self, from: usize, now_ns: u64) -> Option<PortId> {
-        let now = Instant::from_ns(now_ns);
+    pub fn next_port_to_poll(&self, from: usize, now: Instant) -> Option<PortId> {
         let (at, stale) = (&self.readiness.at, &self.readiness.stale);
         let port = (from..at.len()).find(|&p| stale[p] || at[p].is_some_and(|t| t <= now))?;
         debug_assert!(
