@@ -1,6 +1,7 @@
 //! Scheduler tests: service order, shapers, policer, line pacing; properties in [`properties`].
 
 use super::*;
+use crate::time::Nanos;
 use proptest::prelude::*;
 
 /// The instant `ns` nanoseconds after the origin.
@@ -183,8 +184,8 @@ fn strict_drains_first_in_priority_order() {
 enum Load {
     /// Always has frames waiting.
     Backlogged { queue: u8, len: usize },
-    /// One frame every `interval_ns`.
-    Periodic { queue: u8, len: usize, interval_ns: u64 },
+    /// One frame every `interval`.
+    Periodic { queue: u8, len: usize, interval: Nanos },
 }
 
 #[derive(Debug, Default)]
@@ -195,74 +196,75 @@ struct Sent {
     refused: [u64; QUEUES],
 }
 
-/// Queues in `mask` are paused for the first `paused_ns` of every `period_ns`.
+/// Queues in `mask` are paused for the first `paused` of every `period` (periods start at the origin).
 #[derive(Clone, Copy)]
 struct Pause {
     mask: u8,
-    period_ns: u64,
-    paused_ns: u64,
+    period: Nanos,
+    paused: Nanos,
 }
 
 impl Pause {
-    const NONE: Pause = Pause { mask: 0, period_ns: u64::MAX, paused_ns: 0 };
+    const NONE: Pause = Pause { mask: 0, period: Nanos::MAX, paused: Nanos::ZERO };
 
-    fn blocked(&self, now_ns: u64) -> u8 {
-        if now_ns % self.period_ns < self.paused_ns { self.mask } else { 0 }
+    /// How far into its period `now` is.
+    fn phase(&self, now: Instant) -> Nanos {
+        Nanos::from_ns(now.as_ns() % self.period.as_ns())
     }
 
-    fn next_change(&self, now_ns: u64) -> u64 {
-        let phase = now_ns % self.period_ns;
-        let period_start = now_ns - phase;
-        if phase < self.paused_ns {
-            period_start + self.paused_ns
-        } else {
-            period_start.saturating_add(self.period_ns)
-        }
+    fn blocked(&self, now: Instant) -> u8 {
+        if self.phase(now) < self.paused { self.mask } else { 0 }
+    }
+
+    fn next_change(&self, now: Instant) -> Instant {
+        let phase = self.phase(now);
+        let period_start = now - phase;
+        if phase < self.paused { period_start + self.paused } else { period_start + self.period }
     }
 }
 
-/// Runs a port in virtual time from `from_ns` until `until_ns` with `pause` as the PFC/hold mask; counts
-/// what started transmission before `until_ns`.
-fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from_ns: u64, until_ns: u64, pause: Pause) -> Sent {
+/// Runs a port in virtual time from `from` until `until` with `pause` as the PFC/hold mask; counts what
+/// started transmission before `until`.
+fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from: Instant, until: Instant, pause: Pause) -> Sent {
     let mut sent = Sent::default();
-    let mut next_arrival: Vec<u64> = loads
+    let mut next_arrival: Vec<Instant> = loads
         .iter()
-        .map(|load| if matches!(load, Load::Periodic { .. }) { from_ns } else { u64::MAX })
+        .map(|load| if matches!(load, Load::Periodic { .. }) { from } else { Instant::MAX })
         .collect();
     let mut seq = 0;
-    let mut now = from_ns;
+    let mut now = from;
     loop {
         for (i, load) in loads.iter().enumerate() {
             match *load {
                 Load::Backlogged { queue, len } => {
                     while s.len(queue) < 4 {
-                        s.enqueue(queue, pkt(queue, seq, len), at(now)).unwrap();
+                        s.enqueue(queue, pkt(queue, seq, len), now).unwrap();
                         seq += 1;
                     }
                 }
-                Load::Periodic { queue, len, interval_ns } => {
+                Load::Periodic { queue, len, interval } => {
                     while next_arrival[i] <= now {
-                        if s.enqueue(queue, pkt(queue, seq, len), at(now)).is_err() {
+                        if s.enqueue(queue, pkt(queue, seq, len), now).is_err() {
                             sent.refused[usize::from(queue)] += 1;
                         }
                         seq += 1;
-                        next_arrival[i] += interval_ns;
+                        next_arrival[i] += interval;
                     }
                 }
             }
         }
-        if now >= until_ns {
+        if now >= until {
             return sent;
         }
         let mask = pause.blocked(now);
-        if let Some((q, p)) = s.dequeue(at(now), mask) {
+        if let Some((q, p)) = s.dequeue(now, mask) {
             assert_eq!(mask & (1 << q), 0, "dequeued a blocked queue");
             sent.bytes[usize::from(q)] += p.len as u64;
             sent.packets[usize::from(q)] += 1;
             sent.line_bits += (p.len as u64 + WIRE_OVERHEAD_BYTES) * 8;
             continue;
         }
-        let wake = [s.next_ready_at(at(now), mask).map(Instant::as_ns), Some(until_ns)]
+        let wake = [s.next_ready_at(now, mask), Some(until)]
             .into_iter()
             .flatten()
             .chain(next_arrival.iter().copied())
@@ -287,11 +289,11 @@ fn ucloud_strict_cnp_queue_policed_and_weighted_share() {
     let until_ns = 10_000_000;
     let loads = [
         // A misbehaving server offers ~40% of the line on the strict queue.
-        Load::Periodic { queue: 6, len: 1000, interval_ns: 800 },
+        Load::Periodic { queue: 6, len: 1000, interval: Nanos::from_ns(800) },
         Load::Backlogged { queue: 3, len: 1000 },
         Load::Backlogged { queue: 1, len: 1000 },
     ];
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     let rate = |q: usize| sent.bytes[q] * 1_000_000_000 / until_ns;
     // The strict queue gets its policed rate and no more (+ one default burst).
     let strict_limit = pir + DEFAULT_BURST_BYTES * 1_000_000_000 / until_ns;
@@ -329,7 +331,7 @@ fn shaped_rate(meter_type: MeterType, pir: u64, len: usize, until_ns: u64) -> (u
     settings.queues[0] = dwrr(1);
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 2, len }, Load::Backlogged { queue: 0, len: 300 }];
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     let measured = match meter_type {
         MeterType::Bytes => sent.bytes[2],
         MeterType::Packets => sent.packets[2],
@@ -361,7 +363,8 @@ fn shaper_with_burst_below_one_frame_keeps_its_rate() {
     let mut settings = PortSettings::unshaped(10_000);
     settings.queues[0] = QueueSettings { pir: Some(pir), pbs: Some(100), ..dwrr(1) };
     let mut s = Scheduler::new(settings);
-    let sent = simulate(&mut s, &[Load::Backlogged { queue: 0, len: 1000 }], 0, 100_000_000, Pause::NONE);
+    let sent =
+        simulate(&mut s, &[Load::Backlogged { queue: 0, len: 1000 }], at(0), at(100_000_000), Pause::NONE);
     let measured = sent.bytes[0] * 10;
     assert!(measured.abs_diff(pir) * 100 <= pir, "{measured} vs {pir}");
 }
@@ -373,7 +376,7 @@ fn port_shaper_limits_the_whole_port() {
     settings.shaper = Some((MeterType::Bytes, pir, 10_000));
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 500 }, Load::Backlogged { queue: 4, len: 1500 }];
-    let sent = simulate(&mut s, &loads, 0, 100_000_000, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(100_000_000), Pause::NONE);
     let measured = (sent.bytes[0] + sent.bytes[4]) * 10;
     assert!(measured.abs_diff(pir) * 100 <= pir, "{measured} vs {pir}");
     assert!(sent.bytes[0].abs_diff(sent.bytes[4]) <= 1500 + 16, "{:?}", sent.bytes);
@@ -437,12 +440,12 @@ fn blocked_queue_is_skipped_and_regains_its_share() {
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 1500 }, Load::Backlogged { queue: 1, len: 1500 }];
     // Queue 1 paused for the first millisecond: queue 0 has the whole line.
-    let paused = Pause { mask: 2, period_ns: u64::MAX, paused_ns: u64::MAX };
-    let sent = simulate(&mut s, &loads, 0, 1_000_000, paused);
+    let paused = Pause { mask: 2, period: Nanos::MAX, paused: Nanos::MAX };
+    let sent = simulate(&mut s, &loads, at(0), at(1_000_000), paused);
     assert_eq!(sent.packets[1], 0);
     assert!(sent.packets[0] >= 10_000_000_000 / 1000 / (1524 * 8), "{:?}", sent.packets);
     // Then both run for a millisecond: half each, from the first round on.
-    let sent = simulate(&mut s, &loads, 1_000_000, 2_000_000, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(1_000_000), at(2_000_000), Pause::NONE);
     assert!(sent.packets[1] >= 400, "{:?}", sent.packets);
     assert!(sent.packets[0].abs_diff(sent.packets[1]) <= 1, "{:?}", sent.packets);
 }
@@ -457,8 +460,8 @@ fn paused_queue_keeps_its_deficit_and_place() {
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 9000 }, Load::Backlogged { queue: 1, len: 64 }];
     // Queue 0 paused 5 µs of every 20 µs.
-    let pause = Pause { mask: 1, period_ns: 20_000, paused_ns: 5_000 };
-    let sent = simulate(&mut s, &loads, 0, 10_000_000, pause);
+    let pause = Pause { mask: 1, period: Nanos::from_us(20), paused: Nanos::from_us(5) };
+    let sent = simulate(&mut s, &loads, at(0), at(10_000_000), pause);
     let share = sent.bytes[0] as f64 / (sent.bytes[0] + sent.bytes[1]) as f64;
     // Paused 25% of the time, half the line otherwise (byte fairness): ~3/8 of the bytes.
     assert!((share - 0.375).abs() < 0.03, "jumbo queue share {share}, {:?}", sent.bytes);
@@ -488,7 +491,7 @@ fn cir_is_honoured_for_a_low_weight_queue() {
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 1000 }, Load::Backlogged { queue: 5, len: 1000 }];
     let until_ns = 100_000_000;
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     let rate = sent.bytes[0] * 1_000_000_000 / until_ns;
     // The meter counts all the queue's output: it gets max(cir, weighted share) = cir.
     assert!(rate * 100 >= cir * 99 && rate * 100 <= cir * 102, "{rate} vs cir {cir}");
@@ -501,7 +504,7 @@ fn cir_is_honoured_for_a_low_weight_queue() {
         },
         at(0),
     );
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     assert!(sent.bytes[0] * 1_000_000_000 / until_ns < line / 90);
 }
 

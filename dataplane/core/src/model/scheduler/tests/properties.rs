@@ -1,7 +1,6 @@
 //! Properties of the scheduler under random operations and reconfigurations.
 
 use super::*;
-use crate::time::Nanos;
 
 #[derive(Debug, Clone)]
 enum Op {
