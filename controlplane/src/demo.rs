@@ -27,7 +27,7 @@ pub fn run() -> anyhow::Result<String> {
     let mut out = String::new();
     let db = ConfigDb::from_yaml_str(crate::embedded::T0).map_err(anyhow::Error::msg)?;
     let mut sw = Switch::new();
-    let applied = sw.apply(&db, 0)?;
+    let applied = sw.apply(&db, Instant::ZERO)?;
     let port = |sw: &Switch, name: &str| sw.port_id(name).expect("T0 port");
     let (e0, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
     let port_count = sw.port_count();

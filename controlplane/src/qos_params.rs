@@ -151,7 +151,7 @@ struct Probe {
 impl Probe {
     fn new(db: &ConfigDb, ports: &Ports) -> Result<Probe, String> {
         let mut sw = Switch::new();
-        sw.apply(db, 0).map_err(|e| e.to_string())?;
+        sw.apply(db, Instant::ZERO).map_err(|e| e.to_string())?;
         let port = |name: &str| sw.port_id(name).ok_or_else(|| format!("the profile has no port {name}"));
         let (src, dst) = (port(&ports.src)?, port(&ports.dst)?);
         sw.set_port_hold(dst, true);

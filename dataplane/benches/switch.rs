@@ -26,7 +26,7 @@ const HOST_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
 
 fn switch_with_host(yaml: &str) -> Switch {
     let mut sw = Switch::new();
-    sw.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), 0).unwrap();
+    sw.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), Instant::ZERO).unwrap();
     let arp = ArpRepr {
         operation: ArpOperation::Request,
         source_hardware_addr: HOST_MAC,

@@ -86,7 +86,7 @@ proptest! {
     #[test]
     fn buffer_accounting_holds_and_returns_to_zero(ops in prop::collection::vec(op(), 1..40)) {
         let mut sw = Switch::new();
-        sw.apply(&db_with_alpha(0), 0).unwrap();
+        sw.apply(&db_with_alpha(0), Instant::ZERO).unwrap();
         let (e0, e4, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet4"), port(&sw, "Ethernet8"));
         sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), Instant::from_ns(0));
         let mut sim = Sim::new();
@@ -130,7 +130,7 @@ proptest! {
                     sent += advance(&mut sim, &mut now, to);
                 }
                 Op::Alpha(a) => {
-                    sim.switch(0).apply(&db_with_alpha(a), now).unwrap();
+                    sim.switch(0).apply(&db_with_alpha(a), Instant::from_ns(now)).unwrap();
                 }
             }
             let (_, shp_used) = sim.switch(0).mmu().pool_cells("ingress_lossless_pool").unwrap();

@@ -34,7 +34,7 @@ impl Rig {
 
     fn with_db(db: ConfigDb) -> Rig {
         let mut sw = Switch::new();
-        let applied = sw.apply(&db, 0).unwrap_or_else(|e| panic!("{e}"));
+        let applied = sw.apply(&db, Instant::ZERO).unwrap_or_else(|e| panic!("{e}"));
         assert!(applied.generation == 1);
         let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
         sw.handle_frame(
@@ -587,10 +587,10 @@ fn a_pg_in_xoff_pauses_its_peer_again_when_the_link_comes_back() {
     rig.sw.set_port_hold(dst, true);
     rig.send(src, 3, p.reserved + p.shared_to_xoff());
     assert_eq!(rig.pfc_sent(src), vec![xoff(1 << 3)]);
-    rig.sw.set_port_oper(src, false, rig.now);
+    rig.sw.set_port_oper(src, false, Instant::from_ns(rig.now));
     assert_eq!(rig.sw.mmu().xoff_pgs(src), 1 << 3, "its frames wait on another port");
     rig.now += 1_000;
-    rig.sw.set_port_oper(src, true, rig.now);
+    rig.sw.set_port_oper(src, true, Instant::from_ns(rig.now));
     assert_eq!(rig.pfc_sent(src), vec![xoff(1 << 3)]);
     assert_eq!(rig.sw.pfc_out_of_step(), None);
 }

@@ -368,7 +368,7 @@ fn neighbour_outlives_fdb_entry_and_lossless_is_dropped_not_flooded() {
     // ... and is dropped with lossy_fdb_miss_action: drop.
     let mut db = t0_db();
     db.set("SWITCH", "switch", "lossy_fdb_miss_action", "drop");
-    sw.apply(&db, now).unwrap();
+    sw.apply(&db, Instant::from_ns(now)).unwrap();
     sw.handle_frame(
         e0,
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, 1, 4791, 8),
@@ -525,7 +525,7 @@ fn border_rules_pin_cnp_to_queue_6_and_rewrite_dscp() {
     db.set("BORDER_RULE", "Ethernet0|30", "dscp", "7");
     db.set("BORDER_RULE", "Ethernet0|30", "packet_action", "drop");
     let mut sw = Switch::new();
-    sw.apply(&db, 0).unwrap();
+    sw.apply(&db, Instant::ZERO).unwrap();
     host2_announces(&mut sw, 0);
     let e0 = port(&sw, "Ethernet0");
     let src = Ipv4Addr::new(172, 16, 0, 5);
@@ -553,13 +553,13 @@ fn invalid_config_keeps_the_running_generation() {
     let mut bad = t0_db();
     bad.set("PORT", "Ethernet0", "speed", "fast");
     bad.set("VLAN_MEMBER", "Vlan1000|Ethernet99", "tagging_mode", "untagged");
-    let err = sw.apply(&bad, 5).unwrap_err();
+    let err = sw.apply(&bad, Instant::from_ns(5)).unwrap_err();
     assert!(err.errors.len() >= 2, "{err}");
     assert!(err.errors.iter().any(|e| e.location() == "PORT|Ethernet0|speed"), "{err}");
     assert_eq!(sw.generation(), 1);
     assert_eq!(sw.config().ports[0].speed_mbps, 100_000);
     let ok: ConfigDb = t0_db();
-    assert_eq!(sw.apply(&ok, 6).unwrap().generation, 2);
+    assert_eq!(sw.apply(&ok, Instant::from_ns(6)).unwrap().generation, 2);
 }
 
 #[test]
@@ -574,7 +574,7 @@ fn a_port_whose_link_is_down_sends_nothing_and_comes_back() {
     sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(SEC));
     assert_eq!(sw.queue_depth(e8, 0), 2);
     while sw.poll_event().is_some() {}
-    sw.set_port_oper(e8, false, SEC);
+    sw.set_port_oper(e8, false, Instant::from_ns(SEC));
     assert!(!sw.port_oper_up(e8));
     assert_eq!(sw.queue_depth(e8, 0), 0);
     let c = sw.port_counters(e8).unwrap();
@@ -591,7 +591,7 @@ fn a_port_whose_link_is_down_sends_nothing_and_comes_back() {
     let c0 = sw.port_counters(port(&sw, "Ethernet0")).unwrap();
     assert_eq!(c0.drop_reasons.get(&DropReason::EgressPortDown), Some(&1), "{:?}", c0.drop_reasons);
     // Back up: forwarding resumes.
-    sw.set_port_oper(e8, true, 3 * SEC);
+    sw.set_port_oper(e8, true, Instant::from_ns(3 * SEC));
     assert_eq!(sw.poll_event(), Some(Event::PortOperStatus { port: "Ethernet8".into(), up: true }));
     sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(3 * SEC));
     let out = drain_all(&mut sw, 3 * SEC);

@@ -31,7 +31,7 @@ impl Lab {
         let mut db = ConfigDb::from_yaml_str(TH).unwrap();
         edit(&mut db);
         let mut sw = Switch::new();
-        sw.apply(&db, 0).unwrap_or_else(|e| panic!("{e}"));
+        sw.apply(&db, Instant::ZERO).unwrap_or_else(|e| panic!("{e}"));
         let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
         sw.handle_frame(
             dst,
@@ -247,7 +247,7 @@ fn big_red_switch_drops_every_monitored_queue_at_once() {
     let mut db = ConfigDb::from_yaml_str(TH).unwrap();
     db.set("PFC_WD", "GLOBAL", "BIG_RED_SWITCH", "enable");
     let now = lab.now;
-    lab.sw().apply(&db, now).unwrap();
+    lab.sw().apply(&db, Instant::from_ns(now)).unwrap();
     let dst = lab.dst;
     lab.sw().set_port_hold(dst, false);
     lab.advance(lab.now + MS);
@@ -261,7 +261,7 @@ fn big_red_switch_drops_every_monitored_queue_at_once() {
     // Disabling it restores every queue.
     db.set("PFC_WD", "GLOBAL", "BIG_RED_SWITCH", "disable");
     let now = lab.now;
-    lab.sw().apply(&db, now).unwrap();
+    lab.sw().apply(&db, Instant::from_ns(now)).unwrap();
     lab.send(4, 3);
     lab.advance(lab.now + MS);
     assert_eq!(lab.data_sent(lab.dst, 4), 3);

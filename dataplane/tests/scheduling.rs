@@ -19,7 +19,7 @@ const DSCP_FOR_QUEUE: [u8; 7] = [8, 0, 5, 3, 4, 46, 48];
 /// how many packets (of all queues) were still waiting when its last packet left.
 fn wrr_run(db: &ConfigDb, counts: [u16; 7]) -> [usize; 7] {
     let mut sw = Switch::new();
-    sw.apply(db, 0).unwrap();
+    sw.apply(db, Instant::ZERO).unwrap();
     let (e0, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
     sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), Instant::from_ns(0));
     drain_all(&mut sw, 0);

@@ -61,7 +61,7 @@ impl Rig {
     fn new(row: &Published) -> Rig {
         let (db, dst_ip) = config(row);
         let mut sw = Switch::new();
-        sw.apply(&db, 0).unwrap_or_else(|e| panic!("{}: {e}", row.source));
+        sw.apply(&db, Instant::ZERO).unwrap_or_else(|e| panic!("{}: {e}", row.source));
         let (src, dst) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
         if dst_ip == HOST2_IP {
             sw.handle_frame(
@@ -324,7 +324,7 @@ fn tomahawk_headroom_pool_size() {
         margin: 0,
     };
     let mut rig = Rig::new(&row);
-    rig.sw.apply(&db, rig.now).unwrap();
+    rig.sw.apply(&db, Instant::from_ns(rig.now)).unwrap();
     rig.sw.set_port_hold(rig.dst, true);
     let (e0, e4) = (port(&rig.sw, "Ethernet0"), port(&rig.sw, "Ethernet4"));
     let pgs = [(e0, 3u8), (e0, 4), (e4, 3), (e4, 4)];

@@ -118,14 +118,14 @@ proptest! {
                 Op::Drain => transmitted += drain_all(&mut sw, now).len() as u64,
                 Op::ApplyValid => {
                     let g = sw.generation();
-                    prop_assert_eq!(sw.apply(&t0_db(), now).unwrap().generation, g + 1);
+                    prop_assert_eq!(sw.apply(&t0_db(), Instant::from_ns(now)).unwrap().generation, g + 1);
                 }
                 Op::ApplyInvalid => {
                     let g = sw.generation();
                     let config = sw.config().clone();
                     let mut bad = t0_db();
                     bad.set("PORT_QOS_MAP", "Ethernet0", "pfc_enable", "3,9");
-                    prop_assert!(sw.apply(&bad, now).is_err());
+                    prop_assert!(sw.apply(&bad, Instant::from_ns(now)).is_err());
                     prop_assert_eq!(sw.generation(), g);
                     prop_assert_eq!(sw.config(), &config);
                 }

@@ -245,7 +245,7 @@ fn pfc_frames_generated_by_the_switch() {
     use lossless_dataplane::model::config::ConfigDb;
     let db = ConfigDb::from_yaml_str(include_str!("../../configs/profiles/th_balanced.yaml")).unwrap();
     let mut sw = Switch::new();
-    sw.apply(&db, 0).unwrap();
+    sw.apply(&db, Instant::ZERO).unwrap();
     let (e0, e8) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
     let host = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
     let arp = ArpRepr {

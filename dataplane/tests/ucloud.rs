@@ -16,7 +16,7 @@ const UCLOUD: &str = include_str!("../../configs/profiles/ucloud.yaml");
 
 fn ucloud() -> Switch {
     let mut sw = Switch::new();
-    sw.apply(&ConfigDb::from_yaml_str(UCLOUD).unwrap(), 0).unwrap();
+    sw.apply(&ConfigDb::from_yaml_str(UCLOUD).unwrap(), Instant::ZERO).unwrap();
     let e0 = port(&sw, "Ethernet0");
     sw.handle_frame(
         e0,

@@ -18,6 +18,7 @@ use super::suite::{Base, Kind};
 use crate::headroom::{ModelRequest, headroom_shortfalls};
 use lossless_dataplane::model::config::Threshold;
 use lossless_dataplane::model::{PortId, Switch};
+use lossless_dataplane::time::Instant;
 use std::collections::BTreeSet;
 
 /// A sender with less than this share of the mean in an incast is starved.
@@ -78,7 +79,7 @@ pub fn suggest(base: &Base, cases: &[CaseReport]) -> Vec<Suggestion> {
         }
         let config = &sw.compiled;
         let mut model = Switch::new();
-        if model.apply(&sw.config, 0).is_err() {
+        if model.apply(&sw.config, Instant::ZERO).is_err() {
             continue;
         }
         for (p, port) in config.ports.iter().enumerate() {

@@ -54,7 +54,7 @@ pub fn build(topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<Fa
     for s in &topology.switches {
         let mut switch = Switch::new();
         switch
-            .apply(&s.config, 0)
+            .apply(&s.config, Instant::ZERO)
             .map_err(|e| anyhow::anyhow!("switch {} ({}): {e}", s.name, s.config_source))?;
         switches.insert(s.name.clone(), sim.add(Device::Switch(Box::new(switch))));
     }

@@ -4,6 +4,7 @@ use crate::lab::{H1_IP, H2_IP, ROUTER_MAC, SW_PORTS};
 use anyhow::{Context, bail};
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::EthernetAddress;
 use serde_yaml::{Mapping, Value};
 
@@ -84,7 +85,7 @@ pub fn switchd_config(h1_mac: EthernetAddress, h2_mac: EthernetAddress) -> anyho
     // Validate here, for a clear message before anything starts.
     let parsed =
         ConfigDb::from_yaml_str(&text).map_err(anyhow::Error::msg).context("the generated config")?;
-    if let Err(errors) = Switch::new().apply(&parsed, 0) {
+    if let Err(errors) = Switch::new().apply(&parsed, Instant::ZERO) {
         let list: Vec<String> = errors.errors.iter().map(|e| e.to_string()).collect();
         bail!("the generated switchd config is rejected:\n  {}", list.join("\n  "));
     }

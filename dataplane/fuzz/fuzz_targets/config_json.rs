@@ -7,6 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use lossless_core::model::Switch;
 use lossless_core::model::config::{ConfigDb, MAX_NESTING_DEPTH};
+use lossless_core::time::Instant;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -34,6 +35,6 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     if let Ok(db) = read {
-        let _ = Switch::prepare(&db).map(|p| Switch::new().install(p, 0));
+        let _ = Switch::prepare(&db).map(|p| Switch::new().install(p, Instant::ZERO));
     }
 });

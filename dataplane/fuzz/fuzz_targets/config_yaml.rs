@@ -7,6 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use lossless_core::model::Switch;
 use lossless_core::model::config::ConfigDb;
+use lossless_core::time::Instant;
 use std::sync::OnceLock;
 
 const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
@@ -23,10 +24,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let Ok(prepared) = Switch::prepare(&db) else { return };
     let mut fresh = Switch::new();
-    let _ = fresh.install(prepared, 0);
+    let _ = fresh.install(prepared, Instant::ZERO);
     // Reconfiguring a running switch (ports kept, changed or removed) must not panic either.
     let mut running = Switch::new();
     static TH_DB: OnceLock<ConfigDb> = OnceLock::new();
-    running.apply(TH_DB.get_or_init(|| ConfigDb::from_yaml_str(TH).unwrap()), 0).unwrap();
-    let _ = running.apply(&db, 1_000);
+    running.apply(TH_DB.get_or_init(|| ConfigDb::from_yaml_str(TH).unwrap()), Instant::ZERO).unwrap();
+    let _ = running.apply(&db, Instant::from_ns(1_000));
 });

@@ -341,12 +341,12 @@ impl Harness {
             }
             Op::PortHold { port, hold } => self.sw.set_port_hold(self.port(*port), *hold),
             Op::QueueHold { port, queue, hold } => self.sw.set_queue_hold(self.port(*port), *queue, *hold),
-            Op::PortOper { port, up } => self.sw.set_port_oper(self.port(*port), *up, now),
+            Op::PortOper { port, up } => self.sw.set_port_oper(self.port(*port), *up, Instant::from_ns(now)),
             Op::DebugStorm { port, queue, on } => self.sw.set_debug_storm(self.port(*port), queue & 7, *on),
             Op::Reapply(v) => {
                 let db = variant_db(&self.base, v);
                 let generation = self.sw.generation();
-                match self.sw.apply(&db, now) {
+                match self.sw.apply(&db, Instant::from_ns(now)) {
                     Ok(applied) => assert_eq!(applied.generation, generation + 1),
                     Err(_) => {
                         assert!(matches!(v, Variant::Invalid), "a variant of a shipped profile was refused");
@@ -406,7 +406,7 @@ impl Harness {
     fn drain(&mut self) {
         for p in PortId::all(self.sw.port_count()) {
             self.sw.set_port_hold(p, false);
-            self.sw.set_port_oper(p, true, self.now);
+            self.sw.set_port_oper(p, true, Instant::from_ns(self.now));
             for q in 0..8 {
                 self.sw.set_queue_hold(p, q, false);
                 self.sw.set_debug_storm(p, q, false);
@@ -439,7 +439,7 @@ fuzz_target!(|input: Input| {
     });
     let base = dbs[usize::from(input.profile) % dbs.len()].clone();
     let mut sw = Switch::new();
-    sw.apply(&base, 0).expect("a shipped profile applies");
+    sw.apply(&base, Instant::ZERO).expect("a shipped profile applies");
     let mut h = Harness { sw, base, now: 0, sent: 0 };
     for op in input.ops.iter().take(256) {
         h.step(op);
@@ -447,7 +447,7 @@ fuzz_target!(|input: Input| {
     }
     // Bring back the running configuration unchanged but for admin state (a down port keeps its queue).
     let base = h.base.clone();
-    h.sw.apply(&base, h.now).expect("the shipped profile re-applies");
+    h.sw.apply(&base, Instant::from_ns(h.now)).expect("the shipped profile re-applies");
     h.drain();
     h.check();
     assert_eq!(h.queued(), 0, "frames left queued after a drain");

@@ -118,7 +118,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let started = lossless_dataplane::clock::monotonic_ns();
     lossless_dataplane::clock::WallClock::process();
     let mut switch = Switch::new();
-    match switch.apply(&db, started) {
+    match switch.apply(&db, lossless_dataplane::time::Instant::from_ns(started)) {
         Ok(applied) => {
             for w in &applied.warnings {
                 tracing::warn!("{w}");

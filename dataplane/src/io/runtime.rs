@@ -35,7 +35,7 @@ use crate::model::config::ConfigDb;
 use crate::model::mmu::WatermarkKind;
 use crate::model::{Event, PortId, Switch};
 use crate::server::{CountersSnapshot, WatermarksSnapshot};
-use crate::time::Instant;
+use crate::time::{Instant, Nanos};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, RwLock, mpsc};
 /// What a command sees: the model and the current time.
 pub struct ModelCtx<'a> {
     pub switch: &'a mut Switch,
-    pub now_ns: u64,
+    pub now: Instant,
 }
 
 /// How often the model thread publishes a [`Snapshot`] when nobody asks for a fresh one.
@@ -235,7 +235,7 @@ pub const LINK_CHECK_NS: u64 = 1_000_000_000;
 
 /// How far behind the clock a port's line may have fallen and still catch up in a burst: a wake-up that
 /// comes late (timer slack, scheduling) must not cost the port its configured rate.
-const CATCH_UP_NS: u64 = 200_000;
+const CATCH_UP: Nanos = Nanos::from_us(200);
 /// Frames taken from one port per receive call.
 const RX_BATCH: usize = 64;
 /// Busy polling: consecutive rounds with work after which the thread leaves `SCHED_IDLE` (a sustained load).
@@ -435,7 +435,7 @@ impl Runtime {
             match self.commands.try_recv() {
                 Ok(command) => {
                     let started = thread_cpu_ns();
-                    let mut ctx = ModelCtx { switch: &mut self.switch, now_ns: now };
+                    let mut ctx = ModelCtx { switch: &mut self.switch, now: Instant::from_ns(now) };
                     command(&mut ctx);
                     let took = thread_cpu_ns().saturating_sub(started);
                     self.stalls.longest_command_ns.fetch_max(took, Ordering::Relaxed);
@@ -507,7 +507,7 @@ impl Runtime {
                 let io = &mut self.ports[p];
                 io.backend = None;
                 io.backlog.clear();
-                self.switch.set_port_oper(PortId::new(p), false, now);
+                self.switch.set_port_oper(PortId::new(p), false, Instant::from_ns(now));
                 let why = match (state, error) {
                     (LinkState::Gone, _) => "the interface is gone".to_owned(),
                     (LinkState::AdminDown, _) => "the interface is down".to_owned(),
@@ -521,7 +521,7 @@ impl Runtime {
                 match crate::io::open(&spec) {
                     Ok(backend) => {
                         self.ports[p].backend = Some(backend);
-                        self.switch.set_port_oper(PortId::new(p), true, now);
+                        self.switch.set_port_oper(PortId::new(p), true, Instant::from_ns(now));
                         tracing::info!(port = %self.port_name(p), %interface, "link up: port reopened");
                     }
                     Err(e) => tracing::debug!(port = %self.port_name(p), %interface, "not reopened yet: {e}"),
@@ -546,26 +546,24 @@ impl Runtime {
         self.stalls.longest_snapshot_ns.fetch_max(took, Ordering::Relaxed);
     }
 
-    /// Sends everything whose line is free, letting a late port catch up by at most [`CATCH_UP_NS`].
+    /// Sends everything whose line is free, letting a late port catch up by at most [`CATCH_UP`].
     fn transmit(&mut self, now: u64) {
+        let at = Instant::from_ns(now);
         for p in 0..self.ports.len() {
             let port = PortId::new(p);
             let io = &mut self.ports[p];
             // The model paces the line; a wake-up that comes late sends what the line could have carried
-            // since it became free (at most CATCH_UP_NS back), so the port keeps its configured rate.
+            // since it became free (at most CATCH_UP back), so the port keeps its configured rate.
             loop {
                 let free = self.switch.line_free_at(port);
-                if free > now {
+                if free > at {
                     break;
                 }
-                let t = free.max(now.saturating_sub(CATCH_UP_NS));
-                let tx = match self.switch.poll_transmit(port, Instant::from_ns(t)) {
+                let t = free.max(at - CATCH_UP);
+                let tx = match self.switch.poll_transmit(port, t) {
                     Some(tx) => tx,
                     // Nothing was eligible back then (a pause or a shaper ended since): try now.
-                    None => match (t < now)
-                        .then(|| self.switch.poll_transmit(port, Instant::from_ns(now)))
-                        .flatten()
-                    {
+                    None => match (t < at).then(|| self.switch.poll_transmit(port, at)).flatten() {
                         Some(tx) => tx,
                         None => break,
                     },

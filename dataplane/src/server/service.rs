@@ -207,7 +207,7 @@ impl pb::switch_server::Switch for SwitchService {
                 issues: convert::issues_to_proto(&[], &prepared.warnings),
             }));
         }
-        let (applied, retired) = self.call(move |ctx| ctx.switch.install(prepared, ctx.now_ns)).await?;
+        let (applied, retired) = self.call(move |ctx| ctx.switch.install(prepared, ctx.now)).await?;
         let replaced = self.handle.set_running(db, applied.generation);
         // The old configuration and its tables can be large: dropped off the model thread and off the
         // threads that serve requests.

@@ -28,7 +28,7 @@ pub fn t0_db() -> ConfigDb {
 /// A switch with [`T0_YAML`] applied at time 0.
 pub fn t0_switch() -> Switch {
     let mut sw = Switch::new();
-    sw.apply(&t0_db(), 0).expect("T0 config applies");
+    sw.apply(&t0_db(), Instant::ZERO).expect("T0 config applies");
     sw
 }
 

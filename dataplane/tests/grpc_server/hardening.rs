@@ -199,7 +199,7 @@ async fn the_socket_gets_its_mode_and_group_whatever_the_umask() {
     std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
     let db = t0_db();
     let mut switch = Switch::new();
-    switch.apply(&db, 0).unwrap();
+    switch.apply(&db, Instant::ZERO).unwrap();
     let (runtime, handle) = Runtime::new(switch, db, (0..5).map(|_| None).collect()).unwrap();
     let runtime = std::thread::spawn(move || runtime.run());
     let mut opts = options(&socket);
@@ -244,7 +244,7 @@ unsafe extern "C" {
 async fn remote_tcp_needs_tls_and_tls_needs_a_client_certificate() {
     let db = t0_db();
     let mut switch = Switch::new();
-    switch.apply(&db, 0).unwrap();
+    switch.apply(&db, Instant::ZERO).unwrap();
     let (runtime, handle) = Runtime::new(switch, db, (0..5).map(|_| None).collect()).unwrap();
     let runtime = std::thread::spawn(move || runtime.run());
 

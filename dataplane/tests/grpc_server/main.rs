@@ -5,6 +5,7 @@ use lossless_dataplane::io::runtime::{Handle, Runtime};
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::server::{self, Listen, ServeOptions, config_db_from_proto, config_db_to_proto};
+use lossless_dataplane::time::Instant;
 use lossless_proto::v1 as pb;
 use lossless_proto::v1::switch_client::SwitchClient;
 use std::path::{Path, PathBuf};
@@ -54,7 +55,7 @@ impl Lab {
 
     async fn start_configured(db: ConfigDb, configure: impl FnOnce(&mut ServeOptions)) -> Lab {
         let mut switch = Switch::new();
-        switch.apply(&db, 0).expect("the configuration applies");
+        switch.apply(&db, Instant::ZERO).expect("the configuration applies");
         let ports = switch.port_count();
         let (runtime, handle) =
             Runtime::new(switch, db, (0..ports).map(|_| None).collect()).expect("runtime");
@@ -542,7 +543,7 @@ async fn a_stale_socket_is_replaced_and_a_foreign_file_is_refused() {
     assert!(socket.exists());
     let db = t0_db();
     let mut switch = Switch::new();
-    switch.apply(&db, 0).unwrap();
+    switch.apply(&db, Instant::ZERO).unwrap();
     let (runtime, handle) = Runtime::new(switch, db, vec![None, None, None, None, None]).unwrap();
     let runtime = std::thread::spawn(move || runtime.run());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -6,6 +6,7 @@
 //! routed packet finds a neighbour MAC with no port behind it.
 
 use super::config::{PortId, RifId, SwitchConfig};
+use crate::time::{Instant, Nanos};
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
 use rustc_hash::FxHashMap as HashMap;
@@ -15,7 +16,7 @@ use std::net::IpAddr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FdbEntry {
     pub port: PortId,
-    pub last_seen_ns: u64,
+    pub last_seen: Instant,
     /// Configured in the `FDB` table: never ages, never moves.
     pub is_static: bool,
 }
@@ -45,32 +46,31 @@ impl Fdb {
 
     /// Learns or refreshes a dynamic entry; a static entry is left alone. Returns true for a new entry or a
     /// station move.
-    pub fn learn(&mut self, vid: u16, mac: EthernetAddress, port: PortId, now_ns: u64) -> bool {
+    pub fn learn(&mut self, vid: u16, mac: EthernetAddress, port: PortId, now: Instant) -> bool {
         match self.entries.get_mut(&fdb_key(vid, mac)) {
             Some(e) if e.is_static => false,
             Some(e) => {
                 let moved = e.port != port;
                 e.port = port;
-                e.last_seen_ns = now_ns;
+                e.last_seen = now;
                 moved
             }
             None => {
-                self.entries
-                    .insert(fdb_key(vid, mac), FdbEntry { port, last_seen_ns: now_ns, is_static: false });
+                self.entries.insert(fdb_key(vid, mac), FdbEntry { port, last_seen: now, is_static: false });
                 true
             }
         }
     }
 
     pub fn insert_static(&mut self, vid: u16, mac: EthernetAddress, port: PortId) {
-        self.entries.insert(fdb_key(vid, mac), FdbEntry { port, last_seen_ns: 0, is_static: true });
+        self.entries.insert(fdb_key(vid, mac), FdbEntry { port, last_seen: Instant::ZERO, is_static: true });
     }
 
-    /// Removes dynamic entries idle for `aging_ns` or longer; returns them.
-    pub fn age(&mut self, now_ns: u64, aging_ns: u64) -> Vec<(u16, EthernetAddress)> {
+    /// Removes dynamic entries idle for `aging` or longer; returns them.
+    pub fn age(&mut self, now: Instant, aging: Nanos) -> Vec<(u16, EthernetAddress)> {
         let mut aged = Vec::new();
         self.entries.retain(|&key, e| {
-            let keep = e.is_static || now_ns.saturating_sub(e.last_seen_ns) < aging_ns;
+            let keep = e.is_static || now.saturating_since(e.last_seen) < aging;
             if !keep {
                 aged.push(fdb_pair(key));
             }
@@ -136,7 +136,7 @@ impl Fdb {
 pub struct Neighbor {
     pub mac: EthernetAddress,
     pub rif: RifId,
-    pub last_seen_ns: u64,
+    pub last_seen: Instant,
     /// Configured in the `NEIGH` table: never ages.
     pub is_static: bool,
 }
@@ -154,30 +154,30 @@ impl Neighbors {
 
     /// Learns or refreshes a dynamic entry (a static entry wins). Returns true if the entry is new or its
     /// MAC changed.
-    pub fn learn(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifId, now_ns: u64) -> bool {
+    pub fn learn(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifId, now: Instant) -> bool {
         match self.entries.get_mut(&ip) {
             Some(n) if n.is_static => false,
             Some(n) => {
                 let changed = n.mac != mac || n.rif != rif;
-                *n = Neighbor { mac, rif, last_seen_ns: now_ns, is_static: false };
+                *n = Neighbor { mac, rif, last_seen: now, is_static: false };
                 changed
             }
             None => {
-                self.entries.insert(ip, Neighbor { mac, rif, last_seen_ns: now_ns, is_static: false });
+                self.entries.insert(ip, Neighbor { mac, rif, last_seen: now, is_static: false });
                 true
             }
         }
     }
 
     pub fn insert_static(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifId) {
-        self.entries.insert(ip, Neighbor { mac, rif, last_seen_ns: 0, is_static: true });
+        self.entries.insert(ip, Neighbor { mac, rif, last_seen: Instant::ZERO, is_static: true });
     }
 
-    /// Removes dynamic entries idle for `aging_ns` or longer; returns their addresses.
-    pub fn age(&mut self, now_ns: u64, aging_ns: u64) -> Vec<IpAddr> {
+    /// Removes dynamic entries idle for `aging` or longer; returns their addresses.
+    pub fn age(&mut self, now: Instant, aging: Nanos) -> Vec<IpAddr> {
         let mut aged = Vec::new();
         self.entries.retain(|&ip, n| {
-            let keep = n.is_static || now_ns.saturating_sub(n.last_seen_ns) < aging_ns;
+            let keep = n.is_static || now.saturating_since(n.last_seen) < aging;
             if !keep {
                 aged.push(ip);
             }
@@ -475,12 +475,14 @@ mod tests {
     fn fdb_learns_moves_and_ages_but_static_stays() {
         let mac = EthernetAddress([2, 0, 0, 0, 0, 9]);
         let mut fdb = Fdb::default();
-        assert!(fdb.learn(10, mac, PortId::new(1), 0));
-        assert!(!fdb.learn(10, mac, PortId::new(1), 5));
-        assert!(fdb.learn(10, mac, PortId::new(2), 6), "a station move is reported");
+        let at = Instant::from_ns;
+        assert!(fdb.learn(10, mac, PortId::new(1), at(0)));
+        assert!(!fdb.learn(10, mac, PortId::new(1), at(5)));
+        assert!(fdb.learn(10, mac, PortId::new(2), at(6)), "a station move is reported");
         fdb.insert_static(10, EthernetAddress([2, 0, 0, 0, 0, 7]), PortId::new(3));
-        assert!(fdb.age(6 + 99, 100).is_empty());
-        assert_eq!(fdb.age(6 + 100, 100), vec![(10, mac)]);
+        let aging = Nanos::from_ns(100);
+        assert!(fdb.age(at(6 + 99), aging).is_empty());
+        assert_eq!(fdb.age(at(6 + 100), aging), vec![(10, mac)]);
         assert_eq!(fdb.len(), 1, "the static entry does not age");
     }
 

@@ -47,13 +47,14 @@
 //! **Line pacing**: a frame occupies the line for `(wire_len + 24) × 8` bits ([`WIRE_OVERHEAD_BYTES`]: FCS,
 //! preamble/SFD, IFG) at `speed_mbps`. Line time is kept in picoseconds with the sub-picosecond remainder
 //! carried, so a port sends exactly its bit rate over any run; it is reported in ns, rounded up. A frame
-//! dequeued exactly at [`Scheduler::line_free_at_ns`] starts at the exact (sub-ns) instant the previous one
+//! dequeued exactly at [`Scheduler::line_free_at`] starts at the exact (sub-ns) instant the previous one
 //! ended, so back-to-back frames do not drift by the rounding.
 //!
 //! Everything is integer arithmetic: bucket tokens are kept ×1e9 so that refilling adds `rate × elapsed_ns`
-//! exactly, in `i128`/`u128`. Time is passed in (ns); nothing here reads a clock.
+//! exactly, in `i128`/`u128`. Time is passed in (an [`Instant`]); nothing here reads a clock.
 
 use super::config::{MeterType, SchedulerKind, SchedulerProfile};
+use crate::time::Instant;
 use bucket::{CreditUnit, TokenBucket};
 use std::collections::VecDeque;
 
@@ -81,7 +82,6 @@ pub const DEFAULT_BURST_BYTES: u64 = 9216 + 14 + 4 + 4;
 pub const DEFAULT_BURST_PACKETS: u64 = 1;
 
 const QUEUES: usize = 8;
-const PS_PER_NS: u128 = 1000;
 /// 1 bit at 1 Mb/s lasts 1 µs = 1e6 ps.
 const PS_PER_BIT_AT_1_MBPS: u128 = 1_000_000;
 
@@ -144,7 +144,7 @@ struct QueueState<T> {
 }
 
 impl<T> QueueState<T> {
-    fn new(settings: QueueSettings, now_ns: u64) -> Self {
+    fn new(settings: QueueSettings, now: Instant) -> Self {
         let mut queue = QueueState {
             items: VecDeque::new(),
             bytes: 0,
@@ -154,18 +154,18 @@ impl<T> QueueState<T> {
             min_bandwidth: None,
             deficit: 0,
         };
-        queue.configure(settings, now_ns);
+        queue.configure(settings, now);
         queue
     }
 
-    fn configure(&mut self, settings: QueueSettings, now_ns: u64) {
+    fn configure(&mut self, settings: QueueSettings, now: Instant) {
         let meter = settings.meter_type;
         let pir = settings.pir.unwrap_or(0);
         let old_max = self.policer.as_ref().or(self.shaper.as_ref());
-        let max_bucket = TokenBucket::reconfigured(old_max, meter, pir, settings.pbs, now_ns);
+        let max_bucket = TokenBucket::reconfigured(old_max, meter, pir, settings.pbs, now);
         let cir = settings.cir.unwrap_or(0);
         let min_bucket =
-            TokenBucket::reconfigured(self.min_bandwidth.as_ref(), meter, cir, settings.cbs, now_ns);
+            TokenBucket::reconfigured(self.min_bandwidth.as_ref(), meter, cir, settings.cbs, now);
         (self.shaper, self.policer) =
             if settings.is_policed() { (None, max_bucket) } else { (max_bucket, None) };
         self.min_bandwidth = min_bucket;
@@ -190,7 +190,7 @@ pub struct Scheduler<T: Queued> {
     line_free_at_ps: u128,
     line_remainder: u64,
     /// `line_free_at_ps + line_remainder / speed` rounded up to the ns: asked for on every poll.
-    line_free_ns: u64,
+    line_free: Instant,
     total_len: usize,
     /// Queues holding at least one item (bit q): the choice looks only at these.
     nonempty: u8,
@@ -206,15 +206,16 @@ impl<T: Queued> Scheduler<T> {
         let PortSettings { speed_mbps, queues, shaper } = settings;
         Scheduler {
             speed_mbps,
-            queues: std::array::from_fn(|q| QueueState::new(queues[q], 0)),
-            port_shaper: shaper.and_then(|(meter, pir, pbs)| TokenBucket::new(meter, pir, Some(pbs), 0)),
+            queues: std::array::from_fn(|q| QueueState::new(queues[q], Instant::ZERO)),
+            port_shaper: shaper
+                .and_then(|(meter, pir, pbs)| TokenBucket::new(meter, pir, Some(pbs), Instant::ZERO)),
             unit: CreditUnit::of(&queues),
             turn: None,
             last_visited: QUEUES - 1,
             min_bandwidth_last: QUEUES - 1,
             line_free_at_ps: 0,
             line_remainder: 0,
-            line_free_ns: 0,
+            line_free: Instant::ZERO,
             total_len: 0,
             nonempty: 0,
             strict_queues: 0,
@@ -246,13 +247,13 @@ impl<T: Queued> Scheduler<T> {
     /// Applies new settings, keeping queued items, the line state and (where the meter type is unchanged)
     /// bucket fill levels. A queue keeps its deficit only if its kind and weight and the port's credit unit
     /// are unchanged; otherwise it starts the round afresh at 0.
-    pub fn reconfigure(&mut self, settings: PortSettings, now_ns: u64) {
+    pub fn reconfigure(&mut self, settings: PortSettings, now: Instant) {
         let PortSettings { speed_mbps, queues, shaper } = settings;
         if speed_mbps != self.speed_mbps {
             // The remainder is in units of the old speed: round the line time up to the next ps.
             self.line_free_at_ps += u128::from(self.line_remainder > 0);
             self.line_remainder = 0;
-            self.line_free_ns = self.exact_line_free_ns();
+            self.line_free = self.exact_line_free();
             self.speed_mbps = speed_mbps;
         }
         let unit = CreditUnit::of(&queues);
@@ -266,25 +267,25 @@ impl<T: Queued> Scheduler<T> {
                     self.turn = None;
                 }
             }
-            state.configure(new, now_ns);
+            state.configure(new, now);
         }
         self.unit = unit;
         self.port_shaper = shaper.and_then(|(meter, pir, pbs)| {
-            TokenBucket::reconfigured(self.port_shaper.as_ref(), meter, pir, Some(pbs), now_ns)
+            TokenBucket::reconfigured(self.port_shaper.as_ref(), meter, pir, Some(pbs), now)
         });
         self.refresh_masks();
     }
 
     /// Appends an item to a queue. `Err(item)` when the queue is a policed STRICT queue whose bucket cannot
     /// pay for the frame (the caller counts the drop).
-    pub fn enqueue(&mut self, queue: u8, item: T, now_ns: u64) -> Result<(), T> {
+    pub fn enqueue(&mut self, queue: u8, item: T, now: Instant) -> Result<(), T> {
         let state = &mut self.queues[index(queue)];
         let wire_len = item.wire_len();
         if let Some(policer) = &mut state.policer {
-            if !policer.allows(now_ns, wire_len) {
+            if !policer.allows(now, wire_len) {
                 return Err(item);
             }
-            policer.charge(now_ns, wire_len, true);
+            policer.charge(now, wire_len, true);
         }
         state.bytes += wire_len as u64;
         state.items.push_back(item);
@@ -293,14 +294,14 @@ impl<T: Queued> Scheduler<T> {
         Ok(())
     }
 
-    /// The next item to put on the line, if the line is free at `now_ns` and some queue not in `blocked`
+    /// The next item to put on the line, if the line is free at `now` and some queue not in `blocked`
     /// (bit q = queue q paused by PFC or held) is eligible under its shapers. Marks the line busy for the
     /// frame's serialisation time.
-    pub fn dequeue(&mut self, now_ns: u64, blocked: u8) -> Option<(u8, T)> {
-        if self.total_len == 0 || now_ns < self.line_free_at_ns() {
+    pub fn dequeue(&mut self, now: Instant, blocked: u8) -> Option<(u8, T)> {
+        if self.total_len == 0 || now < self.line_free_at() {
             return None;
         }
-        let (q, step) = self.pick(now_ns, blocked)?;
+        let (q, step) = self.pick(now, blocked)?;
         let unit = self.unit;
         let state = &mut self.queues[q];
         let item = state.items.pop_front()?;
@@ -308,13 +309,13 @@ impl<T: Queued> Scheduler<T> {
         state.bytes -= wire_len as u64;
         self.total_len -= 1;
         if let Some(shaper) = &mut state.shaper {
-            shaper.charge(now_ns, wire_len, true);
+            shaper.charge(now, wire_len, true);
         }
         if let Some(meter) = &mut state.min_bandwidth {
-            meter.charge(now_ns, wire_len, step == Step::MinBandwidth);
+            meter.charge(now, wire_len, step == Step::MinBandwidth);
         }
         if let Some(shaper) = &mut self.port_shaper {
-            shaper.charge(now_ns, wire_len, true);
+            shaper.charge(now, wire_len, true);
         }
         match step {
             Step::MinBandwidth => self.min_bandwidth_last = q,
@@ -328,16 +329,16 @@ impl<T: Queued> Scheduler<T> {
                 self.turn = None;
             }
         }
-        self.occupy_line(now_ns, wire_len);
+        self.occupy_line(now, wire_len);
         Some((q as u8, item))
     }
 
     /// The line carries a frame that is not from a queue (a PFC frame): busy for its serialisation time from
     /// max(now, line free).
-    pub fn occupy_line(&mut self, now_ns: u64, wire_len: usize) {
-        if now_ns > self.line_free_at_ns() {
+    pub fn occupy_line(&mut self, now: Instant, wire_len: usize) {
+        if now > self.line_free_at() {
             // The line was idle: the frame starts now.
-            self.line_free_at_ps = u128::from(now_ns) * PS_PER_NS;
+            self.line_free_at_ps = crate::ps::of_instant(now);
             self.line_remainder = 0;
         }
         // Otherwise it follows the previous frame from the exact instant that one ends.
@@ -347,22 +348,22 @@ impl<T: Queued> Scheduler<T> {
         let (whole, remainder) = crate::ps::div_rem(scaled, speed as u64);
         self.line_free_at_ps += whole;
         self.line_remainder = remainder;
-        self.line_free_ns = self.exact_line_free_ns();
+        self.line_free = self.exact_line_free();
     }
 
     /// When the frame on the line ends, rounded up to the ns.
-    pub fn line_free_at_ns(&self) -> u64 {
-        self.line_free_ns
+    pub fn line_free_at(&self) -> Instant {
+        self.line_free
     }
 
-    fn exact_line_free_ns(&self) -> u64 {
+    fn exact_line_free(&self) -> Instant {
         let ps = self.line_free_at_ps + u128::from(self.line_remainder > 0);
-        crate::ps::to_ns_ceil(ps)
+        crate::ps::to_instant_ceil(ps)
     }
 
     /// Earliest instant >= now at which `dequeue(…, blocked)` could return `Some` (line free and the shapers
     /// of some non-blocked queue hold enough for its head), `None` if every non-blocked queue is empty.
-    pub fn next_ready_at(&self, now_ns: u64, blocked: u8) -> Option<u64> {
+    pub fn next_ready_at(&self, now: Instant, blocked: u8) -> Option<Instant> {
         if self.total_len == 0 {
             return None;
         }
@@ -377,11 +378,11 @@ impl<T: Queued> Scheduler<T> {
             .filter_map(|q| {
                 let state = &self.queues[q];
                 let head = state.items.front()?;
-                Some(state.shaper.as_ref().map_or(now_ns, |shaper| shaper.ready_at(now_ns, head.wire_len())))
+                Some(state.shaper.as_ref().map_or(now, |shaper| shaper.ready_at(now, head.wire_len())))
             })
             .min()?;
-        let port_open = self.port_shaper.as_ref().map_or(now_ns, |shaper| shaper.open_at(now_ns));
-        Some(queue_ready.max(port_open).max(self.line_free_at_ns()).max(now_ns))
+        let port_open = self.port_shaper.as_ref().map_or(now, |shaper| shaper.open_at(now));
+        Some(queue_ready.max(port_open).max(self.line_free_at()).max(now))
     }
 
     /// Items waiting in one queue.
@@ -432,47 +433,47 @@ impl<T: Queued> Scheduler<T> {
     // Choice
 
     /// The head of queue q, if the queue is not blocked and its shaper lets the head go now.
-    fn eligible_head(&self, q: usize, now_ns: u64, blocked: u8) -> Option<&T> {
+    fn eligible_head(&self, q: usize, now: Instant, blocked: u8) -> Option<&T> {
         if (self.nonempty & !blocked) & (1 << q) == 0 {
             return None;
         }
         let state = &self.queues[q];
         let head = state.items.front()?;
-        let shaped = state.shaper.as_ref().is_some_and(|shaper| !shaper.allows(now_ns, head.wire_len()));
+        let shaped = state.shaper.as_ref().is_some_and(|shaper| !shaper.allows(now, head.wire_len()));
         (!shaped).then_some(head)
     }
 
-    fn pick(&mut self, now_ns: u64, blocked: u8) -> Option<(usize, Step)> {
-        if self.port_shaper.as_ref().is_some_and(|shaper| !shaper.is_open(now_ns)) {
+    fn pick(&mut self, now: Instant, blocked: u8) -> Option<(usize, Step)> {
+        if self.port_shaper.as_ref().is_some_and(|shaper| !shaper.is_open(now)) {
             return None;
         }
-        if let Some(q) = self.pick_min_bandwidth(now_ns, blocked) {
+        if let Some(q) = self.pick_min_bandwidth(now, blocked) {
             return Some((q, Step::MinBandwidth));
         }
-        if let Some(q) = self.pick_strict(now_ns, blocked) {
+        if let Some(q) = self.pick_strict(now, blocked) {
             return Some((q, Step::Strict));
         }
-        self.pick_weighted(now_ns, blocked).map(|q| (q, Step::Weighted))
+        self.pick_weighted(now, blocked).map(|q| (q, Step::Weighted))
     }
 
-    fn pick_min_bandwidth(&self, now_ns: u64, blocked: u8) -> Option<usize> {
+    fn pick_min_bandwidth(&self, now: Instant, blocked: u8) -> Option<usize> {
         if self.nonempty & !blocked & self.metered_queues == 0 {
             return None;
         }
         (1..=QUEUES).map(|step| (self.min_bandwidth_last + step) % QUEUES).find(|&q| {
             let Some(meter) = &self.queues[q].min_bandwidth else { return false };
-            self.eligible_head(q, now_ns, blocked).is_some_and(|head| meter.allows(now_ns, head.wire_len()))
+            self.eligible_head(q, now, blocked).is_some_and(|head| meter.allows(now, head.wire_len()))
         })
     }
 
-    fn pick_strict(&self, now_ns: u64, blocked: u8) -> Option<usize> {
+    fn pick_strict(&self, now: Instant, blocked: u8) -> Option<usize> {
         let open = self.nonempty & !blocked & self.strict_queues;
         if open == 0 {
             return None;
         }
         (0..QUEUES)
             .filter(|&q| open & (1 << q) != 0)
-            .filter(|&q| self.eligible_head(q, now_ns, blocked).is_some())
+            .filter(|&q| self.eligible_head(q, now, blocked).is_some())
             .max_by_key(|&q| (self.queues[q].settings.priority.map_or(-1, i16::from), q))
     }
 
@@ -481,11 +482,11 @@ impl<T: Queued> Scheduler<T> {
     /// queue until one has accumulated enough deficit, the number of visits each eligible queue needs is
     /// computed, and the first queue in round order to get there wins; every eligible queue is credited with
     /// the visits it received on the way.
-    fn pick_weighted(&mut self, now_ns: u64, blocked: u8) -> Option<usize> {
+    fn pick_weighted(&mut self, now: Instant, blocked: u8) -> Option<usize> {
         let unit = self.unit;
         if let Some(q) = self.turn {
             let fits = self
-                .eligible_head(q, now_ns, blocked)
+                .eligible_head(q, now, blocked)
                 .is_some_and(|head| unit.cost(head.wire_len()) <= self.queues[q].deficit);
             if fits {
                 return Some(q);
@@ -503,7 +504,7 @@ impl<T: Queued> Scheduler<T> {
             round &= round - 1;
             let q = (start + position) % QUEUES;
             let state = &self.queues[q];
-            let Some(head) = self.eligible_head(q, now_ns, blocked) else { continue };
+            let Some(head) = self.eligible_head(q, now, blocked) else { continue };
             let quantum = unit.quantum(state.settings.weight);
             let missing = unit.cost(head.wire_len()).saturating_sub(state.deficit);
             candidates[count] = (q, position, quantum, missing.div_ceil(quantum).max(1));

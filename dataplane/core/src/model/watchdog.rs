@@ -60,8 +60,8 @@ pub struct QueueObservation {
     pub pfc_rx_xon: u64,
     /// Paused by PFC right now.
     pub paused: bool,
-    /// Total time paused so far (ns).
-    pub paused_ns: u64,
+    /// Total time paused so far.
+    pub paused_total: Nanos,
     /// Packets and drops of the same-index ingress PG.
     pub pg_packets: u64,
     pub pg_dropped: u64,
@@ -252,7 +252,7 @@ impl Watchdog {
                         PfcWdDetectionRule::Vs => {
                             now.occupancy > 0
                                 && now.tx_packets == last.tx_packets
-                                && (now.pfc_rx > last.pfc_rx || now.paused_ns > last.paused_ns)
+                                && (now.pfc_rx > last.pfc_rx || now.paused_total > last.paused_total)
                         }
                         PfcWdDetectionRule::Broadcom => {
                             now.pfc_rx > last.pfc_rx

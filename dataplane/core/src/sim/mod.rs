@@ -80,7 +80,7 @@ impl Node for Switch {
     }
 
     fn next_port_to_poll(&self, from: usize, now: Instant) -> Option<usize> {
-        Switch::next_port_to_poll(self, from, now.as_ns()).map(PortId::index)
+        Switch::next_port_to_poll(self, from, now).map(PortId::index)
     }
 
     fn poll_at(&self) -> Option<Instant> {
@@ -96,7 +96,7 @@ impl Node for Switch {
     }
 
     fn apply(&mut self, config: &ConfigDb, now: Instant) -> Result<(), String> {
-        Switch::apply(self, config, now.as_ns()).map(drop).map_err(|e| e.to_string())
+        Switch::apply(self, config, now).map(drop).map_err(|e| e.to_string())
     }
 }
 
@@ -324,7 +324,7 @@ impl Sim {
         }
         for (node, port) in [from, to] {
             if let Device::Switch(s) = &mut self.devices[node] {
-                s.set_port_oper(PortId::new(port), up, now.as_ns());
+                s.set_port_oper(PortId::new(port), up, now);
                 self.mark(node);
                 self.reschedule(node);
             }

@@ -95,7 +95,7 @@ NEIGH:
   Ethernet0|10.0.0.1: { neigh: "02:00:00:00:00:0a", family: IPv4 }
 "#;
     let mut switch = Switch::new();
-    switch.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), 0).unwrap();
+    switch.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), Instant::ZERO).unwrap();
     let router = EthernetAddress([0x02, 0x4c, 0x53, 0, 0, 1]);
     let mut sim = Sim::new();
     let sw = sim.add(Device::Switch(Box::new(switch)));
@@ -231,7 +231,7 @@ VLAN: { Vlan10: { vlanid: 10 } }
 VLAN_MEMBER: { Vlan10|Ethernet0: { tagging_mode: untagged }, Vlan10|Ethernet4: { tagging_mode: untagged } }
 "#;
     let mut switch = Switch::new();
-    switch.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), 0).unwrap();
+    switch.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), Instant::ZERO).unwrap();
     let mut sim = Sim::new();
     let sw = sim.add(Device::Switch(Box::new(switch)));
     let a = sim.add(Device::Nic(Box::new(nic(A_MAC, A_IP))));
@@ -305,7 +305,7 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
 "#;
     const DELAY: u64 = 500;
     let mut switch = Switch::new();
-    switch.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), 0).unwrap();
+    switch.apply(&ConfigDb::from_yaml_str(yaml).unwrap(), Instant::ZERO).unwrap();
     let mut sim = Sim::new();
     let sw = sim.add(Device::Switch(Box::new(switch)));
     let c_mac = EthernetAddress([0x02, 0, 0, 0, 0, 0x0c]);

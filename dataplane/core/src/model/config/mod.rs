@@ -18,6 +18,7 @@ pub use asic::{AsicFamily, Personality};
 pub use guard::{MAX_CONFIG_BYTES, MAX_NESTING_DEPTH, check_config_text};
 pub use parse::{compile, parse_dynamic_th, parse_ref};
 
+use crate::time::Nanos;
 use crate::wire::EthernetAddress;
 use ipnet::IpNet;
 use std::collections::BTreeMap;
@@ -534,9 +535,9 @@ impl Default for PfcWdGlobal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SwitchSettings {
     /// `fdb_aging_time` (seconds in CONFIG_DB, default 600 as in SONiC; 0 disables aging).
-    pub fdb_aging_ns: u64,
+    pub fdb_aging: Nanos,
     /// `neigh_aging_time` (seconds, default 14400 = 4 h, the ARP timeout of common switch OSes; 0 disables).
-    pub neigh_aging_ns: u64,
+    pub neigh_aging: Nanos,
     /// `lossy_fdb_miss_action` (`flood` default, or `drop`): what a routed lossy packet does when its
     /// neighbour's MAC has no FDB entry.
     pub lossy_fdb_miss_action: FdbMissAction,
@@ -551,8 +552,8 @@ pub struct SwitchSettings {
 impl Default for SwitchSettings {
     fn default() -> Self {
         SwitchSettings {
-            fdb_aging_ns: 600 * NS_PER_SEC,
-            neigh_aging_ns: 14_400 * NS_PER_SEC,
+            fdb_aging: Nanos::from_ns(600 * NS_PER_SEC),
+            neigh_aging: Nanos::from_ns(14_400 * NS_PER_SEC),
             lossy_fdb_miss_action: FdbMissAction::Flood,
             lossless_fdb_miss_action: FdbMissAction::Drop,
             ecmp_hash_seed: 0,

@@ -2,6 +2,7 @@
 
 use super::{DEFAULT_BURST_BYTES, DEFAULT_BURST_PACKETS, DWRR_BASE_QUANTUM_BYTES, QUEUES, QueueSettings};
 use crate::model::config::{MeterType, SchedulerKind};
+use crate::time::{Instant, Nanos};
 
 /// Bucket tokens are stored ×1e9, so rate (per second) × elapsed ns adds whole scaled tokens.
 const TOKEN_SCALE: i128 = 1_000_000_000;
@@ -12,14 +13,14 @@ pub(super) struct TokenBucket {
     meter: MeterType,
     rate_per_s: u64,
     burst: u64,
-    /// Tokens × [`TOKEN_SCALE`] as of `updated_ns`; at most `burst`, negative after a frame larger than the burst.
+    /// Tokens × [`TOKEN_SCALE`] as of `updated`; at most `burst`, negative after a frame larger than the burst.
     tokens_scaled: i128,
-    updated_ns: u64,
+    updated: Instant,
 }
 
 impl TokenBucket {
     /// A full bucket, or `None` for rate 0 (no limit / no guarantee).
-    pub(super) fn new(meter: MeterType, rate_per_s: u64, burst: Option<u64>, now_ns: u64) -> Option<Self> {
+    pub(super) fn new(meter: MeterType, rate_per_s: u64, burst: Option<u64>, now: Instant) -> Option<Self> {
         if rate_per_s == 0 {
             return None;
         }
@@ -28,7 +29,7 @@ impl TokenBucket {
             MeterType::Packets => DEFAULT_BURST_PACKETS,
         });
         let tokens_scaled = i128::from(burst) * TOKEN_SCALE;
-        Some(TokenBucket { meter, rate_per_s, burst, tokens_scaled, updated_ns: now_ns })
+        Some(TokenBucket { meter, rate_per_s, burst, tokens_scaled, updated: now })
     }
 
     /// As [`TokenBucket::new`], carrying the fill level of `old` (capped at the new burst) when the meter
@@ -38,12 +39,12 @@ impl TokenBucket {
         meter: MeterType,
         rate_per_s: u64,
         burst: Option<u64>,
-        now_ns: u64,
+        now: Instant,
     ) -> Option<Self> {
-        let mut bucket = TokenBucket::new(meter, rate_per_s, burst, now_ns)?;
+        let mut bucket = TokenBucket::new(meter, rate_per_s, burst, now)?;
         if let Some(old) = old.filter(|old| old.meter == meter) {
-            bucket.tokens_scaled = old.tokens_at(now_ns).min(bucket.cap_scaled());
-            bucket.updated_ns = old.updated_ns.max(now_ns);
+            bucket.tokens_scaled = old.tokens_at(now).min(bucket.cap_scaled());
+            bucket.updated = old.updated.max(now);
         }
         Some(bucket)
     }
@@ -64,56 +65,56 @@ impl TokenBucket {
         i128::from(self.cost(wire_len).min(self.burst)) * TOKEN_SCALE
     }
 
-    pub(super) fn tokens_at(&self, now_ns: u64) -> i128 {
+    pub(super) fn tokens_at(&self, now: Instant) -> i128 {
         let cap = self.cap_scaled();
         if self.tokens_scaled >= cap {
             return self.tokens_scaled;
         }
-        let elapsed_ns = now_ns.saturating_sub(self.updated_ns);
+        let elapsed = now.saturating_since(self.updated);
         let room = (cap - self.tokens_scaled) as u128;
-        let refill = u128::from(self.rate_per_s) * u128::from(elapsed_ns);
+        let refill = u128::from(self.rate_per_s) * u128::from(elapsed.as_ns());
         self.tokens_scaled + refill.min(room) as i128
     }
 
-    pub(super) fn refill(&mut self, now_ns: u64) {
-        self.tokens_scaled = self.tokens_at(now_ns);
-        self.updated_ns = self.updated_ns.max(now_ns);
+    pub(super) fn refill(&mut self, now: Instant) {
+        self.tokens_scaled = self.tokens_at(now);
+        self.updated = self.updated.max(now);
     }
 
-    pub(super) fn allows(&self, now_ns: u64, wire_len: usize) -> bool {
-        self.tokens_at(now_ns) >= self.threshold_scaled(wire_len)
+    pub(super) fn allows(&self, now: Instant, wire_len: usize) -> bool {
+        self.tokens_at(now) >= self.threshold_scaled(wire_len)
     }
 
     /// Not in debt: the port shaper's gate, which does not depend on the frame the port sends next.
-    pub(super) fn is_open(&self, now_ns: u64) -> bool {
-        self.tokens_at(now_ns) >= 0
+    pub(super) fn is_open(&self, now: Instant) -> bool {
+        self.tokens_at(now) >= 0
     }
 
     /// Earliest instant >= now at which [`TokenBucket::allows`] holds.
-    pub(super) fn ready_at(&self, now_ns: u64, wire_len: usize) -> u64 {
-        self.holds_at(now_ns, self.threshold_scaled(wire_len))
+    pub(super) fn ready_at(&self, now: Instant, wire_len: usize) -> Instant {
+        self.holds_at(now, self.threshold_scaled(wire_len))
     }
 
     /// Earliest instant >= now at which [`TokenBucket::is_open`] holds.
-    pub(super) fn open_at(&self, now_ns: u64) -> u64 {
-        self.holds_at(now_ns, 0)
+    pub(super) fn open_at(&self, now: Instant) -> Instant {
+        self.holds_at(now, 0)
     }
 
     /// Earliest instant >= now at which the bucket holds `threshold_scaled`.
-    pub(super) fn holds_at(&self, now_ns: u64, threshold_scaled: i128) -> u64 {
-        let from_ns = now_ns.max(self.updated_ns);
-        let missing = threshold_scaled - self.tokens_at(from_ns);
+    pub(super) fn holds_at(&self, now: Instant, threshold_scaled: i128) -> Instant {
+        let from = now.max(self.updated);
+        let missing = threshold_scaled - self.tokens_at(from);
         if missing <= 0 {
-            return from_ns;
+            return from;
         }
         let wait_ns = (missing as u128).div_ceil(u128::from(self.rate_per_s));
-        from_ns.saturating_add(u64::try_from(wait_ns).unwrap_or(u64::MAX))
+        from + Nanos::from_ns(u64::try_from(wait_ns).unwrap_or(u64::MAX))
     }
 
     /// Takes the frame's cost. Without `allow_debt` the bucket stops at empty (a meter that merely measures
     /// traffic it did not admit).
-    pub(super) fn charge(&mut self, now_ns: u64, wire_len: usize, allow_debt: bool) {
-        self.refill(now_ns);
+    pub(super) fn charge(&mut self, now: Instant, wire_len: usize, allow_debt: bool) {
+        self.refill(now);
         let after = self.tokens_scaled - i128::from(self.cost(wire_len)) * TOKEN_SCALE;
         self.tokens_scaled = if allow_debt { after } else { after.max(self.tokens_scaled.min(0)) };
     }

@@ -1,7 +1,13 @@
 //! Scheduler tests: service order, shapers, policer, line pacing; properties in [`properties`].
 
 use super::*;
+use crate::time::Nanos;
 use proptest::prelude::*;
+
+/// The instant `ns` nanoseconds after the origin.
+fn at(ns: u64) -> Instant {
+    Instant::from_ns(ns)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pkt {
@@ -38,13 +44,13 @@ fn frame_bytes_per_s(speed_mbps: u64, len: u64) -> u64 {
 }
 
 /// Dequeues everything (nothing blocked), each frame as soon as the scheduler allows.
-fn drain(s: &mut Scheduler<Pkt>, mut now_ns: u64) -> Vec<(u64, Pkt)> {
+fn drain(s: &mut Scheduler<Pkt>, mut now: Instant) -> Vec<(Instant, Pkt)> {
     let mut out = Vec::new();
-    while let Some(t) = s.next_ready_at(now_ns, 0) {
-        now_ns = t;
-        let (q, p) = s.dequeue(now_ns, 0).expect("ready means dequeue succeeds");
+    while let Some(t) = s.next_ready_at(now, 0) {
+        now = t;
+        let (q, p) = s.dequeue(now, 0).expect("ready means dequeue succeeds");
         assert_eq!(q, p.queue);
-        out.push((now_ns, p));
+        out.push((now, p));
     }
     out
 }
@@ -75,11 +81,11 @@ fn wrr_test(weights: [u8; 7], counts: [u64; 7]) -> u64 {
     let mut seq = 0;
     for (q, &n) in counts.iter().enumerate() {
         for _ in 0..n {
-            s.enqueue(q as u8, pkt(q as u8, seq, 64), 0).unwrap();
+            s.enqueue(q as u8, pkt(q as u8, seq, 64), at(0)).unwrap();
             seq += 1;
         }
     }
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().map(|(_, p)| p.queue).collect();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().map(|(_, p)| p.queue).collect();
     assert_eq!(order.len() as u64, counts.iter().sum::<u64>(), "all packets received");
     let table: Vec<(u8, u64)> = counts.iter().enumerate().map(|(q, &n)| (q as u8, n)).collect();
     let diffs = wrr_outstanding(&order, &table);
@@ -114,10 +120,10 @@ fn wrr_counts_packets_per_round() {
     let mut s = Scheduler::new(settings);
     for i in 0..8 {
         // Sizes must not matter for WRR.
-        s.enqueue(0, pkt(0, i, 64), 0).unwrap();
-        s.enqueue(1, pkt(1, i, 9000), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 64), at(0)).unwrap();
+        s.enqueue(1, pkt(1, i, 9000), at(0)).unwrap();
     }
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().take(8).map(|(_, p)| p.queue).collect();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().take(8).map(|(_, p)| p.queue).collect();
     assert_eq!(order, [0, 0, 0, 1, 0, 0, 0, 1]);
 }
 
@@ -128,10 +134,10 @@ fn mixed_dwrr_and_wrr_share_one_byte_round() {
     settings.queues[1] = dwrr(1);
     let mut s = Scheduler::new(settings);
     for i in 0..100 {
-        s.enqueue(0, pkt(0, i, 1000), 0).unwrap();
-        s.enqueue(1, pkt(1, i, 100), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 1000), at(0)).unwrap();
+        s.enqueue(1, pkt(1, i, 100), at(0)).unwrap();
     }
-    let out = drain(&mut s, 0);
+    let out = drain(&mut s, at(0));
     // Equal weights in one byte round: about equal bytes while both are backlogged.
     let first_half: Vec<&Pkt> = out.iter().map(|(_, p)| p).take_while(|p| p.seq < 99).collect();
     let bytes = |q| first_half.iter().filter(|p| p.queue == q).map(|p| p.len as i64).sum::<i64>();
@@ -151,11 +157,11 @@ fn strict_drains_first_in_priority_order() {
     let mut seq = 0;
     for q in 0..8u8 {
         for _ in 0..10 {
-            s.enqueue(q, pkt(q, seq, 100), 0).unwrap();
+            s.enqueue(q, pkt(q, seq, 100), at(0)).unwrap();
             seq += 1;
         }
     }
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().map(|(_, p)| p.queue).collect();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().map(|(_, p)| p.queue).collect();
     // Equal priority: higher index first; no priority ranks below every explicit one.
     assert!(order[..10].iter().all(|&q| q == 6));
     assert!(order[10..20].iter().all(|&q| q == 5));
@@ -166,10 +172,10 @@ fn strict_drains_first_in_priority_order() {
     settings.queues[6] = strict(None);
     settings.queues[7] = strict(None);
     let mut s = Scheduler::new(settings);
-    s.enqueue(0, pkt(0, 0, 100), 0).unwrap();
-    s.enqueue(6, pkt(6, 1, 100), 0).unwrap();
-    s.enqueue(7, pkt(7, 2, 100), 0).unwrap();
-    let order: Vec<u8> = drain(&mut s, 0).into_iter().map(|(_, p)| p.queue).collect();
+    s.enqueue(0, pkt(0, 0, 100), at(0)).unwrap();
+    s.enqueue(6, pkt(6, 1, 100), at(0)).unwrap();
+    s.enqueue(7, pkt(7, 2, 100), at(0)).unwrap();
+    let order: Vec<u8> = drain(&mut s, at(0)).into_iter().map(|(_, p)| p.queue).collect();
     assert_eq!(order, [7, 6, 0]);
 }
 
@@ -178,8 +184,8 @@ fn strict_drains_first_in_priority_order() {
 enum Load {
     /// Always has frames waiting.
     Backlogged { queue: u8, len: usize },
-    /// One frame every `interval_ns`.
-    Periodic { queue: u8, len: usize, interval_ns: u64 },
+    /// One frame every `interval`.
+    Periodic { queue: u8, len: usize, interval: Nanos },
 }
 
 #[derive(Debug, Default)]
@@ -190,42 +196,43 @@ struct Sent {
     refused: [u64; QUEUES],
 }
 
-/// Queues in `mask` are paused for the first `paused_ns` of every `period_ns`.
+/// Queues in `mask` are paused for the first `paused` of every `period` (periods start at the origin).
 #[derive(Clone, Copy)]
 struct Pause {
     mask: u8,
-    period_ns: u64,
-    paused_ns: u64,
+    period: Nanos,
+    paused: Nanos,
 }
 
 impl Pause {
-    const NONE: Pause = Pause { mask: 0, period_ns: u64::MAX, paused_ns: 0 };
+    const NONE: Pause = Pause { mask: 0, period: Nanos::MAX, paused: Nanos::ZERO };
 
-    fn blocked(&self, now_ns: u64) -> u8 {
-        if now_ns % self.period_ns < self.paused_ns { self.mask } else { 0 }
+    /// How far into its period `now` is.
+    fn phase(&self, now: Instant) -> Nanos {
+        Nanos::from_ns(now.as_ns() % self.period.as_ns())
     }
 
-    fn next_change(&self, now_ns: u64) -> u64 {
-        let phase = now_ns % self.period_ns;
-        let period_start = now_ns - phase;
-        if phase < self.paused_ns {
-            period_start + self.paused_ns
-        } else {
-            period_start.saturating_add(self.period_ns)
-        }
+    fn blocked(&self, now: Instant) -> u8 {
+        if self.phase(now) < self.paused { self.mask } else { 0 }
+    }
+
+    fn next_change(&self, now: Instant) -> Instant {
+        let phase = self.phase(now);
+        let period_start = now - phase;
+        if phase < self.paused { period_start + self.paused } else { period_start + self.period }
     }
 }
 
-/// Runs a port in virtual time from `from_ns` until `until_ns` with `pause` as the PFC/hold mask; counts
-/// what started transmission before `until_ns`.
-fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from_ns: u64, until_ns: u64, pause: Pause) -> Sent {
+/// Runs a port in virtual time from `from` until `until` with `pause` as the PFC/hold mask; counts what
+/// started transmission before `until`.
+fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from: Instant, until: Instant, pause: Pause) -> Sent {
     let mut sent = Sent::default();
-    let mut next_arrival: Vec<u64> = loads
+    let mut next_arrival: Vec<Instant> = loads
         .iter()
-        .map(|load| if matches!(load, Load::Periodic { .. }) { from_ns } else { u64::MAX })
+        .map(|load| if matches!(load, Load::Periodic { .. }) { from } else { Instant::MAX })
         .collect();
     let mut seq = 0;
-    let mut now = from_ns;
+    let mut now = from;
     loop {
         for (i, load) in loads.iter().enumerate() {
             match *load {
@@ -235,18 +242,18 @@ fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from_ns: u64, until_ns: u64,
                         seq += 1;
                     }
                 }
-                Load::Periodic { queue, len, interval_ns } => {
+                Load::Periodic { queue, len, interval } => {
                     while next_arrival[i] <= now {
                         if s.enqueue(queue, pkt(queue, seq, len), now).is_err() {
                             sent.refused[usize::from(queue)] += 1;
                         }
                         seq += 1;
-                        next_arrival[i] += interval_ns;
+                        next_arrival[i] += interval;
                     }
                 }
             }
         }
-        if now >= until_ns {
+        if now >= until {
             return sent;
         }
         let mask = pause.blocked(now);
@@ -257,7 +264,7 @@ fn simulate(s: &mut Scheduler<Pkt>, loads: &[Load], from_ns: u64, until_ns: u64,
             sent.line_bits += (p.len as u64 + WIRE_OVERHEAD_BYTES) * 8;
             continue;
         }
-        let wake = [s.next_ready_at(now, mask), Some(until_ns)]
+        let wake = [s.next_ready_at(now, mask), Some(until)]
             .into_iter()
             .flatten()
             .chain(next_arrival.iter().copied())
@@ -282,11 +289,11 @@ fn ucloud_strict_cnp_queue_policed_and_weighted_share() {
     let until_ns = 10_000_000;
     let loads = [
         // A misbehaving server offers ~40% of the line on the strict queue.
-        Load::Periodic { queue: 6, len: 1000, interval_ns: 800 },
+        Load::Periodic { queue: 6, len: 1000, interval: Nanos::from_ns(800) },
         Load::Backlogged { queue: 3, len: 1000 },
         Load::Backlogged { queue: 1, len: 1000 },
     ];
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     let rate = |q: usize| sent.bytes[q] * 1_000_000_000 / until_ns;
     // The strict queue gets its policed rate and no more (+ one default burst).
     let strict_limit = pir + DEFAULT_BURST_BYTES * 1_000_000_000 / until_ns;
@@ -308,12 +315,12 @@ fn strict_queue_without_policer_waits_for_its_shaper() {
     settings.queues[7] = QueueSettings { pir: Some(pir), ..strict(None) };
     let mut s = Scheduler::new(settings);
     for i in 0..100 {
-        s.enqueue(7, pkt(7, i, 1000), 0).unwrap();
+        s.enqueue(7, pkt(7, i, 1000), at(0)).unwrap();
     }
-    let out = drain(&mut s, 0);
+    let out = drain(&mut s, at(0));
     assert_eq!(out.len(), 100);
     // The first ~9 frames ride the default burst, then one frame every 1000 / pir s = 20 µs.
-    let (last_ns, _) = out.last().unwrap();
+    let last_ns = out.last().unwrap().0.as_ns();
     let expected_ns = (100 * 1000 - DEFAULT_BURST_BYTES) * 1_000_000_000 / pir;
     assert!(last_ns.abs_diff(expected_ns) <= 20_000, "{last_ns} vs {expected_ns}");
 }
@@ -324,7 +331,7 @@ fn shaped_rate(meter_type: MeterType, pir: u64, len: usize, until_ns: u64) -> (u
     settings.queues[0] = dwrr(1);
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 2, len }, Load::Backlogged { queue: 0, len: 300 }];
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     let measured = match meter_type {
         MeterType::Bytes => sent.bytes[2],
         MeterType::Packets => sent.packets[2],
@@ -356,7 +363,8 @@ fn shaper_with_burst_below_one_frame_keeps_its_rate() {
     let mut settings = PortSettings::unshaped(10_000);
     settings.queues[0] = QueueSettings { pir: Some(pir), pbs: Some(100), ..dwrr(1) };
     let mut s = Scheduler::new(settings);
-    let sent = simulate(&mut s, &[Load::Backlogged { queue: 0, len: 1000 }], 0, 100_000_000, Pause::NONE);
+    let sent =
+        simulate(&mut s, &[Load::Backlogged { queue: 0, len: 1000 }], at(0), at(100_000_000), Pause::NONE);
     let measured = sent.bytes[0] * 10;
     assert!(measured.abs_diff(pir) * 100 <= pir, "{measured} vs {pir}");
 }
@@ -368,7 +376,7 @@ fn port_shaper_limits_the_whole_port() {
     settings.shaper = Some((MeterType::Bytes, pir, 10_000));
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 500 }, Load::Backlogged { queue: 4, len: 1500 }];
-    let sent = simulate(&mut s, &loads, 0, 100_000_000, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(100_000_000), Pause::NONE);
     let measured = (sent.bytes[0] + sent.bytes[4]) * 10;
     assert!(measured.abs_diff(pir) * 100 <= pir, "{measured} vs {pir}");
     assert!(sent.bytes[0].abs_diff(sent.bytes[4]) <= 1500 + 16, "{:?}", sent.bytes);
@@ -377,10 +385,10 @@ fn port_shaper_limits_the_whole_port() {
 #[test]
 fn line_25g_sends_exactly_25e9_bits_per_second() {
     let mut s = Scheduler::new(PortSettings::unshaped(25_000));
-    let mut now = 0;
+    let mut now = Instant::ZERO;
     let mut frames = 0u64;
-    s.enqueue(0, pkt(0, 0, 1000), 0).unwrap();
-    while now < 1_000_000_000 {
+    s.enqueue(0, pkt(0, 0, 1000), at(0)).unwrap();
+    while now < at(1_000_000_000) {
         s.dequeue(now, 0).expect("line free and a frame queued");
         frames += 1;
         s.enqueue(0, pkt(0, frames, 1000), now).unwrap();
@@ -400,28 +408,28 @@ fn line_time_carries_sub_picosecond_remainders() {
     // 7 Mb/s: one 64-byte frame is 704 bits = 100_571_428.57 ps.
     let mut s = Scheduler::new(PortSettings::unshaped(7));
     for i in 0..7 {
-        s.enqueue(0, pkt(0, i, 64), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 64), at(0)).unwrap();
     }
-    let out = drain(&mut s, 0);
+    let out = drain(&mut s, at(0));
     assert_eq!(out.len(), 7);
     assert_eq!(s.line_free_at_ps, 7 * 704 * 1_000_000 / 7);
     assert_eq!(s.line_remainder, 0);
-    assert_eq!(s.line_free_at_ns(), 704_000);
+    assert_eq!(s.line_free_at(), at(704_000));
 }
 
 #[test]
 fn occupy_line_delays_the_next_frame() {
     let mut s = Scheduler::new(PortSettings::unshaped(10_000));
-    s.enqueue(0, pkt(0, 0, 1000), 0).unwrap();
+    s.enqueue(0, pkt(0, 0, 1000), at(0)).unwrap();
     // A 64-byte PFC frame (wire_len 60) at t=100 on an idle line: 84 bytes = 67.2 ns.
-    s.occupy_line(100, 60);
-    assert_eq!(s.line_free_at_ns(), 168);
-    assert!(s.dequeue(167, 0).is_none());
-    assert_eq!(s.next_ready_at(0, 0), Some(168));
+    s.occupy_line(at(100), 60);
+    assert_eq!(s.line_free_at(), at(168));
+    assert!(s.dequeue(at(167), 0).is_none());
+    assert_eq!(s.next_ready_at(at(0), 0), Some(at(168)));
     // A second control frame queues behind the first.
-    s.occupy_line(150, 60);
+    s.occupy_line(at(150), 60);
     assert_eq!(s.line_free_at_ps, 100_000 + 2 * 67_200);
-    assert!(s.dequeue(235, 0).is_some());
+    assert!(s.dequeue(at(235), 0).is_some());
 }
 
 #[test]
@@ -432,12 +440,12 @@ fn blocked_queue_is_skipped_and_regains_its_share() {
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 1500 }, Load::Backlogged { queue: 1, len: 1500 }];
     // Queue 1 paused for the first millisecond: queue 0 has the whole line.
-    let paused = Pause { mask: 2, period_ns: u64::MAX, paused_ns: u64::MAX };
-    let sent = simulate(&mut s, &loads, 0, 1_000_000, paused);
+    let paused = Pause { mask: 2, period: Nanos::MAX, paused: Nanos::MAX };
+    let sent = simulate(&mut s, &loads, at(0), at(1_000_000), paused);
     assert_eq!(sent.packets[1], 0);
     assert!(sent.packets[0] >= 10_000_000_000 / 1000 / (1524 * 8), "{:?}", sent.packets);
     // Then both run for a millisecond: half each, from the first round on.
-    let sent = simulate(&mut s, &loads, 1_000_000, 2_000_000, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(1_000_000), at(2_000_000), Pause::NONE);
     assert!(sent.packets[1] >= 400, "{:?}", sent.packets);
     assert!(sent.packets[0].abs_diff(sent.packets[1]) <= 1, "{:?}", sent.packets);
 }
@@ -452,22 +460,22 @@ fn paused_queue_keeps_its_deficit_and_place() {
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 9000 }, Load::Backlogged { queue: 1, len: 64 }];
     // Queue 0 paused 5 µs of every 20 µs.
-    let pause = Pause { mask: 1, period_ns: 20_000, paused_ns: 5_000 };
-    let sent = simulate(&mut s, &loads, 0, 10_000_000, pause);
+    let pause = Pause { mask: 1, period: Nanos::from_us(20), paused: Nanos::from_us(5) };
+    let sent = simulate(&mut s, &loads, at(0), at(10_000_000), pause);
     let share = sent.bytes[0] as f64 / (sent.bytes[0] + sent.bytes[1]) as f64;
     // Paused 25% of the time, half the line otherwise (byte fairness): ~3/8 of the bytes.
     assert!((share - 0.375).abs() < 0.03, "jumbo queue share {share}, {:?}", sent.bytes);
     // And the deficit survives a pause: a queue skipped mid-turn keeps what it had.
     let mut s = Scheduler::new(PortSettings::unshaped(10_000));
     for i in 0..4 {
-        s.enqueue(0, pkt(0, i, 100), 0).unwrap();
-        s.enqueue(1, pkt(1, i, 100), 0).unwrap();
+        s.enqueue(0, pkt(0, i, 100), at(0)).unwrap();
+        s.enqueue(1, pkt(1, i, 100), at(0)).unwrap();
     }
-    let (q, _) = s.dequeue(0, 0).unwrap();
+    let (q, _) = s.dequeue(at(0), 0).unwrap();
     assert_eq!(q, 0);
     let deficit = s.queues[0].deficit;
     assert!(deficit > 0);
-    let t = s.next_ready_at(0, 1).unwrap();
+    let t = s.next_ready_at(at(0), 1).unwrap();
     assert_eq!(s.dequeue(t, 1).unwrap().0, 1);
     assert_eq!(s.queues[0].deficit, deficit);
 }
@@ -483,7 +491,7 @@ fn cir_is_honoured_for_a_low_weight_queue() {
     let mut s = Scheduler::new(settings);
     let loads = [Load::Backlogged { queue: 0, len: 1000 }, Load::Backlogged { queue: 5, len: 1000 }];
     let until_ns = 100_000_000;
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     let rate = sent.bytes[0] * 1_000_000_000 / until_ns;
     // The meter counts all the queue's output: it gets max(cir, weighted share) = cir.
     assert!(rate * 100 >= cir * 99 && rate * 100 <= cir * 102, "{rate} vs cir {cir}");
@@ -494,9 +502,9 @@ fn cir_is_honoured_for_a_low_weight_queue() {
             queues: std::array::from_fn(|q| if q == 5 { dwrr(100) } else { dwrr(1) }),
             ..PortSettings::unshaped(10_000)
         },
-        0,
+        at(0),
     );
-    let sent = simulate(&mut s, &loads, 0, until_ns, Pause::NONE);
+    let sent = simulate(&mut s, &loads, at(0), at(until_ns), Pause::NONE);
     assert!(sent.bytes[0] * 1_000_000_000 / until_ns < line / 90);
 }
 
@@ -512,32 +520,32 @@ fn policer_refuses_at_enqueue() {
     };
     let mut s = Scheduler::new(settings);
     for i in 0..3 {
-        assert!(s.enqueue(6, pkt(6, i, 100), 0).is_ok());
+        assert!(s.enqueue(6, pkt(6, i, 100), at(0)).is_ok());
     }
-    assert_eq!(s.enqueue(6, pkt(6, 3, 100), 0), Err(pkt(6, 3, 100)));
+    assert_eq!(s.enqueue(6, pkt(6, 3, 100), at(0)), Err(pkt(6, 3, 100)));
     // One packet's worth of tokens after 1 ms.
-    assert!(s.enqueue(6, pkt(6, 4, 100), 999_999).is_err());
-    assert!(s.enqueue(6, pkt(6, 5, 100), 1_000_000).is_ok());
+    assert!(s.enqueue(6, pkt(6, 4, 100), at(999_999)).is_err());
+    assert!(s.enqueue(6, pkt(6, 5, 100), at(1_000_000)).is_ok());
     assert_eq!(s.len(6), 4);
     // Queued frames are not held back by the policer.
-    assert_eq!(drain(&mut s, 1_000_000).len(), 4);
+    assert_eq!(drain(&mut s, at(1_000_000)).len(), 4);
 }
 
 #[test]
 fn reconfigure_keeps_items_and_flush_empties() {
     let mut s = Scheduler::new(PortSettings::unshaped(10_000));
     for i in 0..10 {
-        s.enqueue(3, pkt(3, i, 200), 0).unwrap();
-        s.enqueue(4, pkt(4, i, 300), 0).unwrap();
+        s.enqueue(3, pkt(3, i, 200), at(0)).unwrap();
+        s.enqueue(4, pkt(4, i, 300), at(0)).unwrap();
     }
-    s.dequeue(0, 0).unwrap();
+    s.dequeue(at(0), 0).unwrap();
     let mut settings = PortSettings::unshaped(25_000);
     settings.queues[4] = strict(None);
-    s.reconfigure(settings, 10);
+    s.reconfigure(settings, at(10));
     assert_eq!(s.total_len(), 19);
     // Equal weights and an empty deficit: the 200-byte head of queue 3 needs fewer visits than 300 bytes.
     assert_eq!((s.bytes(3), s.bytes(4)), (9 * 200, 10 * 300));
-    let t = s.next_ready_at(10, 0).unwrap();
+    let t = s.next_ready_at(at(10), 0).unwrap();
     assert_eq!(s.dequeue(t, 0).unwrap().0, 4, "queue 4 is strict now");
     let flushed = s.flush(3);
     assert_eq!(
@@ -549,7 +557,7 @@ fn reconfigure_keeps_items_and_flush_empties() {
     assert_eq!(s.total_len(), s.len(4));
     s.flush(4);
     assert!(s.is_empty());
-    assert_eq!(s.next_ready_at(0, 0), None);
+    assert_eq!(s.next_ready_at(at(0), 0), None);
 }
 
 mod properties;

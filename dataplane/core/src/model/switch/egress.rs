@@ -17,7 +17,7 @@ pub struct QueuedFrame {
     pub ingress_port: Option<PortId>,
     pub tc: u8,
     pub pg: u8,
-    pub enqueued_ns: u64,
+    pub enqueued: Instant,
     pub alloc: Allocation,
 }
 
@@ -66,11 +66,11 @@ impl Switch {
         &mut self,
         copies: impl IntoIterator<Item = (PortId, Option<u16>, Vec<u8>)>,
         meta: Meta,
-        now_ns: u64,
+        now: Instant,
     ) {
         let mut admitted = 0;
         for (out, vid, frame) in copies {
-            admitted += usize::from(self.enqueue(out, vid, frame, meta, now_ns));
+            admitted += usize::from(self.enqueue(out, vid, frame, meta, now));
         }
         if admitted > 0 {
             self.ledger.forwarded += 1;
@@ -87,7 +87,7 @@ impl Switch {
         vid: Option<u16>,
         mut frame: Vec<u8>,
         meta: Meta,
-        now_ns: u64,
+        now: Instant,
     ) -> bool {
         let class = meta.class;
         if let Some(v) = vid
@@ -171,11 +171,11 @@ impl Switch {
             ingress_port: meta.ingress,
             tc: class.tc,
             pg: class.pg,
-            enqueued_ns: now_ns,
+            enqueued: now,
             alloc,
         };
         self.touch_port(out);
-        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now_ns) {
+        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now) {
             // The strict queue's policer refused it.
             self.release(&item.alloc);
             self.count_egress_drop(out, queue, len, "POLICER");
@@ -328,46 +328,42 @@ impl Switch {
 
     /// A MAC Control frame arrived: PFC pauses the port's egress queues, PAUSE pauses them all on a port
     /// without PFC.
-    pub(super) fn receive_mac_control(&mut self, port: PortId, repr: &MacControlRepr, now_ns: u64) {
-        self.note_time(now_ns);
+    pub(super) fn receive_mac_control(&mut self, port: PortId, repr: &MacControlRepr, now: Instant) {
+        self.note_time(now);
         let speed = self.config.ports[port.index()].speed_mbps;
         let enabled = self.effective_pfc_enable(port);
         let has_pfc = self.config.qos[port.index()].pfc_enable != 0;
         self.touch_port(port);
         let pfc = &mut self.ports[port.index()].pfc;
         match repr {
-            MacControlRepr::Pfc(frame) => pfc.receive(frame, enabled, speed, Instant::from_ns(now_ns)),
-            MacControlRepr::Pause(p) if !has_pfc => {
-                pfc.receive_pause(p.pause_time, speed, Instant::from_ns(now_ns))
-            }
+            MacControlRepr::Pfc(frame) => pfc.receive(frame, enabled, speed, now),
+            MacControlRepr::Pause(p) if !has_pfc => pfc.receive_pause(p.pause_time, speed, now),
             MacControlRepr::Pause(_) => {}
         }
     }
 
     /// Queues of a port that may not send now: paused by PFC, or held.
-    fn blocked_queues(&self, port: PortId, now_ns: u64) -> u8 {
+    fn blocked_queues(&self, port: PortId, now: Instant) -> u8 {
         let state = &self.ports[port.index()];
         let hold = if state.port_hold { 0xff } else { state.queue_hold };
-        state.pfc.paused_queues(Instant::from_ns(now_ns), &self.config.qos[port.index()].pfc_to_queue) | hold
+        state.pfc.paused_queues(now, &self.config.qos[port.index()].pfc_to_queue) | hold
     }
 
     /// The port's line is free: the next frame to send on it, if any. A PFC frame that is due goes first;
     /// then the scheduler's pick among queues that are neither paused nor held. Returns `None` while the
     /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
     pub fn poll_transmit(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
-        let now_ns = now.as_ns();
-        let transmit = self.next_transmit(port, now_ns);
+        let transmit = self.next_transmit(port, now);
         self.refresh_readiness();
         transmit
     }
 
-    fn next_transmit(&mut self, port: PortId, now_ns: u64) -> Option<Transmit> {
-        self.note_time(now_ns);
+    fn next_transmit(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
+        self.note_time(now);
         // Most polls find the port busy or idle: answer those before any arithmetic.
         let state = self.ports.get(port.index())?;
-        let pfc_due = state.pfc.next_frame_at(Instant::from_ns(now_ns)).is_some_and(|t| t.as_ns() <= now_ns);
-        if state.egress.line_free_at_ns() > now_ns || !state.oper_up || (!pfc_due && state.egress.is_empty())
-        {
+        let pfc_due = state.pfc.next_frame_at(now).is_some_and(|t| t <= now);
+        if state.egress.line_free_at() > now || !state.oper_up || (!pfc_due && state.egress.is_empty()) {
             return None;
         }
         let cfg = self.config.ports.get(port.index())?;
@@ -379,21 +375,20 @@ impl Switch {
         // Without a PFC frame due, `poll_frame` would change nothing and return `None`: the refresh
         // interval (a division) is computed only when one is.
         if pfc_due {
-            let refresh_ns = mac_control::quanta_to_ns(quanta, speed) * u64::from(refresh_percent) / 100;
-            if let Some(repr) =
-                state.pfc.poll_frame(Instant::from_ns(now_ns), quanta, Nanos::from_ns(refresh_ns))
-            {
+            let refresh =
+                Nanos::from_ns(mac_control::quanta_to_ns(quanta, speed)) * u64::from(refresh_percent) / 100;
+            if let Some(repr) = state.pfc.poll_frame(now, quanta, refresh) {
                 let mut frame = vec![0u8; mac_control::FRAME_LEN];
                 MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
-                state.egress.occupy_line(now_ns, frame.len());
+                state.egress.occupy_line(now, frame.len());
                 return Some(Transmit { frame, queue: None });
             }
         }
         if state.egress.is_empty() {
             return None;
         }
-        let blocked = self.blocked_queues(port, now_ns);
-        let (queue, mut item) = self.ports[port.index()].egress.dequeue(now_ns, blocked)?;
+        let blocked = self.blocked_queues(port, now);
+        let (queue, mut item) = self.ports[port.index()].egress.dequeue(now, blocked)?;
         self.release(&item.alloc);
         let len = item.frame.len() as u64;
         if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue
@@ -425,21 +420,17 @@ impl Switch {
 
     /// The earliest instant at which something is due on a port: a PFC frame, or a queue that becomes
     /// sendable (line free, shaper tokens, pause expiry).
-    pub(super) fn port_ready_at(&self, port: PortId, now_ns: u64) -> Option<u64> {
+    pub(super) fn port_ready_at(&self, port: PortId, now: Instant) -> Option<Instant> {
         let state = &self.ports[port.index()];
-        let line = state.egress.line_free_at_ns();
-        let pfc = state.pfc.next_frame_at(Instant::from_ns(now_ns)).map(|t| t.as_ns().max(line));
+        let line = state.egress.line_free_at();
+        let pfc = state.pfc.next_frame_at(now).map(|t| t.max(line));
         if state.egress.is_empty() {
             return pfc;
         }
-        let blocked = self.blocked_queues(port, now_ns);
-        let data = state.egress.next_ready_at(now_ns, blocked);
+        let blocked = self.blocked_queues(port, now);
+        let data = state.egress.next_ready_at(now, blocked);
         let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
-        let unpause = if paused_with_packets {
-            state.pfc.next_unpause_at(Instant::from_ns(now_ns)).map(Instant::as_ns)
-        } else {
-            None
-        };
+        let unpause = if paused_with_packets { state.pfc.next_unpause_at(now) } else { None };
         [pfc, data, unpause].into_iter().flatten().min()
     }
 
@@ -481,7 +472,7 @@ impl Switch {
         port: PortId,
         queue: u8,
         priority: u8,
-        now_ns: u64,
+        now: Instant,
     ) -> QueueObservation {
         let s = &self.ports[port.index()];
         let (q, p, g) = (usize::from(queue), usize::from(priority), usize::from(queue));
@@ -491,19 +482,18 @@ impl Switch {
             tx_dropped: s.counters.queues[q].dropped_packets,
             pfc_rx: s.pfc.counters[p].rx,
             pfc_rx_xon: s.pfc.counters[p].rx_xon,
-            paused: s.pfc.paused_priorities(Instant::from_ns(now_ns)) & (1 << p) != 0,
-            paused_ns: s.pfc.paused_ns(p, Instant::from_ns(now_ns)),
+            paused: s.pfc.paused_priorities(now) & (1 << p) != 0,
+            paused_total: Nanos::from_ns(s.pfc.paused_ns(p, now)),
             pg_packets: s.counters.pgs[g].packets,
             pg_dropped: s.counters.pgs[g].dropped_packets,
         }
     }
 
     pub(super) fn poll_watchdog(&mut self, now: Instant) {
-        let now_ns = now.as_ns();
         let mut wd = std::mem::take(&mut self.watchdog);
-        let transitions = wd.poll(now, |port, queue, prio| self.observe_queue(port, queue, prio, now_ns));
+        let transitions = wd.poll(now, |port, queue, prio| self.observe_queue(port, queue, prio, now));
         self.watchdog = wd;
-        self.apply_watchdog(transitions, now_ns);
+        self.apply_watchdog(transitions, now);
     }
 
     /// Carries out storms and restorations, and (re)applies the drop and forward actions in force.
@@ -523,7 +513,7 @@ impl Switch {
         }
     }
 
-    pub(super) fn apply_watchdog(&mut self, transitions: Vec<Transition>, now_ns: u64) {
+    pub(super) fn apply_watchdog(&mut self, transitions: Vec<Transition>, now: Instant) {
         // Pauses lifted, PFC forgotten, queues flushed: any port may have changed.
         self.touch_all_ports();
         for t in &transitions {
@@ -545,7 +535,7 @@ impl Switch {
             let disabled = self.wd_masks[port.index()].pfc_disabled;
             if disabled != 0 {
                 let pfc = &mut self.ports[port.index()].pfc;
-                pfc.unpause(disabled, Instant::from_ns(now_ns));
+                pfc.unpause(disabled, now);
                 if pfc.asserted() & disabled != 0 {
                     pfc.forget(disabled);
                 }
@@ -600,7 +590,7 @@ impl Switch {
     /// PFC state of a port: priorities it is sending XOFF for, and priorities paused by its peer.
     pub fn pfc_state(&self, port: PortId) -> Option<(u8, u8)> {
         let s = self.ports.get(port.index())?;
-        Some((s.pfc.asserted(), s.pfc.paused_priorities(Instant::from_ns(self.now_ns))))
+        Some((s.pfc.asserted(), s.pfc.paused_priorities(self.now)))
     }
 }
 

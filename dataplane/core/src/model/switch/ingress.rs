@@ -7,14 +7,13 @@ impl Switch {
     /// A frame (without FCS) arrived on `port`. Frames for a port the configuration does not have are
     /// ignored (the driver only delivers frames of configured ports).
     pub fn handle_frame(&mut self, port: PortId, frame: Vec<u8>, now: Instant) {
-        let now_ns = now.as_ns();
         // The ports this frame touched stay marked stale: the next `poll_transmit` (which a driver makes
         // on a touched port) or `handle_timeout` computes them, and `poll_at` computes stale ports as it
         // goes. Refreshing here too cost the real-time path a second computation per frame (~10 %).
-        self.receive(port, frame, now_ns);
+        self.receive(port, frame, now);
     }
 
-    fn receive(&mut self, port: PortId, mut frame: Vec<u8>, now_ns: u64) {
+    fn receive(&mut self, port: PortId, mut frame: Vec<u8>, now: Instant) {
         let Some(port_cfg) = self.config.ports.get(port.index()) else { return };
         self.ledger.received += 1;
         let len = frame.len() as u64;
@@ -45,7 +44,7 @@ impl Switch {
         if let (Some(Decoded { l3: L3::MacControl(repr), .. }), true) = (&full, port_cfg.admin_up) {
             // PFC/PAUSE are consumed by the MAC, never forwarded, and not counted as RX_OK.
             self.ports[port.index()].counters.rx_mac_control += 1;
-            self.receive_mac_control(port, repr, now_ns);
+            self.receive_mac_control(port, repr, now);
             return self.trap(port);
         }
         let counters = &mut self.ports[port.index()].counters;
@@ -85,7 +84,7 @@ impl Switch {
             vlan::pop_tag(&mut frame);
         }
         if let Some(v) = vid
-            && self.fdb.learn(v, src_mac, port, now_ns)
+            && self.fdb.learn(v, src_mac, port, now)
         {
             self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port: self.port_name(port) });
         }
@@ -109,7 +108,7 @@ impl Switch {
         let meta = Meta { ingress: Some(port), class, pcp };
 
         if let Some(Decoded { l3: L3::Arp(arp), .. }) = &full {
-            let for_us = self.handle_arp(port, vid, rif_in, arp, now_ns);
+            let for_us = self.handle_arp(port, vid, rif_in, arp, now);
             if vid.is_none() || (for_us && dst_mac.is_unicast()) {
                 return self.trap(port);
             }
@@ -118,10 +117,10 @@ impl Switch {
         if let Some(rif) = rif_in
             && dst_mac == self.config.interfaces[rif.index()].mac
         {
-            return self.route(port, frame, view.ip, meta, now_ns);
+            return self.route(port, frame, view.ip, meta, now);
         }
         match vid {
-            Some(v) => self.bridge(port, v, frame, dst_mac, meta, now_ns),
+            Some(v) => self.bridge(port, v, frame, dst_mac, meta, now),
             None => self.drop_ingress(port, DropReason::L2NoForwarding),
         }
     }
@@ -151,7 +150,7 @@ impl Switch {
         vid: Option<u16>,
         rif_in: Option<RifId>,
         arp: &ArpRepr,
-        now_ns: u64,
+        now: Instant,
     ) -> bool {
         let Some(rif) = rif_in else { return false };
         let iface = &self.config.interfaces[rif.index()];
@@ -164,7 +163,7 @@ impl Switch {
         if sender_on_subnet
             && !sender_is_ours
             && arp.source_hardware_addr.is_unicast()
-            && self.neighbors.learn(sender, arp.source_hardware_addr, rif, now_ns)
+            && self.neighbors.learn(sender, arp.source_hardware_addr, rif, now)
         {
             self.arp_pending.remove(&sender);
             self.push_event(Event::NeighborLearned { ip: sender, mac: arp.source_hardware_addr });
@@ -185,7 +184,7 @@ impl Switch {
                     EtherType::Arp,
                     &build::arp(&reply),
                 );
-                self.originate(port, vid, frame, now_ns);
+                self.originate(port, vid, frame, now);
                 true
             }
             ArpOperation::Reply => arp.target_hardware_addr == iface_mac,
@@ -193,14 +192,14 @@ impl Switch {
         }
     }
 
-    /// Sends an ARP request for an unresolved IPv4 next hop, at most once per [`ARP_RETRY_NS`]. IPv6
+    /// Sends an ARP request for an unresolved IPv4 next hop, at most once per [`ARP_RETRY`]. IPv6
     /// neighbours are not discovered (no NDP): they come from the `NEIGH` table.
-    fn resolve(&mut self, next_hop: IpAddr, rif: RifId, now_ns: u64) {
+    fn resolve(&mut self, next_hop: IpAddr, rif: RifId, now: Instant) {
         let IpAddr::V4(target) = next_hop else { return };
-        if self.arp_pending.get(&next_hop).is_some_and(|&t| now_ns.saturating_sub(t) < ARP_RETRY_NS) {
+        if self.arp_pending.get(&next_hop).is_some_and(|&t| now.saturating_since(t) < ARP_RETRY) {
             return;
         }
-        self.arp_pending.insert(next_hop, now_ns);
+        self.arp_pending.insert(next_hop, now);
         let iface = &self.config.interfaces[rif.index()];
         let Some(IpAddr::V4(sender)) = iface.addrs.iter().find(|a| a.contains(&next_hop)).map(|a| a.addr())
         else {
@@ -221,18 +220,18 @@ impl Switch {
             &build::arp(&request),
         );
         match iface.kind {
-            RifKind::Port(p) => self.originate(p, None, frame, now_ns),
+            RifKind::Port(p) => self.originate(p, None, frame, now),
             RifKind::Vlan(v) => {
                 let members: Vec<PortId> = self.config.vlans[&v].members.iter().map(|m| m.port).collect();
                 for p in members {
-                    self.originate(p, Some(v), frame.clone(), now_ns);
+                    self.originate(p, Some(v), frame.clone(), now);
                 }
             }
         }
     }
 
     /// Queues a frame the switch itself sends (ARP), on the control queue.
-    fn originate(&mut self, port: PortId, vid: Option<u16>, frame: Vec<u8>, now_ns: u64) {
+    fn originate(&mut self, port: PortId, vid: Option<u16>, frame: Vec<u8>, now: Instant) {
         if !self.ports[port.index()].oper_up {
             // The switch's own ARP has nowhere to go: not queued, not counted.
             return;
@@ -244,10 +243,10 @@ impl Switch {
             set_dscp: None,
             drop: false,
         };
-        self.enqueue(port, vid, frame, Meta { ingress: None, class, pcp: None }, now_ns);
+        self.enqueue(port, vid, frame, Meta { ingress: None, class, pcp: None }, now);
     }
 
-    fn route(&mut self, port: PortId, mut frame: Vec<u8>, ip: Option<IpFields>, meta: Meta, now_ns: u64) {
+    fn route(&mut self, port: PortId, mut frame: Vec<u8>, ip: Option<IpFields>, meta: Meta, now: Instant) {
         let Some(ip) = ip else { return self.drop_ingress(port, DropReason::NoL3Header) };
         let (dst, ttl) = (ip.dst_addr, ip.ttl);
         let (src_port, dst_port) = ip.udp_ports.unwrap_or((0, 0));
@@ -279,7 +278,7 @@ impl Switch {
             return self.drop_ingress(port, DropReason::Ttl);
         }
         let Some(neighbor) = self.neighbors.lookup(next_hop).copied() else {
-            self.resolve(next_hop, rif, now_ns);
+            self.resolve(next_hop, rif, now);
             return self.drop_ingress(port, DropReason::UnresolvedNextHop);
         };
         let iface = &self.config.interfaces[rif.index()];
@@ -290,18 +289,18 @@ impl Switch {
         eth.set_dst_addr(neighbor.mac);
         let ip_len = frame.len() - ethernet::HEADER_LEN;
         match out_kind {
-            RifKind::Port(out) => self.forward_routed(port, out, None, frame, ip_len, meta, now_ns),
+            RifKind::Port(out) => self.forward_routed(port, out, None, frame, ip_len, meta, now),
             RifKind::Vlan(v) => match self.fdb.lookup(v, neighbor.mac).map(|e| e.port) {
-                Some(out) => self.forward_routed(port, out, Some(v), frame, ip_len, meta, now_ns),
+                Some(out) => self.forward_routed(port, out, Some(v), frame, ip_len, meta, now),
                 None if self.is_lossless_in_vlan(v, meta.class.tc) => {
                     match self.config.switch.lossless_fdb_miss_action {
                         FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossless),
-                        FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now_ns),
+                        FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now),
                     }
                 }
                 None => match self.config.switch.lossy_fdb_miss_action {
                     FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossy),
-                    FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now_ns),
+                    FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now),
                 },
             },
         }
@@ -316,7 +315,7 @@ impl Switch {
         frame: Vec<u8>,
         ip_len: usize,
         meta: Meta,
-        now_ns: u64,
+        now: Instant,
     ) {
         if !self.port_up(out) {
             return self.drop_ingress(in_port, DropReason::EgressPortDown);
@@ -324,7 +323,7 @@ impl Switch {
         if ip_len > self.config.ports[out.index()].mtu as usize {
             return self.drop_ingress(in_port, DropReason::ExceedsL3Mtu);
         }
-        self.deliver([(out, vid, frame)], meta, now_ns);
+        self.deliver([(out, vid, frame)], meta, now);
     }
 
     fn bridge(
@@ -334,19 +333,19 @@ impl Switch {
         frame: Vec<u8>,
         dst: EthernetAddress,
         meta: Meta,
-        now_ns: u64,
+        now: Instant,
     ) {
         if dst.is_multicast() {
-            return self.flood(port, vid, Some(port), frame, meta, now_ns);
+            return self.flood(port, vid, Some(port), frame, meta, now);
         }
         match self.fdb.lookup(vid, dst).map(|e| e.port) {
             Some(out) if out == port => self.drop_ingress(port, DropReason::L2LoopbackFilter),
             Some(out) if !self.port_up(out) => self.drop_ingress(port, DropReason::EgressPortDown),
-            Some(out) => self.deliver([(out, Some(vid), frame)], meta, now_ns),
+            Some(out) => self.deliver([(out, Some(vid), frame)], meta, now),
             None if self.is_lossless_in_vlan(vid, meta.class.tc) => {
                 self.drop_ingress(port, DropReason::UnknownUnicastLossless)
             }
-            None => self.flood(port, vid, Some(port), frame, meta, now_ns),
+            None => self.flood(port, vid, Some(port), frame, meta, now),
         }
     }
 
@@ -358,7 +357,7 @@ impl Switch {
         exclude: Option<PortId>,
         frame: Vec<u8>,
         meta: Meta,
-        now_ns: u64,
+        now: Instant,
     ) {
         let targets: Vec<PortId> = self.config.vlans[&vid]
             .members
@@ -373,7 +372,7 @@ impl Switch {
         if let Some(last) = copies.last_mut() {
             last.2 = frame;
         }
-        self.deliver(copies, meta, now_ns);
+        self.deliver(copies, meta, now);
     }
 
     /// A TC is lossless in a VLAN when any member port has it in `pfc_enable`: such traffic is never

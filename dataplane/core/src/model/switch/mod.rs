@@ -37,7 +37,7 @@ pub use egress::{QueuedFrame, WatermarksDump};
 /// The queue switch-originated control frames (ARP) use, as SONiC's CPU port traffic does.
 pub const CONTROL_QUEUE: u8 = 7;
 /// How often an unresolved next hop is ARPed for.
-pub const ARP_RETRY_NS: u64 = 1_000_000_000;
+pub const ARP_RETRY: Nanos = Nanos::from_ms(1_000);
 /// Events kept for [`Switch::poll_event`] before the oldest are discarded.
 pub const EVENT_QUEUE_LIMIT: usize = 4096;
 
@@ -231,9 +231,9 @@ pub struct Switch {
     fdb: Fdb,
     neighbors: Neighbors,
     /// Next hops ARPed for, with the time of the last request.
-    arp_pending: FxHashMap<IpAddr, u64>,
-    next_fdb_sweep_ns: Option<u64>,
-    next_neigh_sweep_ns: Option<u64>,
+    arp_pending: FxHashMap<IpAddr, Instant>,
+    next_fdb_sweep: Option<Instant>,
+    next_neigh_sweep: Option<Instant>,
     ledger: FrameLedger,
     events: VecDeque<Event>,
     events_lost: u64,
@@ -241,7 +241,7 @@ pub struct Switch {
     watchdog: Watchdog,
     rng: Rng,
     /// The latest time any call carried (the model's notion of "now" for `poll_at`).
-    now_ns: u64,
+    now: Instant,
     /// Reused for the PGs an admission raised to XOFF and those a release brought back to XON (no
     /// allocation per frame while PFC is asserted).
     pg_scratch: Vec<(PortId, u8)>,
@@ -296,15 +296,15 @@ impl Switch {
             fdb: Fdb::default(),
             neighbors: Neighbors::default(),
             arp_pending: FxHashMap::default(),
-            next_fdb_sweep_ns: None,
-            next_neigh_sweep_ns: None,
+            next_fdb_sweep: None,
+            next_neigh_sweep: None,
             ledger: FrameLedger::default(),
             events: VecDeque::new(),
             events_lost: 0,
             mmu: Mmu::default(),
             watchdog: Watchdog::default(),
             rng: Rng::new(1),
-            now_ns: 0,
+            now: Instant::ZERO,
             pg_scratch: Vec::new(),
             readiness: ready::Readiness::default(),
             wd_masks: Vec::new(),
@@ -342,9 +342,9 @@ impl Switch {
 
     /// Validates and installs a whole configuration, atomically: on any error nothing changes. Dynamic
     /// FDB and neighbour entries, queued frames and counters of ports that still exist are kept.
-    pub fn apply(&mut self, db: &ConfigDb, now_ns: u64) -> Result<Applied, ConfigErrors> {
+    pub fn apply(&mut self, db: &ConfigDb, now: Instant) -> Result<Applied, ConfigErrors> {
         let prepared = Switch::prepare(db)?;
-        Ok(self.install(prepared, now_ns).0)
+        Ok(self.install(prepared, now).0)
     }
 
     /// Everything of an apply that does not need the running switch: validation, compilation, the route
@@ -367,9 +367,9 @@ impl Switch {
     /// Swaps in a prepared configuration: the cost is in the number of ports and of dynamic entries, not
     /// in the size of the configuration. What it replaced comes back as [`Retired`], to be dropped where
     /// the time it takes does not matter.
-    pub fn install(&mut self, prepared: Prepared, now_ns: u64) -> (Applied, Retired) {
+    pub fn install(&mut self, prepared: Prepared, now: Instant) -> (Applied, Retired) {
         let Prepared { config, derived, fdb, neighbors, warnings } = prepared;
-        let retired = self.install_parts(config, derived, fdb, neighbors, now_ns);
+        let retired = self.install_parts(config, derived, fdb, neighbors, now);
         self.generation += 1;
         self.push_event(Event::ConfigApplied { generation: self.generation });
         (Applied { generation: self.generation, warnings }, retired)
@@ -381,9 +381,9 @@ impl Switch {
         derived: Derived,
         mut fdb: Fdb,
         mut neighbors: Neighbors,
-        now_ns: u64,
+        now: Instant,
     ) -> Retired {
-        self.note_time(now_ns);
+        self.note_time(now);
         let old_port_names: Vec<String> = self.config.ports.iter().map(|p| p.name.clone()).collect();
         let old_rif_names: Vec<String> = self.config.interfaces.iter().map(|r| r.name.clone()).collect();
         let same_ports = old_port_names.iter().eq(config.ports.iter().map(|p| &p.name));
@@ -392,7 +392,7 @@ impl Switch {
         self.ports = PortId::all(config.ports.len())
             .map(|i| match old_ports.remove(&config.ports[i.index()].name) {
                 Some(mut state) => {
-                    state.egress.reconfigure(port_settings(&config, i), now_ns);
+                    state.egress.reconfigure(port_settings(&config, i), now);
                     state
                 }
                 None => PortState::new(port_settings(&config, i)),
@@ -434,9 +434,9 @@ impl Switch {
             config.interfaces[rif].addrs.iter().any(|a| a.contains(&ip)).then_some(RifId::new(rif))
         });
         self.arp_pending.clear();
-        self.next_fdb_sweep_ns = sweep_interval(config.switch.fdb_aging_ns).map(|i| now_ns + i);
-        self.next_neigh_sweep_ns = sweep_interval(config.switch.neigh_aging_ns).map(|i| now_ns + i);
-        let restored = self.watchdog.configure(&config, same_ports, Instant::from_ns(now_ns));
+        self.next_fdb_sweep = sweep_interval(config.switch.fdb_aging).map(|i| now + i);
+        self.next_neigh_sweep = sweep_interval(config.switch.neigh_aging).map(|i| now + i);
+        let restored = self.watchdog.configure(&config, same_ports, now);
         let retired = Retired {
             _config: std::mem::replace(&mut self.config, config),
             _derived: std::mem::replace(&mut self.derived, derived),
@@ -445,7 +445,7 @@ impl Switch {
             _ports: old_ports.into_values().collect(),
         };
         self.readiness.reset(self.ports.len());
-        self.apply_watchdog(restored, now_ns);
+        self.apply_watchdog(restored, now);
         // PGs kept their XOFF state, but the priorities mapped to them or enabled may have changed.
         for port in PortId::all(self.ports.len()) {
             self.sync_pfc(port);
@@ -455,16 +455,16 @@ impl Switch {
     }
 
     /// Time only moves forward for the model, whatever order calls arrive in.
-    fn note_time(&mut self, now_ns: u64) {
-        self.now_ns = self.now_ns.max(now_ns);
+    fn note_time(&mut self, now: Instant) {
+        self.now = self.now.max(now);
     }
 
     /// Marks a port's link down or up (its interface vanished, lost carrier, or came back). While it is
     /// down nothing leaves it: frames queued to it are dropped (TX_DRP, per queue), it sends no PFC, pauses
     /// it received are forgotten, and frames forwarded to it are dropped (`L3_EGRESS_LINK_DOWN`). A port
     /// starts up; the state survives configuration changes.
-    pub fn set_port_oper(&mut self, port: PortId, up: bool, now_ns: u64) {
-        self.note_time(now_ns);
+    pub fn set_port_oper(&mut self, port: PortId, up: bool, now: Instant) {
+        self.note_time(now);
         let Some(state) = self.ports.get_mut(port.index()) else { return };
         if state.oper_up == up {
             return;
@@ -474,7 +474,7 @@ impl Switch {
         if !up {
             self.drop_queued(port, 0xff);
             let pfc = &mut self.ports[port.index()].pfc;
-            pfc.unpause(0xff, Instant::from_ns(now_ns));
+            pfc.unpause(0xff, now);
             pfc.forget(0xff);
         } else {
             // The PGs kept their state while the link was down: one still in XOFF pauses the peer again.
@@ -540,7 +540,7 @@ impl Switch {
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
     pub fn poll_at(&self) -> Option<Instant> {
-        match (self.timeout_at(), self.earliest_ready_at(self.now_ns).map(Instant::from_ns)) {
+        match (self.timeout_at(), self.earliest_ready_at(self.now)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -549,54 +549,49 @@ impl Switch {
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
     /// leaving out transmissions: a driver that transmits on its own schedule calls `handle_timeout` only then.
     pub fn timeout_at(&self) -> Option<Instant> {
-        let sweeps = [self.next_fdb_sweep_ns, self.next_neigh_sweep_ns].map(|t| t.map(Instant::from_ns));
-        [sweeps[0], sweeps[1], self.watchdog.next_poll_at()].into_iter().flatten().min()
+        [self.next_fdb_sweep, self.next_neigh_sweep, self.watchdog.next_poll_at()].into_iter().flatten().min()
     }
 
     /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame
     /// or an eligible queue with the line free): at or after the latest time the switch was given.
     pub fn next_transmit_at(&self, port: PortId) -> Option<Instant> {
-        (port.index() < self.ports.len())
-            .then(|| self.port_ready_at(port, self.now_ns))
-            .flatten()
-            .map(Instant::from_ns)
+        (port.index() < self.ports.len()).then(|| self.port_ready_at(port, self.now)).flatten()
     }
 
     /// When the port's line finished (or will finish) carrying its last frame: a driver that woke up late
     /// may call [`poll_transmit`](Self::poll_transmit) with any time from here on to keep the port's rate.
-    pub fn line_free_at(&self, port: PortId) -> u64 {
-        self.ports.get(port.index()).map_or(0, |p| p.egress.line_free_at_ns())
+    pub fn line_free_at(&self, port: PortId) -> Instant {
+        self.ports.get(port.index()).map_or(Instant::ZERO, |p| p.egress.line_free_at())
     }
 
-    /// Ports with something to send at `now_ns` (a PFC frame or an eligible queue, line free).
-    pub fn ports_ready(&self, now_ns: u64) -> Vec<PortId> {
+    /// Ports with something to send at `now` (a PFC frame or an eligible queue, line free).
+    pub fn ports_ready(&self, now: Instant) -> Vec<PortId> {
         PortId::all(self.ports.len())
-            .filter(|&p| self.port_ready_at(p, now_ns).is_some_and(|t| t <= now_ns))
+            .filter(|&p| self.port_ready_at(p, now).is_some_and(|t| t <= now))
             .collect()
     }
 
     /// Runs whatever is due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let now_ns = now.as_ns();
-        self.note_time(now_ns);
+        self.note_time(now);
         for state in &mut self.ports {
-            state.pfc.settle(Instant::from_ns(now_ns));
+            state.pfc.settle(now);
         }
         if self.watchdog.next_poll_at().is_some_and(|t| t <= now) {
             self.poll_watchdog(now);
         }
-        if self.next_fdb_sweep_ns.is_some_and(|t| t <= now_ns) {
-            for (vid, mac) in self.fdb.age(now_ns, self.config.switch.fdb_aging_ns) {
+        if self.next_fdb_sweep.is_some_and(|t| t <= now) {
+            for (vid, mac) in self.fdb.age(now, self.config.switch.fdb_aging) {
                 self.push_event(Event::FdbAged { vid, mac });
             }
-            self.next_fdb_sweep_ns = sweep_interval(self.config.switch.fdb_aging_ns).map(|i| now_ns + i);
+            self.next_fdb_sweep = sweep_interval(self.config.switch.fdb_aging).map(|i| now + i);
         }
-        if self.next_neigh_sweep_ns.is_some_and(|t| t <= now_ns) {
-            for ip in self.neighbors.age(now_ns, self.config.switch.neigh_aging_ns) {
+        if self.next_neigh_sweep.is_some_and(|t| t <= now) {
+            for ip in self.neighbors.age(now, self.config.switch.neigh_aging) {
                 self.push_event(Event::NeighborAged { ip });
             }
-            self.arp_pending.retain(|_, sent| now_ns.saturating_sub(*sent) < ARP_RETRY_NS);
-            self.next_neigh_sweep_ns = sweep_interval(self.config.switch.neigh_aging_ns).map(|i| now_ns + i);
+            self.arp_pending.retain(|_, sent| now.saturating_since(*sent) < ARP_RETRY);
+            self.next_neigh_sweep = sweep_interval(self.config.switch.neigh_aging).map(|i| now + i);
         }
         self.refresh_readiness();
     }
@@ -623,11 +618,11 @@ impl Switch {
         let mut c = state.counters.clone();
         c.pfc = state.pfc.counters;
         for (p, pfc) in c.pfc.iter_mut().enumerate() {
-            pfc.rx_pause_ns = state.pfc.paused_ns(p, Instant::from_ns(self.now_ns));
+            pfc.rx_pause_ns = state.pfc.paused_ns(p, self.now);
         }
         c.pfc_wd = std::array::from_fn(|q| {
             let q = q as u8;
-            self.watchdog.counters_now(port, q, &self.observe_queue(port, q, q, self.now_ns))
+            self.watchdog.counters_now(port, q, &self.observe_queue(port, q, q, self.now))
         });
         Some(c)
     }
@@ -689,6 +684,6 @@ impl Switch {
 }
 
 /// How often an aging sweep runs: an eighth of the aging time, at least a second; `None` when disabled.
-fn sweep_interval(aging_ns: u64) -> Option<u64> {
-    (aging_ns > 0).then(|| (aging_ns / 8).max(1_000_000_000).min(aging_ns))
+fn sweep_interval(aging: Nanos) -> Option<Nanos> {
+    (!aging.is_zero()).then(|| (aging / 8).max(Nanos::from_ms(1_000)).min(aging))
 }

@@ -11,11 +11,12 @@
 
 use super::Switch;
 use crate::model::PortId;
+use crate::time::Instant;
 
 /// The cache: per port, the readiness computed after its latest change, unless it changed since.
 #[derive(Debug, Default)]
 pub(super) struct Readiness {
-    at: Vec<Option<u64>>,
+    at: Vec<Option<Instant>>,
     stale: Vec<bool>,
     stale_ports: Vec<PortId>,
 }
@@ -52,7 +53,7 @@ impl Switch {
 
     /// Computes the readiness of the ports that changed, at the latest time the switch was given.
     pub(super) fn refresh_readiness(&mut self) {
-        let now = self.now_ns;
+        let now = self.now;
         let mut stale = std::mem::take(&mut self.readiness.stale_ports);
         for &port in &stale {
             let at = self.port_ready_at(port, now);
@@ -63,15 +64,15 @@ impl Switch {
         self.readiness.stale_ports = stale;
     }
 
-    /// The earliest [`port_ready_at`](Self::port_ready_at) of all ports at `now_ns`, from the cache where
+    /// The earliest [`port_ready_at`](Self::port_ready_at) of all ports at `now`, from the cache where
     /// it holds.
-    pub(super) fn earliest_ready_at(&self, now_ns: u64) -> Option<u64> {
-        let mut earliest: Option<u64> = None;
+    pub(super) fn earliest_ready_at(&self, now: Instant) -> Option<Instant> {
+        let mut earliest: Option<Instant> = None;
         for (port, (&at, &stale)) in self.readiness.at.iter().zip(&self.readiness.stale).enumerate() {
-            let ready = if !stale && at.is_none_or(|t| t > now_ns) {
+            let ready = if !stale && at.is_none_or(|t| t > now) {
                 at
             } else {
-                self.port_ready_at(PortId::new(port), now_ns)
+                self.port_ready_at(PortId::new(port), now)
             };
             earliest = match (earliest, ready) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -80,20 +81,20 @@ impl Switch {
         }
         debug_assert_eq!(
             earliest,
-            PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now_ns)).min(),
+            PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now)).min(),
             "cached port readiness"
         );
         earliest
     }
 
-    /// The first port from `from` on that [`poll_transmit`](Self::poll_transmit) at `now_ns` may have a
+    /// The first port from `from` on that [`poll_transmit`](Self::poll_transmit) at `now` may have a
     /// frame for: the ports passed over have nothing due (polling them would return `None` and change
     /// nothing). A driver polls these instead of every port.
-    pub fn next_port_to_poll(&self, from: usize, now_ns: u64) -> Option<PortId> {
+    pub fn next_port_to_poll(&self, from: usize, now: Instant) -> Option<PortId> {
         let (at, stale) = (&self.readiness.at, &self.readiness.stale);
-        let port = (from..at.len()).find(|&p| stale[p] || at[p].is_some_and(|t| t <= now_ns))?;
+        let port = (from..at.len()).find(|&p| stale[p] || at[p].is_some_and(|t| t <= now))?;
         debug_assert!(
-            (from..port).all(|p| self.port_ready_at(PortId::new(p), now_ns).is_none_or(|t| t > now_ns)),
+            (from..port).all(|p| self.port_ready_at(PortId::new(p), now).is_none_or(|t| t > now)),
             "a port passed over has something due"
         );
         Some(PortId::new(port))

@@ -12,7 +12,7 @@ const HOST_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
 /// The TH BALANCED profile with a host behind Ethernet8 (learnt from its ARP request).
 fn switch_with_host() -> Switch {
     let mut sw = Switch::new();
-    sw.apply(&ConfigDb::from_yaml_str(TH_YAML).unwrap(), 0).unwrap();
+    sw.apply(&ConfigDb::from_yaml_str(TH_YAML).unwrap(), Instant::ZERO).unwrap();
     let arp = ArpRepr {
         operation: ArpOperation::Request,
         source_hardware_addr: HOST_MAC,
@@ -66,13 +66,13 @@ fn a_port_asserts_pfc_while_its_pg_is_in_xoff_and_its_link_is_up() {
     assert_eq!(xoff_events(&mut sw), 1);
 
     // Down: the port sends nothing, PFC included; the buffer still holds the PG in XOFF.
-    sw.set_port_oper(e0, false, 3_000);
+    sw.set_port_oper(e0, false, Instant::from_ns(3_000));
     assert_eq!(sw.pfc_state(e0).unwrap().0, 0);
     assert_eq!(sw.mmu().xoff_pgs(e0), 1 << 3);
     assert!(sw.poll_transmit(e0, Instant::from_ns(3_000)).is_none());
 
     // Back up with the PG still above its XON point: the peer is paused again at once.
-    sw.set_port_oper(e0, true, 4_000);
+    sw.set_port_oper(e0, true, Instant::from_ns(4_000));
     assert_eq!(sw.pfc_state(e0).unwrap().0, 1 << 3);
     assert_eq!(xoff_events(&mut sw), 1);
     let pfc = sw.poll_transmit(e0, Instant::from_ns(4_000)).expect("an XOFF frame is due");

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::model::config::unprintable;
+use crate::time::Nanos;
 
 impl<'a> Compiler<'a> {
     /// Tables the model reads or defers are fine; another SONiC table is accepted and reported once as
@@ -66,10 +67,10 @@ impl<'a> Compiler<'a> {
             }
             self.check_fields(e, SWITCH_FIELDS);
             if let Some(secs) = self.optional(e, "fdb_aging_time", parse_aging_secs) {
-                settings.fdb_aging_ns = secs * NS_PER_SEC;
+                settings.fdb_aging = Nanos::from_ns(secs * NS_PER_SEC);
             }
             if let Some(secs) = self.optional(e, "neigh_aging_time", parse_aging_secs) {
-                settings.neigh_aging_ns = secs * NS_PER_SEC;
+                settings.neigh_aging = Nanos::from_ns(secs * NS_PER_SEC);
             }
             let actions = [("flood", FdbMissAction::Flood), ("drop", FdbMissAction::Drop)];
             if let Some(action) = self.optional(e, "lossy_fdb_miss_action", |v| parse_keyword(v, &actions)) {

@@ -76,7 +76,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// conservation: None at a free line means every non-blocked non-empty queue is shaper-limited).
 fn checked_dequeue(
     s: &mut Scheduler<Pkt>,
-    now: u64,
+    now: Instant,
     blocked: u8,
     last_seq: &mut [Option<u64>; QUEUES],
     out: &mut Vec<u64>,
@@ -85,7 +85,7 @@ fn checked_dequeue(
     let any_waiting = (0..8u8).any(|q| blocked & (1 << q) == 0 && s.len(q) > 0);
     prop_assert_eq!(ready.is_some(), any_waiting);
     prop_assert!(ready.is_none_or(|t| t >= now));
-    let line_free = now >= s.line_free_at_ns();
+    let line_free = now >= s.line_free_at();
     match s.dequeue(now, blocked) {
         Some((q, p)) => {
             prop_assert_eq!(ready, Some(now));
@@ -128,7 +128,7 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..400),
     ) {
         let mut s = Scheduler::new(settings.clone());
-        let mut now = 0u64;
+        let mut now = Instant::ZERO;
         let mut blocked = 0u8;
         let mut seq = 0u64;
         let mut accepted = Vec::new();
@@ -162,7 +162,7 @@ proptest! {
                     }
                 }
                 Op::Block(mask) => blocked = mask,
-                Op::Advance(dt) => now += dt,
+                Op::Advance(dt) => now += Nanos::from_ns(dt),
                 Op::Flush(queue) => {
                     let items = s.flush(queue);
                     for p in items {

@@ -8,6 +8,7 @@ mod scheduling;
 
 use super::*;
 use crate::model::config::AsicFamily;
+use crate::time::Nanos;
 
 fn mac(text: &str) -> EthernetAddress {
     text.parse().unwrap()
@@ -132,8 +133,8 @@ fn full_config_switch_and_ports() {
     assert_eq!(warnings, vec![]);
     assert_eq!(config.device_mac, mac("02:00:00:00:00:aa"));
     let switch = SwitchSettings {
-        fdb_aging_ns: 300 * NS_PER_SEC,
-        neigh_aging_ns: 0,
+        fdb_aging: Nanos::from_ns(300 * NS_PER_SEC),
+        neigh_aging: Nanos::ZERO,
         lossy_fdb_miss_action: FdbMissAction::Drop,
         lossless_fdb_miss_action: FdbMissAction::Flood,
         ecmp_hash_seed: 12345,
