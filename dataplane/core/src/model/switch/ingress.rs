@@ -90,9 +90,28 @@ impl Switch {
             self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port: self.port_name(port) });
         }
 
-        let udp_dport = view.ip.and_then(|ip| ip.udp_ports).map(|(_, dst)| dst);
         let pcp = view.vlan.map(|t| t.pcp);
-        let class = classify(&self.config.qos[port.index()], pcp, view.ip.map(|ip| ip.dscp), udp_dport);
+        let dscp = view.ip.map(|ip| ip.dscp);
+        // An IP packet on a port without border rules or a PCP map: its DSCP's entry in the port's table.
+        let class = match dscp.and_then(|d| self.derived.dscp_class(port, d)) {
+            Some(class) => {
+                debug_assert_eq!(
+                    class,
+                    classify(
+                        &self.config.qos[port.index()],
+                        pcp,
+                        dscp,
+                        view.ip.and_then(|ip| ip.udp_ports).map(|p| p.1)
+                    ),
+                    "the port's DSCP table"
+                );
+                class
+            }
+            None => {
+                let udp_dport = view.ip.and_then(|ip| ip.udp_ports).map(|(_, dst)| dst);
+                classify(&self.config.qos[port.index()], pcp, dscp, udp_dport)
+            }
+        };
         let pg = &mut self.ports[port.index()].counters.pgs[usize::from(class.pg)];
         pg.packets += 1;
         pg.bytes += len;
