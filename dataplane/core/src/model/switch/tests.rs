@@ -147,3 +147,10 @@ fn cached_next_hops_follow_fdb_moves_neighbour_changes_and_flushes() {
     assert_eq!(route_one(&mut sw, 70_000), None);
     assert_eq!(sw.ledger().dropped, dropped + 1);
 }
+
+#[test]
+fn a_queued_frame_stays_small() {
+    // The scheduler moves every queued frame on enqueue and dequeue: a guard against its allocation
+    // growing back (it was 152 bytes; the frame's Vec is 24 of them).
+    assert!(std::mem::size_of::<QueuedFrame>() <= 88, "{} bytes", std::mem::size_of::<QueuedFrame>());
+}
