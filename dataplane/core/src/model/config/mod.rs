@@ -635,7 +635,7 @@ impl RifId {
 
     /// The position in [`SwitchConfig::interfaces`].
     pub const fn index(self) -> usize {
-        self.0 as usize
+        self.0
     }
 }
 
