@@ -25,6 +25,9 @@ pub struct FdbEntry {
 #[derive(Debug, Clone, Default)]
 pub struct Fdb {
     entries: HashMap<u64, FdbEntry>,
+    /// Counts the changes to what the table answers (entries added, moved or removed), not refreshes:
+    /// what a cache of lookups compares ([`Fdb::version`]).
+    version: u64,
 }
 
 /// (VLAN ID, MAC) as one key: the VID above the 48 bits of the MAC, so keys order as the pairs do.
@@ -40,6 +43,12 @@ fn fdb_pair(key: u64) -> (u16, EthernetAddress) {
 }
 
 impl Fdb {
+    /// Changes with every entry added, moved or removed (not with a refresh of `last_seen_ns`): a lookup
+    /// answered while the version was v answers the same while it still is v.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     pub fn lookup(&self, vid: u16, mac: EthernetAddress) -> Option<&FdbEntry> {
         self.entries.get(&fdb_key(vid, mac))
     }
@@ -53,10 +62,12 @@ impl Fdb {
                 let moved = e.port != port;
                 e.port = port;
                 e.last_seen = now;
+                self.version += u64::from(moved);
                 moved
             }
             None => {
                 self.entries.insert(fdb_key(vid, mac), FdbEntry { port, last_seen: now, is_static: false });
+                self.version += 1;
                 true
             }
         }
@@ -64,6 +75,7 @@ impl Fdb {
 
     pub fn insert_static(&mut self, vid: u16, mac: EthernetAddress, port: PortId) {
         self.entries.insert(fdb_key(vid, mac), FdbEntry { port, last_seen: Instant::ZERO, is_static: true });
+        self.version += 1;
     }
 
     /// Removes dynamic entries idle for `aging` or longer; returns them.
@@ -76,6 +88,7 @@ impl Fdb {
             }
             keep
         });
+        self.version += u64::from(!aged.is_empty());
         aged.sort();
         aged
     }
@@ -87,6 +100,7 @@ impl Fdb {
             let v = fdb_pair(key).0;
             e.is_static || vid.is_some_and(|x| x != v) || port.is_some_and(|p| p != e.port)
         });
+        self.version += 1;
         before - self.entries.len()
     }
 
@@ -98,6 +112,7 @@ impl Fdb {
                 self.entries.entry(key).or_insert(FdbEntry { port, ..*e });
             }
         }
+        self.version += 1;
     }
 
     /// Keeps only the entries for which `keep` holds.
@@ -106,6 +121,7 @@ impl Fdb {
             let (v, m) = fdb_pair(key);
             keep(v, m, e)
         });
+        self.version += 1;
     }
 
     pub fn len(&self) -> usize {
@@ -145,9 +161,16 @@ pub struct Neighbor {
 #[derive(Debug, Clone, Default)]
 pub struct Neighbors {
     entries: HashMap<IpAddr, Neighbor>,
+    /// As [`Fdb`]'s: counts entries added, changed or removed, not refreshes.
+    version: u64,
 }
 
 impl Neighbors {
+    /// Changes with every entry added, changed (MAC or interface) or removed, not with a refresh.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     pub fn lookup(&self, ip: IpAddr) -> Option<&Neighbor> {
         self.entries.get(&ip)
     }
@@ -160,10 +183,12 @@ impl Neighbors {
             Some(n) => {
                 let changed = n.mac != mac || n.rif != rif;
                 *n = Neighbor { mac, rif, last_seen: now, is_static: false };
+                self.version += u64::from(changed);
                 changed
             }
             None => {
                 self.entries.insert(ip, Neighbor { mac, rif, last_seen: now, is_static: false });
+                self.version += 1;
                 true
             }
         }
@@ -171,6 +196,7 @@ impl Neighbors {
 
     pub fn insert_static(&mut self, ip: IpAddr, mac: EthernetAddress, rif: RifId) {
         self.entries.insert(ip, Neighbor { mac, rif, last_seen: Instant::ZERO, is_static: true });
+        self.version += 1;
     }
 
     /// Removes dynamic entries idle for `aging` or longer; returns their addresses.
@@ -183,6 +209,7 @@ impl Neighbors {
             }
             keep
         });
+        self.version += u64::from(!aged.is_empty());
         aged.sort();
         aged
     }
@@ -191,6 +218,7 @@ impl Neighbors {
     pub fn flush(&mut self) -> usize {
         let before = self.entries.len();
         self.entries.retain(|_, n| n.is_static);
+        self.version += 1;
         before - self.entries.len()
     }
 
@@ -206,10 +234,12 @@ impl Neighbors {
                 self.entries.entry(ip).or_insert(Neighbor { rif, ..*n });
             }
         }
+        self.version += 1;
     }
 
     pub fn retain(&mut self, mut keep: impl FnMut(IpAddr, &mut Neighbor) -> bool) {
         self.entries.retain(|&ip, n| keep(ip, n));
+        self.version += 1;
     }
 
     pub fn len(&self) -> usize {

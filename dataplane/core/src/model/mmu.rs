@@ -53,6 +53,23 @@ pub use observe::{
 /// A pool's identity that survives reconfiguration (pools are matched by name).
 pub type PoolId = usize;
 
+/// A [`PoolId`] kept in 32 bits inside an [`Allocation`], which every queued frame carries (and the
+/// packet path moves several times).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocPool(u32);
+
+impl AllocPool {
+    fn new(pool: PoolId) -> AllocPool {
+        // A configuration cannot hold 2^32 pools: the pool table would not fit in memory first.
+        AllocPool(u32::try_from(pool).expect("fewer than 2^32 buffer pools"))
+    }
+
+    /// The pool's [`PoolId`].
+    pub fn index(self) -> PoolId {
+        self.0 as PoolId
+    }
+}
+
 /// The most buffer partitions a personality has.
 pub const MAX_PARTITIONS: usize = super::config::asic::MAX_PARTITIONS;
 
@@ -68,7 +85,8 @@ pub struct Allocation {
 pub struct IngressAlloc {
     pub port: PortId,
     pub pg: u8,
-    pub pool: PoolId,
+    /// The [`PoolId`] in 32 bits ([`AllocPool::index`]): every queued frame carries its allocation.
+    pub pool: AllocPool,
     /// The buffer partition the frame is in.
     pub partition: u8,
     pub cells: u32,
@@ -80,7 +98,7 @@ pub struct IngressAlloc {
 pub struct EgressAlloc {
     pub port: PortId,
     pub queue: u8,
-    pub pool: PoolId,
+    pub pool: AllocPool,
     pub partition: u8,
     pub cells: u32,
     /// (reserved, shared) at admission.
@@ -319,7 +337,7 @@ impl Mmu {
             self.pg_changed(a.port, a.pg);
             xoff = self.update_xoff(a.port, a.pg);
             if a.regions.1 > 0 {
-                self.raise_crossed(a.port, a.pg, a.pool, a.partition);
+                self.raise_crossed(a.port, a.pg, a.pool.index(), a.partition);
             }
         }
         if let Some(a) = egress_alloc {
@@ -353,7 +371,7 @@ impl Mmu {
         let mut alloc = IngressAlloc {
             port,
             pg: pg & 7,
-            pool: prof.pool,
+            pool: AllocPool::new(prof.pool),
             partition,
             cells: c as u32,
             regions: (reserved as u32, 0, 0),
@@ -412,7 +430,7 @@ impl Mmu {
         Ok(Some(IngressAlloc {
             port,
             pg: pg & 7,
-            pool: prof.pool,
+            pool: AllocPool::new(prof.pool),
             partition,
             cells: c as u32,
             regions: (region.0 as u32, region.1 as u32, region.2 as u32),
@@ -433,7 +451,7 @@ impl Mmu {
         let alloc = |shared: u64| EgressAlloc {
             port,
             queue: queue & 7,
-            pool: prof.pool,
+            pool: AllocPool::new(prof.pool),
             partition,
             cells: c as u32,
             regions: (reserved as u32, shared as u32),
@@ -456,11 +474,11 @@ impl Mmu {
         let partitions = self.personality.partitions();
         let (reserved, shared, headroom) =
             (u64::from(a.regions.0), u64::from(a.regions.1), u64::from(a.regions.2));
-        let shared_headroom = self.pools[a.pool].headroom_size > 0;
+        let shared_headroom = self.pools[a.pool.index()].headroom_size > 0;
         let pooled_reserve = self.reserve_in_pool();
         let port = &mut self.ports[a.port.index()];
         let pooled = shared + if pooled_reserve { reserved } else { 0 };
-        port.shared_by_pool[a.pool] += pooled;
+        port.shared_by_pool[a.pool.index()] += pooled;
         let pg = &mut port.pgs[usize::from(a.pg)];
         pg.reserved_used += reserved;
         pg.shared_used += shared;
@@ -470,7 +488,7 @@ impl Mmu {
             pg.wm_shared[k] = pg.wm_shared[k].max(pg.shared_used);
             pg.wm_headroom[k] = pg.wm_headroom[k].max(pg.headroom_used);
         }
-        let pool = &mut self.pools[a.pool];
+        let pool = &mut self.pools[a.pool.index()];
         pool.shared_used[usize::from(a.partition)] += pooled;
         if shared_headroom {
             pool.headroom_used[usize::from(a.partition)] += headroom;
@@ -499,7 +517,7 @@ impl Mmu {
     fn take_egress(&mut self, a: EgressAlloc) {
         let (reserved, shared) = (u64::from(a.regions.0), u64::from(a.regions.1));
         let port = &mut self.ports[a.port.index()];
-        port.shared_by_pool[a.pool] += shared;
+        port.shared_by_pool[a.pool.index()] += shared;
         let q = &mut port.queues[usize::from(a.queue)];
         q.reserved_used += reserved;
         q.shared_used += shared;
@@ -507,7 +525,7 @@ impl Mmu {
         for k in 0..2 {
             q.wm_shared[k] = q.wm_shared[k].max(q.shared_used);
         }
-        let pool = &mut self.pools[a.pool];
+        let pool = &mut self.pools[a.pool.index()];
         pool.shared_used[usize::from(a.partition)] += shared;
         if shared > 0 {
             let shared_total = pool.shared_total();
@@ -529,12 +547,13 @@ impl Mmu {
             let shared = c.min(q.shared_used);
             sub(&mut q.shared_used, shared);
             sub(&mut q.reserved_used, c - shared);
-            sub(&mut port.shared_by_pool[a.pool], shared);
-            sub(&mut self.pools[a.pool].shared_used[usize::from(a.partition)], shared);
+            sub(&mut port.shared_by_pool[a.pool.index()], shared);
+            sub(&mut self.pools[a.pool.index()].shared_used[usize::from(a.partition)], shared);
         }
         let a = alloc.ingress.filter(|a| a.port.index() < self.ports.len())?;
         let k = usize::from(a.partition);
-        let shared_headroom = self.pools[a.pool].headroom_size > 0 || self.pools[a.pool].headroom_used[k] > 0;
+        let shared_headroom =
+            self.pools[a.pool.index()].headroom_size > 0 || self.pools[a.pool.index()].headroom_used[k] > 0;
         let pooled_reserve = self.reserve_in_pool();
         let port = &mut self.ports[a.port.index()];
         let pg = &mut port.pgs[usize::from(a.pg)];
@@ -553,8 +572,8 @@ impl Mmu {
         sub(&mut pg.shared_used, shared);
         sub(&mut pg.reserved_used, reserved);
         let pooled = shared + if pooled_reserve { reserved } else { 0 };
-        sub(&mut port.shared_by_pool[a.pool], pooled);
-        let pool = &mut self.pools[a.pool];
+        sub(&mut port.shared_by_pool[a.pool.index()], pooled);
+        let pool = &mut self.pools[a.pool.index()];
         sub(&mut pool.shared_used[k], pooled);
         if shared_headroom {
             sub(&mut pool.headroom_used[k], headroom);

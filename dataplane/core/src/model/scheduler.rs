@@ -493,12 +493,26 @@ impl<T: Queued> Scheduler<T> {
             }
             self.turn = None;
         }
+        let open = self.nonempty & !blocked & self.weighted_queues;
+        if open.is_power_of_two() {
+            // One weighted queue with items (the usual case of a lightly loaded port): the round below with
+            // a single candidate, without its arrays. It gets the visits its head needs, at least one.
+            let q = open.trailing_zeros() as usize;
+            let cost = unit.cost(self.eligible_head(q, now, blocked)?.wire_len());
+            let state = &mut self.queues[q];
+            let quantum = unit.quantum(state.settings.weight);
+            let visits = cost.saturating_sub(state.deficit).div_ceil(quantum).max(1);
+            state.deficit = state.deficit.saturating_add(visits.saturating_mul(quantum));
+            self.turn = Some(q);
+            self.last_visited = q;
+            return Some(q);
+        }
         // (queue, position in round order, quantum, visits needed)
         let mut candidates = [(0usize, 0usize, 0u64, 0u64); QUEUES];
         let mut count = 0;
         // The weighted queues with items, not blocked, in round order: bit i is position i of the round.
         let start = (self.last_visited + 1) % QUEUES;
-        let mut round = (self.nonempty & !blocked & self.weighted_queues).rotate_right(start as u32);
+        let mut round = open.rotate_right(start as u32);
         while round != 0 {
             let position = round.trailing_zeros() as usize;
             round &= round - 1;

@@ -18,11 +18,11 @@ pub fn sum(data: &[u8]) -> u16 {
 }
 
 /// Folds a 32-bit accumulator of 16-bit words into a 16-bit one's-complement sum.
-pub fn fold(mut acc: u32) -> u16 {
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
+pub fn fold(acc: u32) -> u16 {
+    // Two end-around carries always suffice: the first leaves at most 0xffff + 0xffff = 0x1fffe, the
+    // second at most 0xfffe + 1. (A fold of a value already below 0x10000 changes nothing.)
+    let acc = (acc & 0xffff) + (acc >> 16);
+    ((acc & 0xffff) + (acc >> 16)) as u16
 }
 
 /// Adds several partial one's-complement sums.
@@ -63,6 +63,16 @@ mod tests {
     }
 
     proptest! {
+        /// The two-step fold equals end-around carries repeated until the sum fits 16 bits.
+        #[test]
+        fn fold_matches_repeated_carries(acc in any::<u32>()) {
+            let mut expected = acc;
+            while expected > 0xffff {
+                expected = (expected & 0xffff) + (expected >> 16);
+            }
+            prop_assert_eq!(fold(acc), expected as u16);
+        }
+
         #[test]
         fn incremental_matches_full(mut data in proptest::collection::vec(any::<u8>(), 2..64), word in 0usize..32, new in any::<u16>()) {
             if data.len() % 2 == 1 { data.push(0); }

@@ -231,8 +231,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         if ttl == 0 {
             return 0;
         }
-        let word = u16::from_be_bytes([ttl - 1, self.buffer.as_ref()[field::PROTOCOL]]);
-        self.replace_word(field::TTL, word);
+        // The TTL/protocol word and the checksum at their fixed offsets in the 20-byte header, updated
+        // as `replace_word` does (RFC 1624), with one bounds check.
+        let header: &mut [u8; HEADER_LEN] =
+            (&mut self.buffer.as_mut()[..HEADER_LEN]).try_into().expect("a 20-byte slice");
+        let old = u16::from_be_bytes([ttl, header[field::PROTOCOL]]);
+        let new = old - 0x0100;
+        header[field::TTL] = ttl - 1;
+        let sum = checksum::update(u16::from_be_bytes([header[10], header[11]]), old, new);
+        header[10..12].copy_from_slice(&sum.to_be_bytes());
         ttl - 1
     }
 

@@ -77,6 +77,64 @@ impl Transit {
 /// The transit view of a frame (without FCS), with the checks and errors of
 /// [`decode_transit`](super::decode_transit). Never panics.
 pub fn transit(frame: &[u8]) -> Result<Transit> {
+    if let Some(view) = untagged_ipv4(frame) {
+        debug_assert_eq!(Ok(view), transit_layers(frame), "the IPv4 fast path disagrees");
+        return Ok(view);
+    }
+    transit_layers(frame)
+}
+
+/// The common frame on a RoCE fabric, read with fixed offsets: untagged IPv4 without options, every
+/// check of [`transit_layers`] passing (length, version, IHL, total length, header checksum). `None` for
+/// anything else, which [`transit_layers`] reads (and rejects with its errors).
+fn untagged_ipv4(frame: &[u8]) -> Option<Transit> {
+    const IP: usize = ethernet::HEADER_LEN;
+    let header: &[u8; 20] = frame.get(IP..IP + 20)?.try_into().ok()?;
+    if frame[12..14] != [0x08, 0x00] || header[0] != 0x45 {
+        return None;
+    }
+    let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
+    if total_len < 20 || total_len > frame.len() - IP {
+        return None;
+    }
+    let mut sum = 0u32;
+    for word in header.chunks_exact(2) {
+        sum += u32::from(u16::from_be_bytes([word[0], word[1]]));
+    }
+    if super::checksum::fold(sum) != 0xffff {
+        return None;
+    }
+    let protocol = Protocol::from(header[9]);
+    // More fragments (0x2000) or a fragment offset (0x1fff): a fragment, whose ports are not read.
+    let fragment = u16::from_be_bytes([header[6], header[7]]) & 0x3fff != 0;
+    let mac = |at: usize| {
+        EthernetAddress([
+            frame[at],
+            frame[at + 1],
+            frame[at + 2],
+            frame[at + 3],
+            frame[at + 4],
+            frame[at + 5],
+        ])
+    };
+    let addr = |at: usize| IpAddr::from([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    Some(Transit {
+        src_addr: mac(6),
+        dst_addr: mac(0),
+        vlan: None,
+        ip: Some(IpFields {
+            src_addr: addr(12),
+            dst_addr: addr(16),
+            protocol,
+            ttl: header[8],
+            dscp: super::ip::split_ds(header[1]).0,
+            udp_ports: if fragment { None } else { udp_ports(protocol, &frame[IP + 20..IP + total_len]) },
+        }),
+    })
+}
+
+/// [`transit()`] layer by layer, for any frame.
+fn transit_layers(frame: &[u8]) -> Result<Transit> {
     let eth = EthernetFrame::new_checked(frame)?;
     let (vlan, ethertype, l3_offset) = match eth.ethertype() {
         EtherType::Vlan => {
@@ -279,6 +337,17 @@ mod tests {
                 }
             }
             agree(&real);
+            // The same mutations with a valid header checksum, so that changed header fields (version,
+            // IHL, lengths, fragments, protocol) reach the fixed-offset IPv4 path and its fall-back.
+            let mut resummed = real.clone();
+            if resummed.len() >= 14 + 20 {
+                resummed[24..26].fill(0);
+                let ihl = usize::from(resummed[14] & 0x0f) * 4;
+                let header = &resummed[14..(14 + ihl.max(20)).min(resummed.len())];
+                let sum = crate::wire::checksum::checksum(header);
+                resummed[24..26].copy_from_slice(&sum.to_be_bytes());
+                agree(&resummed);
+            }
             real.truncate(cut);
             agree(&real);
         }

@@ -214,25 +214,27 @@ pub struct Compiled {
 /// A port of the switch: its position in [`SwitchConfig::ports`] (ports are ordered by name, `Ethernet4`
 /// before `Ethernet12`). A type of its own so that a queue, PG or priority number cannot pass for a port;
 /// [`PortId::index`] indexes per-port vectors. Outside the model a port is named by its SONiC name
-/// ([`Switch::port_id`](crate::model::Switch::port_id) finds it).
+/// ([`Switch::port_id`](crate::model::Switch::port_id) finds it). Kept in 32 bits: it is in every queued
+/// frame's buffer allocation, which the packet path moves several times per frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PortId(usize);
+pub struct PortId(u32);
 
 impl PortId {
     /// The port at this position in [`SwitchConfig::ports`]: for where a raw position genuinely enters
     /// (compiling a configuration, the simulator's port numbers, tests).
     pub const fn new(index: usize) -> PortId {
-        PortId(index)
+        assert!(index <= u32::MAX as usize, "port index beyond 32 bits");
+        PortId(index as u32)
     }
 
     /// The position in [`SwitchConfig::ports`], for indexing per-port vectors.
     pub const fn index(self) -> usize {
-        self.0
+        self.0 as usize
     }
 
     /// Every port of a switch with `count` ports, in order.
     pub fn all(count: usize) -> impl DoubleEndedIterator<Item = PortId> + ExactSizeIterator + Clone {
-        (0..count).map(PortId)
+        (0..count).map(PortId::new)
     }
 }
 

@@ -86,25 +86,29 @@ impl Mmu {
     /// A PG's usage, partition or XOFF state changed: its place in the raisable set, and its XON
     /// threshold if it is in XOFF, follow.
     pub(super) fn pg_changed(&mut self, port: PortId, pg: u8) {
-        let state = *self.pg(port, pg);
-        if state.dynamic_slot != NO_SLOT
-            && let Some(prof) = state.profile
+        // The fields read, not a copy of the whole state (a profile and watermarks): this runs on every
+        // admission and release of a managed PG.
+        let state = self.pg(port, pg);
+        let (pool, partition, xoff) = (state.profile.map(|p| p.pool), state.partition, state.xoff);
+        let (dynamic_slot, xoff_slot) = (state.dynamic_slot, state.xoff_slot as usize);
+        let raisable = state.shared_used > 0 && !xoff;
+        let xon_below = if xoff { self.xon_below(state) } else { 0 };
+        if dynamic_slot != NO_SLOT
+            && let Some(pool) = pool
         {
-            let (word, bit) = (state.dynamic_slot as usize / 64, state.dynamic_slot % 64);
-            let words = &mut self.raisable[prof.pool];
-            if state.shared_used > 0 && !state.xoff {
+            let (word, bit) = (dynamic_slot as usize / 64, dynamic_slot % 64);
+            let words = &mut self.raisable[pool];
+            if raisable {
                 words[word] |= 1 << bit;
             } else {
                 words[word] &= !(1 << bit);
             }
         }
-        if state.xoff {
-            let xon_below = self.xon_below(&state);
-            let pool = state.profile.map(|p| p.pool);
-            let entry = &mut self.in_xoff[state.xoff_slot as usize];
-            (entry.pool, entry.partition, entry.xon_below) = (pool, state.partition, xon_below);
+        if xoff {
+            let entry = &mut self.in_xoff[xoff_slot];
+            (entry.pool, entry.partition, entry.xon_below) = (pool, partition, xon_below);
             if let Some(pool) = pool {
-                let bound = &mut self.xon_bound[pool][usize::from(state.partition)];
+                let bound = &mut self.xon_bound[pool][usize::from(partition)];
                 *bound = (*bound).max(xon_below);
             }
         }

@@ -1,6 +1,7 @@
 //! Lookup structures derived from a configuration, built off the packet path by
 //! [`Switch::prepare`](super::Switch::prepare) and read on it: VLANs are found by indexing, not hashing.
 
+use super::super::classify::{Classification, classify};
 use super::super::config::{PortId, RifId, RifKind, SwitchConfig};
 use super::super::forwarding::RouteTable;
 
@@ -38,6 +39,9 @@ pub(super) struct Derived {
     vlan_slot: Vec<u16>,
     vlans: Vec<VlanInfo>,
     pub(super) routes: RouteTable,
+    /// Per port, the classification of an IP packet by its DSCP, when that is all classification reads
+    /// there (no border rules, no `dot1p_to_tc_map`); else `None` and [`classify`] runs per packet.
+    pub(super) dscp_classes: Vec<Option<Box<[Classification; 64]>>>,
 }
 
 impl Derived {
@@ -62,6 +66,14 @@ impl Derived {
             }
         }
         d.routes = RouteTable::for_config(config);
+        d.dscp_classes = config
+            .qos
+            .iter()
+            .map(|qos| {
+                (qos.border_rules.is_empty() && qos.dot1p_to_tc.is_none())
+                    .then(|| Box::new(std::array::from_fn(|d| classify(qos, None, Some(d as u8), None))))
+            })
+            .collect();
         for (i, rif) in config.interfaces.iter().enumerate() {
             match rif.kind {
                 RifKind::Port(p) => d.rif_by_port[p.index()] = Some(RifId::new(i)),
@@ -92,6 +104,11 @@ impl Derived {
     /// A port's membership of a VLAN.
     pub(super) fn membership(&self, vid: u16, port: PortId) -> Membership {
         self.vlan(vid).and_then(|v| v.members.get(port.index()).copied()).unwrap_or_default()
+    }
+
+    /// The classification of an IP packet with this DSCP on `port`, if the port's table answers it.
+    pub(super) fn dscp_class(&self, port: PortId, dscp: u8) -> Option<Classification> {
+        Some(self.dscp_classes.get(port.index())?.as_ref()?[usize::from(dscp & 63)])
     }
 
     /// A port is a tagged member of a VLAN.

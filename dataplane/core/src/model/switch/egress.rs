@@ -9,15 +9,11 @@ use crate::model::wred::{self, Colour, WredAction};
 use crate::wire::ip::Ecn;
 use crate::wire::{MacControlRepr, mac_control};
 
-/// A frame waiting in an egress queue, with the buffer cells it holds.
+/// A frame waiting in an egress queue, with the buffer cells it holds: only what leaving the queue needs
+/// (the frame, and the cells to give back), since the scheduler moves it on enqueue and dequeue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedFrame {
     pub frame: Vec<u8>,
-    /// The port it came in on (`None` for frames the switch originates).
-    pub ingress_port: Option<PortId>,
-    pub tc: u8,
-    pub pg: u8,
-    pub enqueued: Instant,
     pub alloc: Allocation,
 }
 
@@ -166,14 +162,7 @@ impl Switch {
                 _ => {}
             }
         }
-        let item = QueuedFrame {
-            frame,
-            ingress_port: meta.ingress,
-            tc: class.tc,
-            pg: class.pg,
-            enqueued: now,
-            alloc,
-        };
+        let item = QueuedFrame { frame, alloc };
         self.touch_port(out);
         if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now) {
             // The strict queue's policer refused it.

@@ -89,9 +89,28 @@ impl Switch {
             self.push_event(Event::FdbLearned { vid: v, mac: src_mac, port: self.port_name(port) });
         }
 
-        let udp_dport = view.ip.and_then(|ip| ip.udp_ports).map(|(_, dst)| dst);
         let pcp = view.vlan.map(|t| t.pcp);
-        let class = classify(&self.config.qos[port.index()], pcp, view.ip.map(|ip| ip.dscp), udp_dport);
+        let dscp = view.ip.map(|ip| ip.dscp);
+        // An IP packet on a port without border rules or a PCP map: its DSCP's entry in the port's table.
+        let class = match dscp.and_then(|d| self.derived.dscp_class(port, d)) {
+            Some(class) => {
+                debug_assert_eq!(
+                    class,
+                    classify(
+                        &self.config.qos[port.index()],
+                        pcp,
+                        dscp,
+                        view.ip.and_then(|ip| ip.udp_ports).map(|p| p.1)
+                    ),
+                    "the port's DSCP table"
+                );
+                class
+            }
+            None => {
+                let udp_dport = view.ip.and_then(|ip| ip.udp_ports).map(|(_, dst)| dst);
+                classify(&self.config.qos[port.index()], pcp, dscp, udp_dport)
+            }
+        };
         let pg = &mut self.ports[port.index()].counters.pgs[usize::from(class.pg)];
         pg.packets += 1;
         pg.bytes += len;
@@ -249,9 +268,21 @@ impl Switch {
     fn route(&mut self, port: PortId, mut frame: Vec<u8>, ip: Option<IpFields>, meta: Meta, now: Instant) {
         let Some(ip) = ip else { return self.drop_ingress(port, DropReason::NoL3Header) };
         let (dst, ttl) = (ip.dst_addr, ip.ttl);
-        let (src_port, dst_port) = ip.udp_ports.unwrap_or((0, 0));
-        let flow = FlowKey { src: ip.src_addr, dst, protocol: ip.protocol.into(), src_port, dst_port };
-        let (next_hop, rif) = match self.derived.routes.lookup(dst) {
+        // The common case in one probe (`nexthop.rs`): a route with one next hop, resolved, its port known.
+        // What follows the lookup is what the full way below does in that case.
+        if let Some(hop) = self.cached_next_hop(dst) {
+            if ttl <= 1 {
+                return self.drop_ingress(port, DropReason::Ttl);
+            }
+            return self.rewrite_and_forward(port, hop, frame, &ip, meta, now);
+        }
+        let action = self.derived.routes.lookup(dst);
+        let cacheable = match action {
+            Some(RouteAction::Connected(_)) => true,
+            Some(RouteAction::NextHops(hops)) => hops.len() == 1,
+            _ => false,
+        };
+        let (next_hop, rif) = match action {
             None if dst.is_ipv4() => return self.drop_ingress(port, DropReason::Lpm4Miss),
             None => return self.drop_ingress(port, DropReason::Lpm6Miss),
             Some(RouteAction::Local) => return self.trap(port),
@@ -266,6 +297,9 @@ impl Switch {
                     RifKind::Vlan(_) => true,
                 };
                 let up = hops.iter().filter(live).count();
+                let (src_port, dst_port) = ip.udp_ports.unwrap_or((0, 0));
+                let flow =
+                    FlowKey { src: ip.src_addr, dst, protocol: ip.protocol.into(), src_port, dst_port };
                 let hash = flow.hash(self.config.switch.ecmp_hash_seed);
                 if up == hops.len() || up == 0 {
                     hops[(hash % hops.len() as u64) as usize]
@@ -282,27 +316,58 @@ impl Switch {
             return self.drop_ingress(port, DropReason::UnresolvedNextHop);
         };
         let iface = &self.config.interfaces[rif.index()];
-        let (out_mac, out_kind) = (iface.mac, iface.kind);
-        decrement_ttl(&mut frame, &ip);
-        let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
-        eth.set_src_addr(out_mac);
-        eth.set_dst_addr(neighbor.mac);
-        let ip_len = frame.len() - ethernet::HEADER_LEN;
-        match out_kind {
-            RifKind::Port(out) => self.forward_routed(port, out, None, frame, ip_len, meta, now),
+        let (src_mac, out_kind) = (iface.mac, iface.kind);
+        let (out, vid) = match out_kind {
+            RifKind::Port(out) => (out, None),
             RifKind::Vlan(v) => match self.fdb.lookup(v, neighbor.mac).map(|e| e.port) {
-                Some(out) => self.forward_routed(port, out, Some(v), frame, ip_len, meta, now),
-                None if self.is_lossless_in_vlan(v, meta.class.tc) => {
-                    match self.config.switch.lossless_fdb_miss_action {
-                        FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossless),
-                        FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now),
-                    }
+                Some(out) => (out, Some(v)),
+                None => {
+                    decrement_ttl(&mut frame, &ip);
+                    let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+                    eth.set_src_addr(src_mac);
+                    eth.set_dst_addr(neighbor.mac);
+                    return self.fdb_miss(port, v, frame, meta, now);
                 }
-                None => match self.config.switch.lossy_fdb_miss_action {
-                    FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossy),
-                    FdbMissAction::Flood => self.flood(port, v, None, frame, meta, now),
-                },
             },
+        };
+        let hop = NextHop { out, vid, src_mac, dst_mac: neighbor.mac };
+        if cacheable {
+            self.cache_next_hop(dst, hop);
+        }
+        self.rewrite_and_forward(port, hop, frame, &ip, meta, now);
+    }
+
+    /// A routed packet's next hop is known: TTL and MACs rewritten, on to its egress port.
+    fn rewrite_and_forward(
+        &mut self,
+        port: PortId,
+        hop: NextHop,
+        mut frame: Vec<u8>,
+        ip: &IpFields,
+        meta: Meta,
+        now: Instant,
+    ) {
+        decrement_ttl(&mut frame, ip);
+        let mut eth = EthernetFrame::new_unchecked(&mut frame[..]);
+        eth.set_src_addr(hop.src_mac);
+        eth.set_dst_addr(hop.dst_mac);
+        let ip_len = frame.len() - ethernet::HEADER_LEN;
+        self.forward_routed(port, hop.out, hop.vid, frame, ip_len, meta, now)
+    }
+
+    /// A routed packet's neighbour has no FDB entry in its VLAN: dropped or flooded as configured for its
+    /// class (lossless traffic is never flooded by default).
+    fn fdb_miss(&mut self, port: PortId, vid: u16, frame: Vec<u8>, meta: Meta, now: Instant) {
+        if self.is_lossless_in_vlan(vid, meta.class.tc) {
+            match self.config.switch.lossless_fdb_miss_action {
+                FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossless),
+                FdbMissAction::Flood => self.flood(port, vid, None, frame, meta, now),
+            }
+        } else {
+            match self.config.switch.lossy_fdb_miss_action {
+                FdbMissAction::Drop => self.drop_ingress(port, DropReason::FdbMissLossy),
+                FdbMissAction::Flood => self.flood(port, vid, None, frame, meta, now),
+            }
         }
     }
 

@@ -25,11 +25,13 @@ use std::net::IpAddr;
 mod derived;
 mod egress;
 mod ingress;
+mod nexthop;
 mod ready;
 #[cfg(test)]
 mod tests;
 
 use derived::{Derived, Membership};
+use nexthop::NextHop;
 
 pub use super::config::PortId;
 pub use egress::{QueuedFrame, WatermarksDump};
@@ -247,6 +249,8 @@ pub struct Switch {
     pg_scratch: Vec<(PortId, u8)>,
     /// Each port's next transmit instant, kept between calls (`ready.rs`).
     readiness: ready::Readiness,
+    /// Routed destinations' next hops, kept while the tables they come from are unchanged (`nexthop.rs`).
+    next_hops: nexthop::NextHopCache,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
     /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
@@ -307,6 +311,7 @@ impl Switch {
             now: Instant::ZERO,
             pg_scratch: Vec::new(),
             readiness: ready::Readiness::default(),
+            next_hops: nexthop::NextHopCache::default(),
             wd_masks: Vec::new(),
             drop_log: None,
         }

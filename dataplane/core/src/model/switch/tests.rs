@@ -87,3 +87,70 @@ fn a_port_asserts_pfc_while_its_pg_is_in_xoff_and_its_link_is_up() {
     }
     assert_eq!((sw.mmu().xoff_pgs(e0), sw.pfc_state(e0).unwrap().0), (0, 0));
 }
+
+/// Where the routed lossless frame of [`lossless_frame`] leaves, after it was handed to Ethernet0:
+/// (egress port, destination MAC), or `None` if it left nowhere.
+fn route_one(sw: &mut Switch, now: Instant) -> Option<(PortId, EthernetAddress)> {
+    let e0 = sw.port_id("Ethernet0").unwrap();
+    sw.handle_frame(e0, lossless_frame(), now);
+    PortId::all(sw.port_count()).find_map(|p| {
+        let t = sw.poll_transmit(p, now + Nanos::from_us(1))?;
+        Some((p, EthernetFrame::new_checked(&t.frame[..]).unwrap().dst_addr()))
+    })
+}
+
+/// Sends whatever every port holds (floods, ARP replies).
+fn drain(sw: &mut Switch, now: Instant) {
+    for p in PortId::all(sw.port_count()) {
+        let mut t = now;
+        while sw.port_backlog(p) > 0 {
+            sw.poll_transmit(p, t);
+            t += Nanos::from_us(1);
+        }
+    }
+}
+
+#[test]
+fn cached_next_hops_follow_fdb_moves_neighbour_changes_and_flushes() {
+    // The next-hop cache (`nexthop.rs`) must answer what the route, neighbour and FDB tables answer after
+    // each change; debug builds also compare every hit with the full computation.
+    let mut sw = switch_with_host();
+    let (e8, e12) = (sw.port_id("Ethernet8").unwrap(), sw.port_id("Ethernet12").unwrap());
+    assert_eq!(route_one(&mut sw, Instant::from_ns(10_000)), Some((e8, HOST_MAC)));
+    assert_eq!(route_one(&mut sw, Instant::from_ns(20_000)), Some((e8, HOST_MAC)), "the cached answer");
+
+    // The host moves to Ethernet12 (its next frame comes from there): the FDB entry moves.
+    let moved =
+        build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Unknown(0x88b5), &[0; 46]);
+    sw.handle_frame(e12, moved, Instant::from_ns(30_000));
+    drain(&mut sw, Instant::from_ns(31_000));
+    assert_eq!(route_one(&mut sw, Instant::from_ns(40_000)), Some((e12, HOST_MAC)));
+
+    // The address is now at another MAC (an ARP from it, on Ethernet12).
+    let new_mac = EthernetAddress([0x02, 0xbb, 0, 0, 0, 9]);
+    let arp = ArpRepr {
+        operation: ArpOperation::Request,
+        source_hardware_addr: new_mac,
+        source_protocol_addr: Ipv4Addr::new(192, 168, 0, 2),
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: Ipv4Addr::new(192, 168, 0, 1),
+    };
+    let request =
+        build::ethernet(new_mac, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp));
+    sw.handle_frame(e12, request, Instant::from_ns(50_000));
+    drain(&mut sw, Instant::from_ns(51_000));
+    assert_eq!(route_one(&mut sw, Instant::from_ns(60_000)), Some((e12, new_mac)));
+
+    // The FDB flushed: a lossless packet whose neighbour has no port is dropped (never flooded).
+    sw.flush_fdb(None, None);
+    let dropped = sw.ledger().dropped;
+    assert_eq!(route_one(&mut sw, Instant::from_ns(70_000)), None);
+    assert_eq!(sw.ledger().dropped, dropped + 1);
+}
+
+#[test]
+fn a_queued_frame_stays_small() {
+    // The scheduler moves every queued frame on enqueue and dequeue: a guard against its allocation
+    // growing back (it was 152 bytes; the frame's Vec is 24 of them).
+    assert!(std::mem::size_of::<QueuedFrame>() <= 88, "{} bytes", std::mem::size_of::<QueuedFrame>());
+}

@@ -371,3 +371,16 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `decrement_ttl` writes what the general `replace_word` of the TTL/protocol word writes.
+    #[test]
+    fn decrement_ttl_is_replace_word(mut header in proptest::collection::vec(any::<u8>(), 20..40), ttl in 1u8..) {
+        header[8] = ttl;
+        let mut general = header.clone();
+        let word = u16::from_be_bytes([ttl - 1, general[9]]);
+        Packet::new_unchecked(&mut general[..]).replace_word(8, word);
+        prop_assert_eq!(Packet::new_unchecked(&mut header[..]).decrement_ttl(), ttl - 1);
+        prop_assert_eq!(header, general);
+    }
+}

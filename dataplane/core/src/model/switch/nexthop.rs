@@ -1,0 +1,118 @@
+//! A cache of where routed packets go, by destination address: the route lookup, the neighbour and, for
+//! a VLAN interface, the FDB entry behind it, answered by one probe of a small direct-mapped table.
+//!
+//! Only the common outcome is kept: a route with one next hop (a connected subnet, or a static route with
+//! a single next hop; ECMP groups depend on the flow and stay uncached), its neighbour resolved, and its
+//! egress port known. Every other outcome (a miss, a trap, a drop, an ARP to send, a flood) goes the full
+//! way, with its side effects, every time. An entry holds while what it was computed from is unchanged:
+//! the configuration (its generation: routes, interfaces, VLANs), the FDB and the neighbour table (their
+//! versions count entries added, moved or removed; a refresh does not change an answer). Checks that
+//! depend on the port's state (up, MTU) are made on every packet, after the cache. Debug builds compare
+//! every hit with the full computation.
+
+use super::Switch;
+use crate::model::PortId;
+use crate::model::config::RifKind;
+use crate::model::forwarding::RouteAction;
+use crate::wire::EthernetAddress;
+use std::net::IpAddr;
+
+/// Slots of the table (a power of two): a ToR's routed destinations are a few hundred at most.
+const SLOTS: usize = 256;
+
+/// Where a routed packet to one destination leaves, and with which MACs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct NextHop {
+    pub(super) out: PortId,
+    /// The VLAN it leaves in (a VLAN router interface), for the egress tag.
+    pub(super) vid: Option<u16>,
+    /// The egress router interface's MAC.
+    pub(super) src_mac: EthernetAddress,
+    /// The neighbour's MAC.
+    pub(super) dst_mac: EthernetAddress,
+}
+
+/// What an entry was computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stamp {
+    generation: u64,
+    fdb: u64,
+    neighbors: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    dst: IpAddr,
+    stamp: Stamp,
+    hop: NextHop,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct NextHopCache {
+    /// Empty until the first insert, then [`SLOTS`] long.
+    slots: Vec<Option<Slot>>,
+}
+
+fn slot_of(dst: IpAddr) -> usize {
+    let folded = match dst {
+        IpAddr::V4(a) => u32::from(a),
+        IpAddr::V6(a) => {
+            let x = u128::from(a);
+            (x ^ x >> 32 ^ x >> 64 ^ x >> 96) as u32
+        }
+    };
+    // Fibonacci hashing: the top bits of the product mix every bit of the address.
+    (folded.wrapping_mul(0x9e37_79b9) >> (32 - SLOTS.trailing_zeros())) as usize
+}
+
+impl NextHopCache {
+    fn get(&self, dst: IpAddr, stamp: Stamp) -> Option<NextHop> {
+        let slot = self.slots.get(slot_of(dst))?.as_ref()?;
+        (slot.dst == dst && slot.stamp == stamp).then_some(slot.hop)
+    }
+
+    fn insert(&mut self, dst: IpAddr, stamp: Stamp, hop: NextHop) {
+        if self.slots.is_empty() {
+            self.slots = vec![None; SLOTS];
+        }
+        self.slots[slot_of(dst)] = Some(Slot { dst, stamp, hop });
+    }
+}
+
+impl Switch {
+    fn next_hop_stamp(&self) -> Stamp {
+        Stamp { generation: self.generation, fdb: self.fdb.version(), neighbors: self.neighbors.version() }
+    }
+
+    /// The cached next hop of `dst`, if it holds.
+    pub(super) fn cached_next_hop(&self, dst: IpAddr) -> Option<NextHop> {
+        let hop = self.next_hops.get(dst, self.next_hop_stamp())?;
+        debug_assert_eq!(Some(hop), self.next_hop_uncached(dst), "cached next hop of {dst}");
+        Some(hop)
+    }
+
+    /// Remembers the next hop the full computation found for `dst` (`route` calls it only for a route
+    /// with one next hop).
+    pub(super) fn cache_next_hop(&mut self, dst: IpAddr, hop: NextHop) {
+        debug_assert_eq!(Some(hop), self.next_hop_uncached(dst), "next hop to cache for {dst}");
+        let stamp = self.next_hop_stamp();
+        self.next_hops.insert(dst, stamp, hop);
+    }
+
+    /// What the cache would hold for `dst`, computed the full way (no side effects): the outcome of the
+    /// route lookup, neighbour and FDB when it is one the cache keeps, else `None`.
+    fn next_hop_uncached(&self, dst: IpAddr) -> Option<NextHop> {
+        let (next_hop, rif) = match self.derived.routes.lookup(dst)? {
+            RouteAction::Connected(rif) => (dst, *rif),
+            RouteAction::NextHops(hops) if hops.len() == 1 => hops[0],
+            _ => return None,
+        };
+        let neighbor = self.neighbors.lookup(next_hop)?;
+        let iface = &self.config.interfaces[rif.index()];
+        let (out, vid) = match iface.kind {
+            RifKind::Port(p) => (p, None),
+            RifKind::Vlan(v) => (self.fdb.lookup(v, neighbor.mac)?.port, Some(v)),
+        };
+        Some(NextHop { out, vid, src_mac: iface.mac, dst_mac: neighbor.mac })
+    }
+}
