@@ -119,7 +119,14 @@ impl CountersLine {
     /// The [`CountersLine::kind`] of every counters line.
     pub const KIND: &str = "counters";
 
-    pub fn new(timestamp_ns: u64, wall_time_unix_ns: u64, rx_ok: u64, tx_ok: u64, drops: u64) -> CountersLine {
+    /// A counters line at switch time `timestamp_ns`, dated `wall_time_unix_ns`, with the port sums.
+    pub fn new(
+        timestamp_ns: u64,
+        wall_time_unix_ns: u64,
+        rx_ok: u64,
+        tx_ok: u64,
+        drops: u64,
+    ) -> CountersLine {
         CountersLine {
             timestamp_ns,
             wall_time: lossless_dataplane::clock::format_unix_ns(wall_time_unix_ns),
