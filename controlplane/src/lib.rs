@@ -19,6 +19,7 @@ pub mod score;
 pub mod show;
 pub mod sim;
 pub mod snapshot;
+pub mod validate;
 pub mod watch;
 
 /// Configuration files shipped in `configs/`, compiled into the binaries so that they work from anywhere.

@@ -45,7 +45,7 @@ fn is_flood_kind(kind: &str) -> bool {
 }
 
 /// One line of `swctl watch`: an event, or a summary of folded events.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WatchLine {
     /// Switch time, ns (CLOCK_MONOTONIC of the switch's machine).
     pub timestamp_ns: u64,
@@ -91,6 +91,62 @@ impl WatchLine {
             self.kind,
             self.port,
             self.message
+        )
+    }
+}
+
+/// The other line of `swctl watch`: the switch's counters summed over its ports, every
+/// `--counters-ms` (kind `counters`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CountersLine {
+    /// Switch time, ns.
+    pub timestamp_ns: u64,
+    /// RFC 3339 UTC: from the switch's clock offset once an event has carried it, else this machine's
+    /// clock when the counters arrived.
+    pub wall_time: String,
+    pub wall_time_unix_ns: u64,
+    /// Always `counters` (what tells this line from a [`WatchLine`] in a stream of both).
+    pub kind: String,
+    /// Frames received without error, all ports.
+    pub rx_ok: u64,
+    /// Frames sent, all ports.
+    pub tx_ok: u64,
+    /// Frames dropped on receive or transmit, all ports.
+    pub drops: u64,
+}
+
+impl CountersLine {
+    /// The [`CountersLine::kind`] of every counters line.
+    pub const KIND: &str = "counters";
+
+    /// A counters line at switch time `timestamp_ns`, dated `wall_time_unix_ns`, with the port sums.
+    pub fn new(
+        timestamp_ns: u64,
+        wall_time_unix_ns: u64,
+        rx_ok: u64,
+        tx_ok: u64,
+        drops: u64,
+    ) -> CountersLine {
+        CountersLine {
+            timestamp_ns,
+            wall_time: lossless_dataplane::clock::format_unix_ns(wall_time_unix_ns),
+            wall_time_unix_ns,
+            kind: CountersLine::KIND.to_owned(),
+            rx_ok,
+            tx_ok,
+            drops,
+        }
+    }
+
+    /// The text form, in the columns of [`WatchLine::text`].
+    pub fn text(&self) -> String {
+        format!(
+            "{:<27} {:>14.6} counters             rx_ok {} tx_ok {} drops {}",
+            self.wall_time,
+            self.timestamp_ns as f64 / 1e9,
+            self.rx_ok,
+            self.tx_ok,
+            self.drops
         )
     }
 }
@@ -296,5 +352,21 @@ mod tests {
             "{}",
             line.text()
         );
+    }
+
+    #[test]
+    fn counters_lines_keep_their_json_shape_and_read_back() {
+        // 2026-01-01T00:00:00.5Z, 1.5 s of switch time.
+        let line = CountersLine::new(1_500_000_000, 1_767_225_600_500_000_000, 10, 9, 1);
+        let json = serde_json::to_string(&line).unwrap();
+        assert_eq!(
+            json,
+            r#"{"timestamp_ns":1500000000,"wall_time":"2026-01-01T00:00:00.500000Z","wall_time_unix_ns":1767225600500000000,"kind":"counters","rx_ok":10,"tx_ok":9,"drops":1}"#
+        );
+        assert_eq!(serde_json::from_str::<CountersLine>(&json).unwrap(), line);
+        let event = WatchLine::event(&ev("xoff", "Ethernet0", 3, 2));
+        let json = serde_json::to_string(&event).unwrap();
+        assert!(!json.contains("suppressed"), "an event has no summary fields: {json}");
+        assert_eq!(serde_json::from_str::<WatchLine>(&json).unwrap(), event);
     }
 }

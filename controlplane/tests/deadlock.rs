@@ -4,6 +4,8 @@
 //! the four egress queues of the cycle hold the same frames, paused, from before the trigger stops to
 //! the end of the run; and a throughput window the run does not reach fails instead of reading zero.
 
+use lossless_controlplane::deadlock::Analysis;
+use lossless_controlplane::deadlock::graph::Via;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -77,9 +79,9 @@ fn deadlock_check_exit_status_says_cycle_or_not_or_bad_input() {
 
     let json = swctl(&["--json", "deadlock-check", &flooding_topology(&dir)]);
     assert_eq!(json.status.code(), Some(1));
-    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert!(report["cycles"].as_array().unwrap().len() >= 4, "{report}");
-    assert_eq!(report["cycles"][0]["hops"][0]["via"], "flooded");
+    let report: Analysis = serde_json::from_slice(&json.stdout).expect("a deadlock report in JSON");
+    assert!(report.cycles.len() >= 4, "{}", report.describe());
+    assert_eq!(report.cycles[0].hops[0].via, Via::Flooded);
 
     let missing = swctl(&["deadlock-check", &dir.file("missing.yaml")]);
     assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));

@@ -12,6 +12,8 @@
 //! - two labs of one topology coexist;
 //! - the lab of a test process killed outright is taken down by the next test process.
 
+use lossless_controlplane::lab::state::Phase;
+use lossless_controlplane::lab::status::LabStatus;
 use serde_json::Value;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -62,10 +64,12 @@ impl Env {
         serde_json::from_str(&std::fs::read_to_string(self.run_dir(lab).join("state.json")).unwrap()).unwrap()
     }
 
-    fn status(&self, lab: &str) -> Value {
+    fn status(&self, lab: &str) -> LabStatus {
         let out = self.swctl(&["lab", "status", lab, "--json"]);
         assert!(out.status.success(), "{}", text(&out));
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()[0].clone()
+        let mut labs: Vec<LabStatus> = serde_json::from_slice(&out.stdout).expect("lab status JSON");
+        assert_eq!(labs.len(), 1, "lab status {lab} lists one lab: {labs:#?}");
+        labs.remove(0)
     }
 }
 
@@ -143,8 +147,8 @@ fn up_then_down_leaves_nothing() {
     names.sort();
     assert_eq!(names, [format!("ll-{lab}-h1"), format!("ll-{lab}-h2"), format!("ll-{lab}-sw1")]);
     let status = env.status(&lab);
-    assert_eq!(status["healthy"], true, "{status:#}");
-    assert_eq!(status["nodes"].as_array().unwrap().len(), 3);
+    assert!(status.healthy, "{status:#?}");
+    assert_eq!(status.nodes.len(), 3);
 
     // The host side: addresses and MACs on the veths, the switch side bound to its ports.
     let addr = Command::new("ip")
@@ -219,13 +223,9 @@ fn a_killed_switchd_shows_in_status_and_down_still_cleans_up() {
     }
 
     let status = env.status(&lab);
-    assert_eq!(status["healthy"], false);
-    let sw = status["nodes"].as_array().unwrap().iter().find(|n| n["node"] == "sw1").unwrap().clone();
-    assert_eq!(
-        (sw["alive"].clone(), sw["answering"].clone()),
-        (Value::Bool(false), Value::Bool(false)),
-        "{sw:#}"
-    );
+    assert!(!status.healthy);
+    let sw = status.nodes.iter().find(|n| n.node == "sw1").unwrap();
+    assert_eq!((sw.alive, sw.answering), (false, false), "{sw:#?}");
     let table = String::from_utf8_lossy(&env.swctl(&["lab", "status"]).stdout).into_owned();
     let row = table.lines().find(|l| l.trim_start().starts_with("sw1")).unwrap_or_default();
     assert!(table.contains("DEGRADED") && row.contains("dead") && row.contains("gRPC down"), "{table}");
@@ -284,7 +284,7 @@ fn down_cleans_a_half_finished_state() {
     std::fs::write(dir.join("state.json"), serde_json::to_vec(&state).unwrap()).unwrap();
 
     let status = env.status(&lab);
-    assert_eq!((status["phase"].as_str(), status["healthy"].as_bool()), (Some("starting"), Some(false)));
+    assert_eq!((status.phase, status.healthy), (Phase::Starting, false));
     let down = env.swctl(&["lab", "down", &lab]);
     assert!(down.status.success(), "{}", text(&down));
     let said = String::from_utf8_lossy(&down.stdout);
@@ -422,7 +422,7 @@ fn two_labs_of_one_topology_coexist() {
     let (state_a, state_b) = (env.state(&a), env.state(&b));
     assert_ne!(state_a["switches"][0]["endpoint"], state_b["switches"][0]["endpoint"]);
     for lab in [&a, &b] {
-        assert_eq!(env.status(lab)["healthy"], true);
+        assert!(env.status(lab).healthy);
         assert_eq!(namespaces_of(lab).len(), 3);
         assert!(env.swctl(&["--lab", lab, "--switch", "sw1", "get"]).status.success());
     }
@@ -431,7 +431,7 @@ fn two_labs_of_one_topology_coexist() {
 
     assert!(env.swctl(&["lab", "down", &a]).status.success());
     assert_gone(&env, &a, &state_a);
-    assert_eq!(env.status(&b)["healthy"], true, "taking a down left b alone");
+    assert!(env.status(&b).healthy, "taking a down left b alone");
     assert!(env.swctl(&["lab", "down", &b]).status.success());
     assert_gone(&env, &b, &state_b);
 }
@@ -530,7 +530,7 @@ fn a_containerlab_topology_comes_up_as_a_lab() {
     up(&env, &topology, &lab);
     let state = env.state(&lab);
     let status = env.status(&lab);
-    assert_eq!(status["healthy"], true, "{status:#}");
+    assert!(status.healthy, "{status:#?}");
     let mut names = namespaces_of(&lab);
     names.sort();
     assert_eq!(names, [format!("ll-{lab}-h1"), format!("ll-{lab}-h2"), format!("ll-{lab}-sw1")]);

@@ -8,6 +8,7 @@
 mod common;
 
 use common::{Env, namespaces_of, text};
+use lossless_controlplane::lab::status::LabStatus;
 use lossless_controlplane::pingmesh::PingmeshMatrix;
 use lossless_controlplane::pingmesh::estats::Estats;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -93,10 +94,9 @@ fn four_hosts_of_a_running_lab_give_the_full_matrix_and_the_heatmap() {
     // The lab's own hosts answered the pings and still run; down removes the probers' namespaces too.
     let status = env.swctl(&["lab", "status", &lab, "--json"]);
     assert!(status.status.success(), "{}", text(&status));
-    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    let nodes = s[0]["nodes"].as_array().unwrap();
-    let hosts_alive = nodes.iter().filter(|n| n["kind"] == "rocehost" && n["alive"] == true).count();
-    assert!(s[0]["healthy"] == true && hosts_alive == 4, "{s}");
+    let s: Vec<LabStatus> = serde_json::from_slice(&status.stdout).expect("lab status JSON");
+    let hosts_alive = s[0].nodes.iter().filter(|n| n.kind == "rocehost" && n.alive).count();
+    assert!(s[0].healthy && hosts_alive == 4, "{s:#?}");
     let down = env.swctl(&["lab", "down", &lab]);
     assert!(down.status.success(), "{}", text(&down));
     assert!(namespaces_of(&lab).is_empty());

@@ -1,6 +1,7 @@
 //! The shipped profiles validate cleanly through swctl (with its headroom check), and a real SONiC
 //! config_db.json imports to YAML that round-trips unchanged and validates once NULL PG profiles are computed.
 
+use lossless_controlplane::validate::ValidateReport;
 use std::process::Command;
 
 fn swctl(args: &[&str]) -> std::process::Output {
@@ -55,9 +56,9 @@ fn validate_json_is_json_whatever_the_values_hold() {
     // comes back escaped (an issue never carries one raw), the quote as it is.
     std::fs::write(&file, "PORT:\n  Ethernet0:\n    speed: \"1\\x01x\\\"\"\n").unwrap();
     let out = swctl(&["--json", "validate", file.to_str().unwrap()]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
-    assert_eq!(report["valid"], false);
-    assert_eq!(report["errors"][0]["location"], "PORT|Ethernet0|speed");
-    assert_eq!(report["errors"][0]["value"], "1\\u{1}x\"");
+    let report: ValidateReport = serde_json::from_slice(&out.stdout).expect("a validate report in JSON");
+    assert!(!report.valid);
+    assert_eq!(report.errors[0].location, "PORT|Ethernet0|speed");
+    assert_eq!(report.errors[0].value, "1\\u{1}x\"");
     let _ = std::fs::remove_dir_all(&dir);
 }

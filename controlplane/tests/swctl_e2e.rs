@@ -3,6 +3,7 @@
 //! pfcwd, capture (pcapng read back by tshark, drops with their reasons), and the one-sentence error when the
 //! switch cannot be reached. Needs root, iproute2 and tshark.
 
+use lossless_controlplane::watch::{CountersLine, WatchLine};
 use lossless_dataplane::io::PortBackend;
 use lossless_testkit::frames::{send_all, star_roce};
 use lossless_testkit::netns::{Netns, Star, unique_name};
@@ -463,9 +464,9 @@ fn sonic_command_forms_against_a_live_switch() {
     let event = line_rx.recv_timeout(Duration::from_secs(10)).expect("a config_applied event");
     let _ = watch.kill();
     let _ = watch.wait();
-    let event: serde_json::Value = serde_json::from_str(&event).unwrap();
-    assert_eq!(event["kind"], "config_applied", "{event}");
-    let wall = event["wall_time"].as_str().unwrap();
+    let event: WatchLine = serde_json::from_str(&event).unwrap_or_else(|e| panic!("{e}: {event}"));
+    assert_eq!(event.kind, "config_applied", "{event:?}");
+    let wall = event.wall_time.as_deref().expect("switchd sends its wall-clock time");
     assert!(wall.len() == 27 && wall.ends_with('Z') && wall.as_bytes()[10] == b'T', "RFC 3339 UTC: {wall}");
     let start_default = lab.swctl(&["pfcwd", "start_default"]);
     assert!(start_default.status.success(), "{}", String::from_utf8_lossy(&start_default.stderr));
@@ -501,9 +502,9 @@ fn sonic_command_forms_against_a_live_switch() {
         .unwrap();
     let _ = watch.kill();
     let _ = watch.wait();
-    let line: serde_json::Value = serde_json::from_str(&first).unwrap();
-    assert_eq!(line["kind"], "counters", "{line}");
-    let wall = line["wall_time"].as_str().unwrap();
+    let line: CountersLine = serde_json::from_str(&first).unwrap_or_else(|e| panic!("{e}: {first}"));
+    assert_eq!(line.kind, CountersLine::KIND, "{line:?}");
+    let wall = line.wall_time.as_str();
     assert!(wall.len() == 27 && wall.ends_with('Z') && wall.as_bytes()[10] == b'T', "RFC 3339 UTC: {wall}");
 
     // queuestat -nz (SONiC's two-letter short option): after h1's 10 frames to h3 (DSCP 3), Ethernet8's

@@ -30,13 +30,25 @@ pub struct BufferId {
     pub pg: u8,
 }
 
-/// How the packets behind an edge leave the upstream switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// How the packets behind an edge leave the upstream switch (`routed`, `flooded` or `bridged` in the
+/// report, text and JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Via {
     Routed,
     /// A routed packet flooded to a VLAN's members (its neighbour's MAC can be missing).
     Flooded,
     Bridged,
+}
+
+impl std::fmt::Display for Via {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Via::Routed => "routed",
+            Via::Flooded => "flooded",
+            Via::Bridged => "bridged",
+        })
+    }
 }
 
 /// Why an edge exists: an example of the traffic behind it.

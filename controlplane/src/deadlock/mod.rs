@@ -21,7 +21,7 @@ mod tests;
 use crate::lab::topology::Topology;
 use graph::{BufferId, Graph, Reason, Via};
 use lossless_dataplane::model::config::SwitchConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -31,7 +31,7 @@ use std::process::ExitCode;
 pub const MAX_CYCLES: usize = 1000;
 
 /// One buffer: an ingress PG, named by the lowest PFC priority its XOFF carries.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Buffer {
     pub switch: String,
     pub port: String,
@@ -45,26 +45,27 @@ impl std::fmt::Display for Buffer {
 }
 
 /// One hop of a cycle: from a buffer to the next, and the traffic that makes it wait.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hop {
     pub from: Buffer,
     pub to: Buffer,
-    /// `routed`, `flooded` or `bridged`.
-    pub via: &'static str,
+    pub via: Via,
     /// An example of the traffic: its destination host and DSCP.
     pub to_host: String,
     pub dscp: u8,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One cyclic buffer dependency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cycle {
     /// `a -> b -> ... -> a`.
     pub chain: String,
     pub hops: Vec<Hop>,
 }
 
-/// What the check found.
-#[derive(Debug, Clone, Serialize)]
+/// What the check found: the report of `swctl deadlock-check`, as text ([`Analysis::describe`]) or as this
+/// type in JSON (`--json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Analysis {
     pub topology: String,
     /// Lossless buffers some traffic passes through.
@@ -153,11 +154,6 @@ fn analyse(topology: &Topology, g: &Graph) -> Analysis {
                 .zip(c.iter().cycle().skip(1))
                 .map(|(&a, &b)| {
                     let Reason { via, to, dscp } = g.edges[&nodes[a]][&nodes[b]].clone();
-                    let via = match via {
-                        Via::Routed => "routed",
-                        Via::Flooded => "flooded",
-                        Via::Bridged => "bridged",
-                    };
                     Hop { from: buffer(&nodes[a]), to: buffer(&nodes[b]), via, to_host: to, dscp }
                 })
                 .collect();

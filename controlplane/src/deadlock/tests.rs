@@ -101,8 +101,8 @@ fn a_static_route_that_bounces_down_up_down_closes_a_cycle() {
     let a = check(&topology(&clos_with_bounce()));
     assert_eq!(chains(&a), ["t0c:Ethernet0/p3 -> t1a:Ethernet8/p3 -> t0c:Ethernet0/p3"], "{}", a.describe());
     let hops = &a.cycles[0].hops;
-    assert_eq!((hops[0].via, hops[0].to_host.as_str()), ("routed", "h2"));
-    assert_eq!((hops[1].via, hops[1].to_host.as_str()), ("routed", "h2"));
+    assert_eq!((hops[0].via, hops[0].to_host.as_str()), (Via::Routed, "h2"));
+    assert_eq!((hops[1].via, hops[1].to_host.as_str()), (Via::Routed, "h2"));
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn the_flooding_topology_has_a_cycle_with_flood_and_none_with_drop() {
     // Every hop out of a ToR on a cycle is a flooded copy; every hop out of a leaf is routed.
     for c in &a.cycles {
         for h in &c.hops {
-            let expected = if h.from.switch.starts_with("t1") { "routed" } else { "flooded" };
+            let expected = if h.from.switch.starts_with("t1") { Via::Routed } else { Via::Flooded };
             assert_eq!(h.via, expected, "{}", a.describe());
         }
     }

@@ -5,11 +5,12 @@ use super::state::{LabState, Phase, STATE_FILE, base_dir, lab_dir, namespace_exi
 use anyhow::{Context, bail};
 use lossless_dataplane::server;
 use lossless_proto::v1 as pb;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Debug, Serialize)]
+/// One lab as `swctl lab status --json` lists it (the JSON is an array of these).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LabStatus {
     pub name: String,
     pub topology: String,
@@ -20,7 +21,8 @@ pub struct LabStatus {
     pub nodes: Vec<NodeStatus>,
 }
 
-#[derive(Debug, Serialize)]
+/// One process of a lab: its namespace, whether it runs and answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeStatus {
     pub node: String,
     pub kind: String,

@@ -6,7 +6,6 @@ use lossless_dataplane::model::Switch;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::time::Instant;
 use lossless_dataplane::wire::EthernetAddress;
-use serde_yaml::{Mapping, Value};
 
 /// The switch profile whose QoS and buffer tables switchd runs with.
 const PROFILE: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
@@ -30,66 +29,48 @@ const QOS_TABLES: &[&str] = &[
     "PFC_WD",
 ];
 
+/// switchd's configuration (CONFIG_DB as YAML): the profile's QoS tables cut down to the bench's two
+/// ports, the ports routed, and the hosts as static neighbours.
 pub fn switchd_config(h1_mac: EthernetAddress, h2_mac: EthernetAddress) -> anyhow::Result<String> {
-    let profile: Mapping = serde_yaml::from_str(PROFILE).context("parsing the TH profile")?;
-    let mut db = Mapping::new();
-    let map =
-        |pairs: Vec<(String, Value)>| Value::Mapping(pairs.into_iter().map(|(k, v)| (k.into(), v)).collect());
-    let s = |x: &str| Value::String(x.to_owned());
-    db.insert(
-        "DEVICE_METADATA".into(),
-        map(vec![(
-            "localhost".into(),
-            map(vec![
-                ("mac".into(), s(&EthernetAddress(ROUTER_MAC).to_string())),
-                ("hostname".into(), s("fwdbench")),
-            ]),
-        )]),
-    );
-    db.insert(
-        "PORT".into(),
-        map(SW_PORTS
-            .iter()
-            .map(|(p, _, _)| (p.to_string(), map(vec![("speed".into(), 100_000.into())])))
-            .collect()),
-    );
-    let mut interfaces = Vec::new();
-    for (port, _, addr) in SW_PORTS {
-        interfaces.push((port.to_owned(), map(vec![])));
-        interfaces.push((format!("{port}|{addr}"), map(vec![])));
-    }
-    db.insert("INTERFACE".into(), map(interfaces));
-    let neigh =
-        |mac: EthernetAddress| map(vec![("neigh".into(), s(&mac.to_string())), ("family".into(), s("IPv4"))]);
-    db.insert(
-        "NEIGH".into(),
-        map(vec![
-            (format!("{}|{H1_IP}", SW_PORTS[0].0), neigh(h1_mac)),
-            (format!("{}|{H2_IP}", SW_PORTS[1].0), neigh(h2_mac)),
-        ]),
-    );
-    for table in QOS_TABLES {
-        let Some(Value::Mapping(entries)) = profile.get(*table) else {
-            bail!("the TH profile has no {table} table");
-        };
-        let mut out = Mapping::new();
-        for (key, value) in entries {
-            let key = key.as_str().with_context(|| format!("{table}: a non-string key"))?;
-            if let Some(key) = remap_key(key) {
-                out.insert(key.into(), remap_fields(value));
-            }
-        }
-        db.insert((*table).into(), Value::Mapping(out));
-    }
-    let text = serde_yaml::to_string(&db)?;
+    let db = switchd_config_db(h1_mac, h2_mac)?;
     // Validate here, for a clear message before anything starts.
-    let parsed =
-        ConfigDb::from_yaml_str(&text).map_err(anyhow::Error::msg).context("the generated config")?;
-    if let Err(errors) = Switch::new().apply(&parsed, Instant::ZERO) {
+    if let Err(errors) = Switch::new().apply(&db, Instant::ZERO) {
         let list: Vec<String> = errors.errors.iter().map(|e| e.to_string()).collect();
         bail!("the generated switchd config is rejected:\n  {}", list.join("\n  "));
     }
-    Ok(text)
+    Ok(serde_yaml::to_string(&db)?)
+}
+
+fn switchd_config_db(h1_mac: EthernetAddress, h2_mac: EthernetAddress) -> anyhow::Result<ConfigDb> {
+    let mut db =
+        ConfigDb::from_yaml_str(PROFILE).map_err(anyhow::Error::msg).context("parsing the TH profile")?;
+    if let Some(table) = QOS_TABLES.iter().find(|t| !db.tables.contains_key(**t)) {
+        bail!("the TH profile has no {table} table");
+    }
+    db.tables.retain(|table, _| QOS_TABLES.contains(&table.as_str()));
+    for entries in db.tables.values_mut() {
+        *entries = std::mem::take(entries)
+            .into_iter()
+            .filter_map(|(key, mut fields)| {
+                let key = remap_key(&key)?;
+                // Fields named after ports (CABLE_LENGTH) keep only the bench's ports.
+                fields.retain(|field, _| !field.starts_with("Ethernet") || is_bench_port(field));
+                Some((key, fields))
+            })
+            .collect();
+    }
+    db.set("DEVICE_METADATA", "localhost", "mac", EthernetAddress(ROUTER_MAC).to_string());
+    db.set("DEVICE_METADATA", "localhost", "hostname", "fwdbench");
+    for (port, _, addr) in SW_PORTS {
+        db.set("PORT", port, "speed", "100000")
+            .touch("INTERFACE", port)
+            .touch("INTERFACE", &format!("{port}|{addr}"));
+    }
+    for (port, ip, mac) in [(SW_PORTS[0].0, H1_IP, h1_mac), (SW_PORTS[1].0, H2_IP, h2_mac)] {
+        let key = format!("{port}|{ip}");
+        db.set("NEIGH", &key, "neigh", mac.to_string()).set("NEIGH", &key, "family", "IPv4");
+    }
+    Ok(db)
 }
 
 pub fn is_bench_port(name: &str) -> bool {
@@ -117,19 +98,6 @@ pub fn remap_key(key: &str) -> Option<String> {
     })
 }
 
-/// Fields named after ports (CABLE_LENGTH) keep only the bench's ports.
-pub fn remap_fields(value: &Value) -> Value {
-    match value {
-        Value::Mapping(m) => Value::Mapping(
-            m.iter()
-                .filter(|(k, _)| k.as_str().is_none_or(|k| !k.starts_with("Ethernet") || is_bench_port(k)))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,5 +112,33 @@ mod tests {
         assert_eq!(remap_key("Ethernet4"), Some("Ethernet4".into()));
         assert_eq!(remap_key("AZURE"), Some("AZURE".into()));
         assert_eq!(remap_key("GLOBAL"), Some("GLOBAL".into()));
+    }
+
+    fn macs() -> (EthernetAddress, EthernetAddress) {
+        (EthernetAddress([0x02, 0, 0, 0, 0, 0x11]), EthernetAddress([0x02, 0, 0, 0, 0, 0x12]))
+    }
+
+    #[test]
+    fn the_config_switchd_reads_is_the_one_built_and_only_the_bench_ports() {
+        let (h1, h2) = macs();
+        let text = switchd_config(h1, h2).unwrap();
+        let db = ConfigDb::from_yaml_str(&text).unwrap();
+        assert_eq!(db, switchd_config_db(h1, h2).unwrap(), "the YAML reads back as built");
+        let mut expected: Vec<&str> = QOS_TABLES.to_vec();
+        expected.extend(["DEVICE_METADATA", "PORT", "INTERFACE", "NEIGH"]);
+        expected.sort_unstable();
+        assert_eq!(db.tables.keys().map(String::as_str).collect::<Vec<_>>(), expected);
+        let ports: Vec<&str> = SW_PORTS.iter().map(|(p, _, _)| *p).collect();
+        assert_eq!(db.tables["PORT"].keys().map(String::as_str).collect::<Vec<_>>(), ports);
+        assert_eq!(db.tables["NEIGH"][&format!("{}|{H1_IP}", ports[0])]["neigh"], h1.to_string());
+        // No port of the profile's other than the bench's is left anywhere: in a key or a field name.
+        for (table, entries) in &db.tables {
+            for (key, fields) in entries {
+                let names = key.split(['|', ',']).chain(fields.keys().map(String::as_str));
+                for name in names.filter(|n| n.starts_with("Ethernet")) {
+                    assert!(is_bench_port(name), "{table}|{key}: {name}");
+                }
+            }
+        }
     }
 }

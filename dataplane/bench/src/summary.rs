@@ -1,4 +1,5 @@
-//! The machine-readable summary (`--json`): serde types, one object on stdout.
+//! The machine-readable summary (`--json`): serde types, one object on stdout, read back (by the tests,
+//! or by a program comparing runs) as the same [`Summary`].
 //!
 //! ```text
 //! {"seconds":3.0,"warmup":0.5,"latency_seconds":2.0,"rate_pps":10000,"sizes":[64,1500],
@@ -11,9 +12,10 @@ use crate::Args;
 use crate::Forwarder;
 use crate::measure::{Latency, ModeResult, Throughput};
 use crate::report::{P99_TARGET, PPS_TARGET, Ratios, us};
-use serde::{Serialize, Serializer};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub seconds: f64,
     pub warmup: f64,
@@ -21,23 +23,23 @@ pub struct Summary {
     pub rate_pps: u32,
     pub sizes: Vec<usize>,
     /// By forwarder name, in the order they ran.
-    #[serde(serialize_with = "in_order")]
-    pub modes: Vec<(&'static str, ModeJson)>,
+    #[serde(serialize_with = "in_order", deserialize_with = "read_in_order")]
+    pub modes: Vec<(String, ModeJson)>,
     /// switchd's ratios to the kernel (the key predates the floor modes).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratios: Option<RatiosJson>,
     /// Every forwarder's ratios to the kernel, in run order.
-    #[serde(serialize_with = "in_order")]
-    pub ratios_by_forwarder: Vec<(&'static str, RatiosJson)>,
+    #[serde(serialize_with = "in_order", deserialize_with = "read_in_order")]
+    pub ratios_by_forwarder: Vec<(String, RatiosJson)>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeJson {
     pub throughput: Vec<ThroughputJson>,
     pub latency: Vec<LatencyJson>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThroughputJson {
     pub size: usize,
     pub sent_pps: u64,
@@ -52,7 +54,7 @@ pub struct ThroughputJson {
     pub others_cpu: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyJson {
     pub size: usize,
     pub rate_pps: u32,
@@ -68,13 +70,13 @@ pub struct LatencyJson {
     pub others_cpu: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RatiosJson {
     pub pps: Vec<RatioJson>,
     pub p99: Vec<RatioJson>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RatioJson {
     pub size: usize,
     pub ratio: f64,
@@ -83,8 +85,27 @@ pub struct RatioJson {
 }
 
 /// A list of (key, value) pairs as a JSON object, keeping their order.
-fn in_order<S: Serializer, T: Serialize>(pairs: &[(&'static str, T)], s: S) -> Result<S::Ok, S::Error> {
+fn in_order<S: Serializer, T: Serialize>(pairs: &[(String, T)], s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(pairs.iter().map(|(k, v)| (k, v)))
+}
+
+/// A JSON object as (key, value) pairs in the order it lists them: the inverse of [`in_order`].
+fn read_in_order<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<(String, T)>, D::Error> {
+    struct Pairs<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Pairs<T> {
+        type Value = Vec<(String, T)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object keyed by forwarder name")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut pairs = Vec::new();
+            while let Some(pair) = map.next_entry()? {
+                pairs.push(pair);
+            }
+            Ok(pairs)
+        }
+    }
+    d.deserialize_map(Pairs(std::marker::PhantomData))
 }
 
 /// `x` rounded to `digits` decimals (the precision the figures are worth).
@@ -108,11 +129,14 @@ impl Summary {
                         throughput: r.throughput.iter().map(ThroughputJson::from).collect(),
                         latency: r.latency.iter().map(LatencyJson::from).collect(),
                     };
-                    (r.fwd.name(), mode)
+                    (r.fwd.name().to_owned(), mode)
                 })
                 .collect(),
             ratios: ratios.iter().find(|r| r.fwd == Forwarder::Switchd).map(RatiosJson::from),
-            ratios_by_forwarder: ratios.iter().map(|r| (r.fwd.name(), RatiosJson::from(r))).collect(),
+            ratios_by_forwarder: ratios
+                .iter()
+                .map(|r| (r.fwd.name().to_owned(), RatiosJson::from(r)))
+                .collect(),
         }
     }
 
@@ -186,12 +210,12 @@ mod tests {
             rate_pps: 1000,
             sizes: vec![64],
             modes: vec![
-                ("kernel", ModeJson { throughput: vec![], latency: vec![] }),
-                ("floor", ModeJson { throughput: vec![], latency: vec![] }),
+                ("kernel".into(), ModeJson { throughput: vec![], latency: vec![] }),
+                ("floor".into(), ModeJson { throughput: vec![], latency: vec![] }),
             ],
             ratios: None,
             ratios_by_forwarder: vec![(
-                "floor",
+                "floor".into(),
                 RatiosJson {
                     pps: vec![RatioJson { size: 64, ratio: 0.5, target: PPS_TARGET, pass: false }],
                     p99: vec![],
@@ -202,7 +226,7 @@ mod tests {
         assert!(json.contains(r#""modes":{"kernel":{"throughput":[],"latency":[]},"floor":"#), "{json}");
         assert!(!json.contains(r#""ratios":"#), "{json}");
         assert!(json.contains(r#""pps":[{"size":64,"ratio":0.5,"target":0.85,"pass":false}]"#), "{json}");
-        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(back["ratios_by_forwarder"]["floor"]["pps"][0]["size"], 64);
+        let back: Summary = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, summary, "read back whole, the modes in their run order");
     }
 }

@@ -159,26 +159,7 @@ pub(crate) fn validate(file: &Path, headroom: &HeadroomArgs, json: bool) -> anyh
         },
     };
     if json {
-        /// One finding of `swctl validate --json`.
-        #[derive(serde::Serialize)]
-        struct Issue<'a> {
-            location: String,
-            value: &'a str,
-            message: &'a str,
-        }
-        #[derive(serde::Serialize)]
-        struct Report<'a> {
-            valid: bool,
-            errors: Vec<Issue<'a>>,
-            warnings: Vec<Issue<'a>>,
-        }
-        fn issues(list: &[lossless_dataplane::model::config::ConfigIssue]) -> Vec<Issue<'_>> {
-            list.iter()
-                .map(|i| Issue { location: i.location(), value: &i.value, message: &i.message })
-                .collect()
-        }
-        let report =
-            Report { valid: errors.is_empty(), errors: issues(&errors), warnings: issues(&warnings) };
+        let report = lossless_controlplane::validate::ValidateReport::new(&errors, &warnings);
         println!("{}", serde_json::to_string(&report)?);
     } else {
         for e in &errors {

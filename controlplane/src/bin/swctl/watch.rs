@@ -3,7 +3,7 @@
 
 use crate::args::WatchArgs;
 use crate::online::status;
-use lossless_controlplane::watch::{Filter, Limiter, WatchLine};
+use lossless_controlplane::watch::{CountersLine, Filter, Limiter, WatchLine};
 use lossless_proto::v1::{self as pb, switch_client::SwitchClient};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -105,33 +105,11 @@ pub(crate) async fn watch(
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or_default()),
                 };
-                let wall_time = lossless_dataplane::clock::format_unix_ns(wall_time_unix_ns);
+                let line = CountersLine::new(c.timestamp_ns, wall_time_unix_ns, rx, tx, drp);
                 if json {
-                    #[derive(serde::Serialize)]
-                    struct CountersLine {
-                        timestamp_ns: u64,
-                        wall_time: String,
-                        wall_time_unix_ns: u64,
-                        kind: &'static str,
-                        rx_ok: u64,
-                        tx_ok: u64,
-                        drops: u64,
-                    }
-                    let line = CountersLine {
-                        timestamp_ns: c.timestamp_ns,
-                        wall_time,
-                        wall_time_unix_ns,
-                        kind: "counters",
-                        rx_ok: rx,
-                        tx_ok: tx,
-                        drops: drp,
-                    };
                     println!("{}", serde_json::to_string(&line)?);
                 } else {
-                    println!(
-                        "{wall_time:<27} {:>14.6} counters             rx_ok {rx} tx_ok {tx} drops {drp}",
-                        c.timestamp_ns as f64 / 1e9
-                    );
+                    println!("{}", line.text());
                 }
             }
         }
