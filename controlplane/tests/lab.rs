@@ -12,6 +12,7 @@
 //! - two labs of one topology coexist;
 //! - the lab of a test process killed outright is taken down by the next test process.
 
+use lossless_controlplane::lab::demo::summary::DemoSummary;
 use lossless_controlplane::lab::state::Phase;
 use lossless_controlplane::lab::status::LabStatus;
 use serde_json::Value;
@@ -441,29 +442,28 @@ fn demo_json_backs_its_claims() {
     let env = Env::new("labtest");
     let lab = env.name("d");
     let out = env.swctl(&["lab", "demo", "--seconds", "4", "--json", "--name", &lab]);
-    let summary: Value =
+    let summary: DemoSummary =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
-    let ll = &summary["lossless"];
-    let lossy = &summary["lossy"];
-    assert!(ll["received_packets"].as_u64().unwrap() > 0, "{summary:#}");
+    let (ll, lossy) = (&summary.lossless, &summary.lossy);
+    assert!(ll.received_packets > 0, "{summary:#?}");
     assert_eq!(
-        (ll["psn_gaps"].as_u64(), ll["out_of_order"].as_u64(), ll["switch_drops"].as_u64()),
-        (Some(0), Some(0), Some(0)),
-        "lossless traffic lost nothing: {summary:#}"
+        (ll.psn_gaps, ll.out_of_order, ll.switch_drops),
+        (0, 0, 0),
+        "lossless traffic lost nothing: {summary:#?}"
     );
     for port in ["Ethernet0", "Ethernet4"] {
-        assert!(ll["pfc_tx"][port].as_u64().unwrap() > 0, "PFC sent on {port}: {summary:#}");
+        assert!(ll.pfc_tx.get(port).is_some_and(|&n| n > 0), "PFC sent on {port}: {summary:#?}");
     }
-    assert!(ll["ecn_marked"].as_u64().unwrap() > 0, "ECN marks on the lossless queue: {summary:#}");
-    assert!(lossy["egress_drops"].as_u64().unwrap() > 0, "lossy tail drops: {summary:#}");
+    assert!(ll.ecn_marked > 0, "ECN marks on the lossless queue: {summary:#?}");
+    assert!(lossy.egress_drops > 0, "lossy tail drops: {summary:#?}");
     // Lossy goodput may collapse (go-back-N after tail drops): only the lossless class must get through.
-    assert!(ll["goodput_mbps"].as_f64().unwrap() > 0.0, "{summary:#}");
-    assert!(summary["queue_depth"]["samples"].as_u64().unwrap() > 10, "{summary:#}");
-    assert_eq!(summary["ok"], true, "{summary:#}");
+    assert!(ll.goodput_mbps > 0.0, "{summary:#?}");
+    assert!(summary.queue_depth.samples > 10, "{summary:#?}");
+    assert!(summary.ok, "{summary:#?}");
     assert!(out.status.success(), "{}", text(&out));
 
     // The plot and the summary stay in the run directory; the lab itself is gone.
-    let svg = std::fs::read_to_string(summary["svg"].as_str().unwrap()).unwrap();
+    let svg = std::fs::read_to_string(summary.svg.as_ref().unwrap()).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("queue 3 (lossless)") && svg.contains("polyline"));
     assert!(env.run_dir(&lab).join("summary.json").exists());
     assert!(!env.run_dir(&lab).join("state.json").exists());

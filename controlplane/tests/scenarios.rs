@@ -21,7 +21,7 @@
 //! with `swctl lab down --force`. The scenario runs take a file lock, so that at most one of them loads
 //! the machine at a time (a 2-core CI runner also runs other tests).
 
-use serde_json::Value;
+use lossless_controlplane::lab::scenario::report::{FlowResult, ScenarioReport, SwitchSummary};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -72,11 +72,11 @@ impl Env {
     }
 
     /// `swctl lab run FILE --json`: the report, after checking that the lab is gone.
-    fn run(&self, file: &Path) -> (Output, Value) {
+    fn run(&self, file: &Path) -> (Output, ScenarioReport) {
         let out = self.swctl(&["lab", "run", file.to_str().unwrap(), "--json"]);
-        let report: Value = serde_json::from_slice(&out.stdout)
+        let report: ScenarioReport = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("{}: no JSON report ({e}): {}", file.display(), text(&out)));
-        let lab = report["lab"].as_str().unwrap();
+        let lab = report.lab.as_str();
         assert_eq!(namespaces_of(lab), Vec::<String>::new(), "namespaces of {lab} left");
         assert!(!self.dir.base.join(lab).join("state.json").exists(), "the state of {lab} is left");
         (out, report)
@@ -84,20 +84,25 @@ impl Env {
 }
 
 /// Every expectation of the report holds, else the report in the message.
-fn assert_all_hold(out: &Output, report: &Value) {
-    let failed: Vec<&Value> =
-        report["expectations"].as_array().unwrap().iter().filter(|e| e["holds"] != true).collect();
-    assert!(failed.is_empty(), "failed: {failed:#?}\nreport: {report:#}\n{}", text(out));
-    assert_eq!(report["ok"], true);
+fn assert_all_hold(out: &Output, report: &ScenarioReport) {
+    let failed: Vec<_> = report.expectations.iter().filter(|e| !e.holds).collect();
+    assert!(failed.is_empty(), "failed: {failed:#?}\nreport: {report:#?}\n{}", text(out));
+    assert!(report.ok);
     assert!(out.status.success(), "{}", text(out));
 }
 
-fn counter(report: &Value, switch: &str, kind: &str, key: &str) -> u64 {
-    report["switches"][switch][kind][key].as_u64().unwrap_or(0)
+/// A switch's counter (0 when the report leaves it out: only non-zero entries are kept).
+fn counter(
+    report: &ScenarioReport,
+    switch: &str,
+    kind: fn(&SwitchSummary) -> &std::collections::BTreeMap<String, u64>,
+    key: &str,
+) -> u64 {
+    report.switches.get(switch).and_then(|s| kind(s).get(key)).copied().unwrap_or(0)
 }
 
-fn flow(report: &Value, index: usize, key: &str) -> f64 {
-    report["flows"][index][key].as_f64().unwrap_or_else(|| panic!("flow {index} {key}: {report:#}"))
+fn flow(report: &ScenarioReport, index: usize) -> &FlowResult {
+    report.flows.get(index).unwrap_or_else(|| panic!("no flow {index}: {report:#?}"))
 }
 
 #[test]
@@ -105,14 +110,11 @@ fn pfc_storm_is_contained_by_the_watchdog() {
     let env = Env::new();
     let (out, report) = env.run(&Path::new(SCENARIOS).join("pfc-storm.yaml"));
     assert_all_hold(&out, &report);
-    let events = report["events"].as_array().unwrap();
     assert!(
-        events
-            .iter()
-            .any(|e| e["kind"] == "pfc_storm_detected" && e["port"] == "Ethernet4" && e["queue"] == 3),
-        "{report:#}"
+        report.events.iter().any(|e| e.kind == "pfc_storm_detected" && e.port == "Ethernet4" && e.queue == 3),
+        "{report:#?}"
     );
-    assert!(report["storms"][0]["first_seen_switch_ns"].as_u64().is_some(), "{report:#}");
+    assert!(report.storms[0].first_seen_switch_ns.is_some(), "{report:#?}");
 }
 
 #[test]
@@ -120,20 +122,16 @@ fn arp_present_mac_missing_with_drop_not_flood_drops_at_the_tor() {
     let env = Env::new();
     let (out, report) = env.run(&Path::new(SCENARIOS).join("arp-mac-missing.yaml"));
     assert_all_hold(&out, &report);
-    let actions: Vec<(&str, &str)> = report["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["action"].as_str().unwrap(), a["result"].as_str().unwrap()))
-        .collect();
+    let actions: Vec<(&str, &str)> =
+        report.actions.iter().map(|a| (a.action.as_str(), a.result.as_str())).collect();
     assert_eq!(
         actions,
         [("stop-host h3", "rocehost stopped"), ("flush-fdb t0 Ethernet4", "1 entry flushed")],
-        "{report:#}"
+        "{report:#?}"
     );
-    assert!(counter(&report, "t0", "drop_reasons", "FDB_MISS_LOSSLESS") > 0, "{report:#}");
+    assert!(counter(&report, "t0", |s| &s.drop_reasons, "FDB_MISS_LOSSLESS") > 0, "{report:#?}");
     // No lossless copy anywhere else in the VLAN: h4's port carried nothing on queue 3.
-    assert!(report["switches"]["t0"]["queue_depth_frames"].get("Ethernet8|3").is_none(), "{report:#}");
+    assert!(!report.switches["t0"].queue_depth_frames.contains_key("Ethernet8|3"), "{report:#?}");
 }
 
 #[test]
@@ -141,13 +139,13 @@ fn arp_present_mac_missing_with_flooding_spreads_pauses() {
     let env = Env::new();
     let (out, report) = env.run(&Path::new(SCENARIOS).join("arp-mac-missing-flood.yaml"));
     assert_all_hold(&out, &report);
-    let apply = &report["actions"][0];
-    assert_eq!(apply["action"], "apply an inline config to t0 (merge)", "{report:#}");
-    assert!(apply["result"].as_str().unwrap().starts_with("generation "), "{report:#}");
-    assert_eq!(counter(&report, "t0", "drop_reasons", "FDB_MISS_LOSSLESS"), 0, "{report:#}");
+    let apply = &report.actions[0];
+    assert_eq!(apply.action, "apply an inline config to t0 (merge)", "{report:#?}");
+    assert!(apply.result.starts_with("generation "), "{report:#?}");
+    assert_eq!(counter(&report, "t0", |s| &s.drop_reasons, "FDB_MISS_LOSSLESS"), 0, "{report:#?}");
     // The pauses reach h2, whose flow to h5 never went near h3 or h4.
-    assert!(counter(&report, "t1", "pfc_tx", "Ethernet4|3") > 0, "{report:#}");
-    assert!(flow(&report, 1, "pause_ms") > 0.0, "{report:#}");
+    assert!(counter(&report, "t1", |s| &s.pfc_tx, "Ethernet4|3") > 0, "{report:#?}");
+    assert!(flow(&report, 1).pause_ms > 0.0, "{report:#?}");
 }
 
 #[test]
@@ -157,27 +155,33 @@ fn incast_with_and_without_dcqcn() {
     let (out, report) = env.run(&file);
     assert_all_hold(&out, &report);
     for i in 0..4 {
-        assert!(flow(&report, i, "goodput_mbps") > 0.0, "flow {i}: {report:#}");
-        assert!(flow(&report, i, "cnps_received") > 0.0, "flow {i}: {report:#}");
+        assert!(flow(&report, i).goodput_mbps > 0.0, "flow {i}: {report:#?}");
+        assert!(flow(&report, i).cnps_received > 0, "flow {i}: {report:#?}");
     }
-    assert!(report["flows"][0]["dcqcn_rate_mbps"].is_null(), "{report:#}");
+    assert!(flow(&report, 0).dcqcn_rate_mbps.is_none(), "{report:#?}");
     // The expectations of the file, restated so that loosening the file does not go unnoticed: with DCQCN
     // the senders are paused at most 0.4× as long, the switch sends at most half the PFC frames, the
     // bottleneck queue is at most 0.7× as deep, and the DCQCN rates end between 10 and 150 Mb/s (line 200).
-    let pause = |a: usize, b: usize| flow(&report, a, "pause_ms") + flow(&report, b, "pause_ms");
-    assert!(pause(0, 1) > 1_500.0 && pause(2, 3) <= 0.4 * pause(0, 1), "pause time: {report:#}");
-    let pfc = |a: &str, b: &str| counter(&report, "sw1", "pfc_tx", a) + counter(&report, "sw1", "pfc_tx", b);
-    let (pfc_off, pfc_on) = (pfc("Ethernet0|3", "Ethernet4|3"), pfc("Ethernet12|3", "Ethernet16|3"));
-    assert!(pfc_off >= 500 && pfc_on * 2 <= pfc_off, "PFC frames {pfc_on} vs {pfc_off}: {report:#}");
-    let depth = |port: &str| report["switches"]["sw1"]["queue_depth_frames"][port]["mean"].as_f64();
-    let (depth_off, depth_on) = (depth("Ethernet8|3").unwrap_or(0.0), depth("Ethernet20|3").unwrap_or(0.0));
-    assert!(depth_off > 0.0 && depth_on <= 0.7 * depth_off, "queue depth: {report:#}");
+    let pause = |a: usize, b: usize| flow(&report, a).pause_ms + flow(&report, b).pause_ms;
+    assert!(pause(0, 1) > 1_500.0 && pause(2, 3) <= 0.4 * pause(0, 1), "pause time: {report:#?}");
+    let pfc_tx = |a: &str| counter(&report, "sw1", |s| &s.pfc_tx, a);
+    let (pfc_off, pfc_on) =
+        (pfc_tx("Ethernet0|3") + pfc_tx("Ethernet4|3"), pfc_tx("Ethernet12|3") + pfc_tx("Ethernet16|3"));
+    assert!(pfc_off >= 500 && pfc_on * 2 <= pfc_off, "PFC frames {pfc_on} vs {pfc_off}: {report:#?}");
+    let depth = |port: &str| {
+        report.switches.get("sw1").and_then(|s| s.queue_depth_frames.get(port)).map_or(0.0, |d| d.mean)
+    };
+    let (depth_off, depth_on) = (depth("Ethernet8|3"), depth("Ethernet20|3"));
+    assert!(depth_off > 0.0 && depth_on <= 0.7 * depth_off, "queue depth: {report:#?}");
     for i in [2, 3] {
-        let rate = flow(&report, i, "dcqcn_rate_mbps");
-        assert!((10.0..=150.0).contains(&rate), "flow {i} ends at {rate} Mb/s: {report:#}");
+        let rate = flow(&report, i).dcqcn_rate_mbps;
+        assert!(
+            rate.is_some_and(|r| (10.0..=150.0).contains(&r)),
+            "flow {i} ends at {rate:?} Mb/s: {report:#?}"
+        );
     }
     // The hosts' DCQCN options reached their rocehost (its start-up line, in the log the run leaves).
-    let lab = report["lab"].as_str().unwrap();
+    let lab = report.lab.as_str();
     for h in ["h3", "h4", "h5", "h6"] {
         let log =
             std::fs::read_to_string(env.dir.base.join(lab).join(format!("{h}.log"))).unwrap_or_default();
@@ -239,23 +243,23 @@ struct Figures {
     goodput_mbps: Vec<f64>,
 }
 
-fn figures(r: &Value) -> Figures {
-    let sw = &r["switches"]["sw1"];
-    let n = |v: &Value| v.as_u64().unwrap_or(0);
-    let drops: u64 = ["queue_drops", "pg_drops"]
-        .iter()
-        .flat_map(|t| sw[t].as_object().into_iter().flatten())
+fn figures(r: &ScenarioReport) -> Figures {
+    let sw = r.switches.get("sw1").cloned().unwrap_or_default();
+    let drops: u64 = [&sw.queue_drops, &sw.pg_drops]
+        .into_iter()
+        .flatten()
         .filter(|(key, _)| key.ends_with("|3"))
-        .map(|(_, v)| n(v))
+        .map(|(_, n)| n)
         .sum();
-    let depth = &sw["queue_depth_frames"]["Ethernet8|3"];
+    let depth = sw.queue_depth_frames.get("Ethernet8|3");
+    let pfc_tx = |port: &str| sw.pfc_tx.get(port).copied().unwrap_or(0);
     Figures {
-        lossless_lost: drops + (0..2).map(|i| flow(r, i, "psn_gaps") as u64).sum::<u64>(),
-        pfc_frames: n(&sw["pfc_tx"]["Ethernet0|3"]) + n(&sw["pfc_tx"]["Ethernet4|3"]),
-        lossless_packets: (0..2).map(|i| flow(r, i, "received_packets") as u64).sum(),
-        queue_mean: depth["mean"].as_f64().unwrap_or(0.0),
-        queue_median: depth["median"].as_f64().unwrap_or(0.0),
-        goodput_mbps: (0..4).map(|i| flow(r, i, "goodput_mbps")).collect(),
+        lossless_lost: drops + (0..2).map(|i| flow(r, i).psn_gaps).sum::<u64>(),
+        pfc_frames: pfc_tx("Ethernet0|3") + pfc_tx("Ethernet4|3"),
+        lossless_packets: (0..2).map(|i| flow(r, i).received_packets).sum(),
+        queue_mean: depth.map_or(0.0, |d| d.mean),
+        queue_median: depth.map_or(0.0, |d| d.median as f64),
+        goodput_mbps: (0..4).map(|i| flow(r, i).goodput_mbps).collect(),
     }
 }
 
@@ -307,7 +311,7 @@ fn lab_and_simulator_agree_on_the_1g_incast() {
         "--resolution-us",
         "10000",
     ]);
-    let sim_report: Value = serde_json::from_slice(&sim_out.stdout)
+    let sim_report: ScenarioReport = serde_json::from_slice(&sim_out.stdout)
         .unwrap_or_else(|e| panic!("the simulation: no JSON report ({e}): {}", text(&sim_out)));
     assert_all_hold(&sim_out, &sim_report);
     let (lab_out, lab_report) = env.run(&file);
@@ -315,7 +319,7 @@ fn lab_and_simulator_agree_on_the_1g_incast() {
     let (sim, lab) = (figures(&sim_report), figures(&lab_report));
     // For whoever measures again (`--no-capture`): the figures the bounds were set from.
     eprintln!("lab {lab:?}\nsimulator {sim:?}");
-    let all = format!("lab {lab:#?}\nsimulator {sim:#?}\nlab report: {lab_report:#}");
+    let all = format!("lab {lab:#?}\nsimulator {sim:#?}\nlab report: {lab_report:#?}");
 
     // Lossless in both: nothing lost, not one frame.
     assert_eq!((lab.lossless_lost, sim.lossless_lost), (0, 0), "{all}");

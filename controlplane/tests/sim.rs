@@ -3,6 +3,7 @@
 //! capture decodes in tshark with nanosecond timestamps, PFC quanta, BTH PSNs and ECN; Ctrl-C ends a run
 //! with a partial report; a long run on a terminal shows a progress bar, and a piped one shows none.
 
+use lossless_controlplane::lab::scenario::report::ScenarioReport;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -34,6 +35,11 @@ impl OutDir {
 
     fn read(&self, name: &str) -> Vec<u8> {
         std::fs::read(self.0.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// `scenario.json`, read as the type swctl wrote it from.
+    fn report(&self) -> ScenarioReport {
+        serde_json::from_slice(&self.read("scenario.json")).unwrap_or_else(|e| panic!("scenario.json: {e}"))
     }
 }
 
@@ -73,9 +79,9 @@ fn every_shipped_scenario_holds_in_virtual_time() {
         // stderr is a pipe: no progress bar, not even for the runs that take seconds of wall time (longer
         // than the bar waits before it appears: incast-1g.yaml in a debug build).
         assert!(!run.stderr.iter().any(|&b| b == 0x1b || b == b'\r'), "{name}: {}", text(&run));
-        let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
-        assert_eq!(report["ok"], true, "{name}");
-        assert_eq!(report["virtual_time"], true, "{name}");
+        let report = out.report();
+        assert!(report.ok, "{name}");
+        assert!(report.virtual_time, "{name}");
     }
 }
 
@@ -100,20 +106,17 @@ fn dcqcn_at_100g_holds_the_incast_without_pfc_from_10_ms_with_ucloud_ecn() {
         ]);
         // Ended before the scenario's end: a partial report, exit 1.
         assert_eq!(run.status.code(), Some(1), "{name}: {}", text(&run));
-        let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
-        let outcomes = report["expectations"].as_array().unwrap();
+        let outcomes = out.report().expectations;
         // PFC frames: at most 40,000 with UCloud's ECN (all of them in the start-up), at least 20,000 with
         // SONiC's; both totals are reached by 15 ms.
         let decided_by_15_ms = ["PSN gaps", "marks CE before", "of 10-15 ms", "PFC frames sent on"];
         for what in decided_by_15_ms {
-            let found: Vec<_> =
-                outcomes.iter().filter(|o| o["expectation"].as_str().unwrap().contains(what)).collect();
+            let found: Vec<_> = outcomes.iter().filter(|o| o.expectation.contains(what)).collect();
             assert_eq!(found.len(), 1, "{name}: {what}: {outcomes:#?}");
-            assert_eq!(found[0]["holds"], true, "{name}: {:#}", found[0]);
+            assert!(found[0].holds, "{name}: {:#?}", found[0]);
         }
-        let paused =
-            outcomes.iter().find(|o| o["expectation"].as_str().unwrap().contains("of 10-15 ms")).unwrap();
-        let evidence = paused["evidence"].as_str().unwrap();
+        let paused = outcomes.iter().find(|o| o.expectation.contains("of 10-15 ms")).unwrap();
+        let evidence = &paused.evidence;
         if name.contains("ucloud") {
             assert_eq!(evidence.matches(" 0.00 %").count(), 8, "{evidence}");
         } else {
@@ -138,8 +141,7 @@ fn dcqcn_16_to_1_at_100g_is_held_by_pfc_at_the_fair_share_for_its_first_15_ms() 
     let run =
         swctl_sim(&[&file, "--out", out.path(), "--until-ms", "15", "--resolution-us", "1000", "--no-plots"]);
     assert_eq!(run.status.code(), Some(1), "a partial report: {}", text(&run));
-    let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
-    let outcomes = report["expectations"].as_array().unwrap();
+    let outcomes = out.report().expectations;
     // "PFC frames sent on" is two expectations: at least 70,000 by 15 ms, at most 300,000 in all.
     for (what, count) in [
         ("PSN gaps", 1),
@@ -148,11 +150,10 @@ fn dcqcn_16_to_1_at_100g_is_held_by_pfc_at_the_fair_share_for_its_first_15_ms() 
         ("PFC frames sent on", 2),
         ("sender paused (ms)", 1),
     ] {
-        let found: Vec<_> =
-            outcomes.iter().filter(|o| o["expectation"].as_str().unwrap().contains(what)).collect();
+        let found: Vec<_> = outcomes.iter().filter(|o| o.expectation.contains(what)).collect();
         assert_eq!(found.len(), count, "{what}: {outcomes:#?}");
         for o in found {
-            assert_eq!(o["holds"], true, "{o:#}");
+            assert!(o.holds, "{o:#?}");
         }
     }
 }
@@ -263,8 +264,8 @@ fn ctrl_c_ends_a_run_with_a_partial_report() {
     assert_eq!(interrupted, 0);
     let done = child.wait_with_output().unwrap();
     assert_eq!(done.status.code(), Some(1), "{}", text(&done));
-    let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
-    assert_eq!(report["partial"], true, "{report:#}");
+    let report = out.report();
+    assert!(report.partial, "{report:#?}");
     assert!(String::from_utf8_lossy(&done.stdout).contains("PARTIAL"), "{}", text(&done));
 }
 
@@ -323,25 +324,16 @@ fn a_long_run_on_a_terminal_shows_a_progress_bar_and_ctrl_c_still_reports() {
     assert!(seen[bar..].contains("× real time"), "{seen}");
     let report = seen.find("PARTIAL: the run was cut short").unwrap_or_else(|| panic!("no report: {seen}"));
     assert!(bar < report, "{seen}");
-    let json: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
-    assert_eq!(json["partial"], true);
+    assert!(out.report().partial);
 }
 
 /// The expectations of a partial run's report: (text, holds, the first number of the evidence).
-fn expectations(report: &serde_json::Value) -> Vec<(String, bool, f64)> {
+fn expectations(report: &ScenarioReport) -> Vec<(String, bool, f64)> {
     let number = |e: &str| {
         let end = e.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(e.len());
         e[..end].parse().unwrap_or(f64::NAN)
     };
-    report["expectations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            let evidence = e["evidence"].as_str().unwrap_or_default();
-            (e["expectation"].as_str().unwrap().to_owned(), e["holds"] == true, number(evidence))
-        })
-        .collect()
+    report.expectations.iter().map(|e| (e.expectation.clone(), e.holds, number(&e.evidence))).collect()
 }
 
 /// The three NIC pause-frame storms (`docs/scenarios-nic.md`) run 10 s of virtual time, too long for a debug
@@ -369,8 +361,8 @@ fn nic_storms_spread_or_are_contained_in_the_first_520_ms() {
             "--no-plots",
         ]);
         assert_eq!(run.status.code(), Some(1), "{name}: a partial run: {}", text(&run));
-        let report: serde_json::Value = serde_json::from_slice(&out.read("scenario.json")).unwrap();
-        assert_eq!(report["partial"], true, "{name}");
+        let report = out.report();
+        assert!(report.partial, "{name}");
         let all = expectations(&report);
         assert!(all.len() >= 6, "{name}: {all:?}");
         for (what, holds, value) in all {

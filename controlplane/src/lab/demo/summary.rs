@@ -7,12 +7,12 @@ use crate::lab::topology::Topology;
 use crate::lab::up::{self, Lab};
 use lossless_dataplane::rocehost::report::{FlowReport, ReceiverReport, Report};
 use lossless_proto::v1 as pb;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// What the demo found, as `--json` prints it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct DemoSummary {
     pub lab: String,
     pub topology: String,
@@ -32,7 +32,7 @@ pub struct DemoSummary {
     pub ok: bool,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct ClassSummary {
     pub priorities: Vec<u8>,
     /// Egress queues at the congested port.
@@ -67,7 +67,7 @@ pub struct ClassSummary {
     pub sender_paused_ms: BTreeMap<String, f64>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct FlowSummary {
     pub from: String,
     pub to: String,
@@ -84,7 +84,7 @@ pub struct FlowSummary {
     pub goodput_mbps: f64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct QueueDepth {
     pub interval_ms: u32,
     pub samples: usize,
@@ -92,13 +92,13 @@ pub struct QueueDepth {
     pub queues: BTreeMap<u32, DepthStats>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct DepthStats {
     pub max: u64,
     pub mean: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Claim {
     pub claim: String,
     pub holds: bool,

@@ -3,9 +3,10 @@
 //! flows resolved against the topology, every error naming the step or expectation (`steps[2]`,
 //! `expect[0].pfc_tx`).
 
+pub use super::one_or_many::OneOrMany;
 use super::timed::{EcnBeforeXoffFile, FlowRateFile, PausedPercentFile};
 use super::{Action, ActionKind, Expect, FlowMetric, Metric, RxStuck, Scenario, Storm, Table};
-use crate::lab::topology::{RelativeTo, Topology};
+use crate::lab::topology::{RawFlow, RelativeTo, Topology, Written};
 use anyhow::{Context, bail};
 use lossless_dataplane::model::config::{ConfigDb, check_config_text};
 use serde::Deserialize;
@@ -46,7 +47,7 @@ pub struct Step {
     #[serde(default)]
     pub at: u64,
     /// Flows (topology `traffic` entries) that start at `at`.
-    pub traffic: Option<OneOrMany<Mapping>>,
+    pub traffic: Option<OneOrMany<RawFlow>>,
     pub storm: Option<StormStep>,
     pub rx_stuck: Option<RxStuckStep>,
     pub flush_fdb: Option<FlushFdbStep>,
@@ -130,23 +131,6 @@ impl<'de> Deserialize<'de> for FileOrInline {
             }
         }
         d.deserialize_any(Visitor)
-    }
-}
-
-/// `X` or `[X, Y, ...]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged, expecting = "one value or a list of them")]
-pub enum OneOrMany<T> {
-    One(T),
-    Many(Vec<T>),
-}
-
-impl<T> OneOrMany<T> {
-    fn into_vec(self) -> Vec<T> {
-        match self {
-            OneOrMany::One(x) => vec![x],
-            OneOrMany::Many(v) => v,
-        }
     }
 }
 
@@ -552,17 +536,24 @@ impl Scenario {
     pub fn parse(text: &str, default_name: &str, source: &str, dir: &Path) -> anyhow::Result<Scenario> {
         check_config_text(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         let file: ScenarioFile = serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        let (mut topo, topo_dir, topo_source): (Mapping, PathBuf, String) = match file.topology {
-            FileOrInline::File(p) => {
-                let path = dir.join(p);
-                let t = std::fs::read_to_string(&path)
-                    .with_context(|| format!("{source}: cannot read {}", path.display()))?;
-                check_config_text(&t).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                let v = serde_yaml::from_str(&t).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-                (v, path.parent().map(Path::to_path_buf).unwrap_or_default(), path.display().to_string())
-            }
-            FileOrInline::Inline(m) => (m, dir.to_path_buf(), format!("{source}: topology")),
-        };
+        // The topology's text (`None`: inline in the scenario's), its YAML, where its files are, its name
+        // in errors.
+        let (topo_text, topo_value, topo_dir, topo_source): (Option<String>, Yaml, PathBuf, String) =
+            match file.topology {
+                FileOrInline::File(p) => {
+                    let path = dir.join(p);
+                    let t = std::fs::read_to_string(&path)
+                        .with_context(|| format!("{source}: cannot read {}", path.display()))?;
+                    check_config_text(&t).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    let v =
+                        serde_yaml::from_str(&t).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    let topo_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+                    (Some(t), v, topo_dir, path.display().to_string())
+                }
+                FileOrInline::Inline(m) => {
+                    (None, Yaml::Mapping(m), dir.to_path_buf(), format!("{source}: topology"))
+                }
+            };
         let name = file.name.unwrap_or_else(|| default_name.to_owned());
         if let Some(p) = &file.pingmesh {
             p.validate().map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
@@ -593,8 +584,11 @@ impl Scenario {
             }
             if let Some(t) = traffic {
                 for mut f in t.into_vec() {
-                    f.insert("start-ms".into(), at.into());
-                    flows.push(Yaml::Mapping(f));
+                    if let Some(start_ms) = f.start_ms {
+                        bail!("{what}.traffic: start-ms {start_ms}: a step's flows start at its at ({at})");
+                    }
+                    f.start_ms = Some(at);
+                    flows.push(f);
                 }
             } else if let Some(s) = storm {
                 if s.priorities.iter().any(|&p| p > 7) {
@@ -652,12 +646,16 @@ impl Scenario {
             }
         }
         actions.sort_by_key(|a| a.at_ms);
+        let written = match &topo_text {
+            Some(t) => Written::File(t),
+            None => Written::InScenario { text, source },
+        };
+        let mut raw = Topology::read_raw(topo_value, &written, &topo_source)?;
+        // The steps' flows replace the topology's own (`swctl lab demo`'s) if there are any.
         if !flows.is_empty() {
-            topo.insert("traffic".into(), Yaml::Sequence(flows));
+            raw.traffic = flows;
         }
-        topo.entry("name".into()).or_insert_with(|| name.clone().into());
-        let topo_text = serde_yaml::to_string(&topo)?;
-        let topology = Topology::parse(&topo_text, &name, &topo_source, &RelativeTo(topo_dir))?;
+        let topology = Topology::from_raw(raw, &name, &topo_source, &RelativeTo(topo_dir))?;
         for s in &storms {
             if topology.host(&s.host).is_none() {
                 bail!("{source}: storm: unknown host {}", s.host);

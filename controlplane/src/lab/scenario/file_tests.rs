@@ -250,3 +250,45 @@ fn a_link_down_step_takes_a_linked_switch_port_down_and_back_up() {
         assert!(e.contains(needle), "{step}: {e}");
     }
 }
+
+#[test]
+fn step_flows_are_typed_and_their_errors_name_the_field_and_line() {
+    // The rest starts on line 12, after the 11 lines of TOPOLOGY.
+    let s =
+        parse("steps:\n  - { at: 7, traffic: { from: h1, to: h2, priority: 3, dscp: 3, rate-mbps: 50 } }\n")
+            .unwrap();
+    assert_eq!(s.topology.traffic.len(), 1);
+    let f = &s.topology.traffic[0];
+    assert_eq!((f.from.as_str(), f.to.as_str(), f.rate_mbps, f.start_ms), ("h1", "h2", Some(50), 7));
+    for (step, needle) in [
+        (
+            "{ at: 0, traffic: { from: h1, to: h2, priority: 3, dscp: 3, rate-mbs: 5 } }",
+            "t.yaml: steps[0].traffic: unknown field `rate-mbs`",
+        ),
+        (
+            "{ at: 0, traffic: [ { from: h1, to: h2, priority: 3, dscp: 3 }, { from: h2, priority: 3 } ] }",
+            "t.yaml: steps[0].traffic[1]: missing field `to`",
+        ),
+        (
+            "{ at: 0, traffic: { from: h1, to: h2, priority: high, dscp: 3 } }",
+            "t.yaml: steps[0].traffic.priority: invalid type: string \"high\", expected u8",
+        ),
+    ] {
+        let e = error_of(&format!("steps:\n  - {step}\n"));
+        assert!(e.contains(needle) && e.contains("at line 13 column"), "{step}: {e}");
+    }
+    let e =
+        error_of("steps: [ { at: 4, traffic: { from: h1, to: h2, priority: 3, dscp: 3, start-ms: 2 } } ]");
+    assert!(e.contains("steps[0].traffic: start-ms 2: a step's flows start at its at (4)"), "{e}");
+    // Checked against the topology as a topology's own flows are.
+    let e = error_of("steps: [ { at: 0, traffic: { from: h1, to: h9, priority: 3, dscp: 3 } } ]");
+    assert!(e.contains("traffic[0] (h1 -> h9): h9 is not a host of this topology (hosts: h1, h2)"), "{e}");
+}
+
+#[test]
+fn an_inline_topology_error_names_the_field_and_line_of_the_scenario() {
+    let text = "name: t\ntopology:\n  hosts:\n    h1: { ip: 10.0.0.1/24, colour: red }\n";
+    let e = format!("{:#}", Scenario::parse(text, "t", "t.yaml", Path::new(".")).unwrap_err());
+    assert!(e.contains("t.yaml: topology.hosts.h1: unknown field `colour`"), "{e}");
+    assert!(e.contains("at line 4 column"), "{e}");
+}

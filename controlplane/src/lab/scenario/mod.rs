@@ -94,6 +94,7 @@
 //! ([`run`](mod@run)) and the report ([`report`]).
 
 pub mod file;
+mod one_or_many;
 pub mod report;
 pub mod run;
 pub mod timed;

@@ -11,12 +11,12 @@ use crate::lab::up;
 use lossless_dataplane::clock;
 use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_proto::v1 as pb;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Outcome {
     pub expectation: String,
     pub holds: bool,
@@ -24,7 +24,7 @@ pub struct Outcome {
 }
 
 /// What a timed action did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ActionRecord {
     pub step: String,
     pub at_ms: u64,
@@ -34,7 +34,9 @@ pub struct ActionRecord {
     pub result: String,
 }
 
-#[derive(Debug, Serialize)]
+/// `scenario.json` and `swctl lab run --json`/`swctl sim run --json`: written here, read back by whoever
+/// checks a run (the tests) with the same type.
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ScenarioReport {
     pub scenario: String,
     pub lab: String,
@@ -51,16 +53,16 @@ pub struct ScenarioReport {
     pub expectations: Vec<Outcome>,
     pub ok: bool,
     /// A simulation's report (`swctl sim run`): times are virtual, `started` is the simulation's origin.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub virtual_time: bool,
     /// A run cut short (Ctrl-C, `--until` before the end): the results are as of then.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
 }
 
 /// One flow, from the sender's and the receiver's reports. (Fields in alphabetical order, as the JSON
 /// has always had them.)
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FlowResult {
     pub cnps_received: u64,
     pub dcqcn: bool,
@@ -104,7 +106,7 @@ impl FlowResult {
 }
 
 /// A storm step, and when the switch saw it begin (its clock).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StormResult {
     /// `began_after_switch_ns` in ms after the hosts were up.
     pub began_after_ms: Option<f64>,
@@ -121,7 +123,7 @@ pub struct StormResult {
 }
 
 /// A `pfc_storm_*` event of a switch's Subscribe stream.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EventRecord {
     pub kind: String,
     pub port: String,
@@ -135,7 +137,7 @@ pub struct EventRecord {
 }
 
 /// What one switch showed at the end: keys `port|priority`, `port|queue` or `port|pg`, non-zero entries only.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SwitchSummary {
     pub drop_reasons: BTreeMap<String, u64>,
     pub ecn_marked: BTreeMap<String, u64>,
@@ -148,7 +150,7 @@ pub struct SwitchSummary {
     pub queue_depth_frames: BTreeMap<String, DepthSummary>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct DepthSummary {
     pub max: u64,
     pub mean: f64,

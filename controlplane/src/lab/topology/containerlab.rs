@@ -22,8 +22,8 @@
 //! YAML (`"1000"` is a number, `"{ buffer_bytes: 262144 }"` a mapping). containerlab's own node settings
 //! (image, env, binds, exec, ...) are for containerlab and ignored here; other kinds are refused by name.
 
-use super::Topology;
 use super::file::{RawHost, RawLink, RawLinkDetail, RawSwitch, RawTopology};
+use super::{Topology, Written};
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess};
 use serde::{Deserialize, Serialize};
@@ -83,11 +83,11 @@ pub(super) fn is_containerlab(value: &Value) -> bool {
 }
 
 /// A containerlab topology as the equivalent Lossless topology, or every reason it is not one, each naming
-/// the node, link or label. `text` is read first for errors with a path, line and column; `value` is the
+/// the node, link or label. `written` is read first for errors with a path, line and column; `value` is the
 /// same text with YAML merge keys applied.
-pub(super) fn to_native(text: &str, value: Value) -> Result<RawTopology, Vec<String>> {
+pub(super) fn to_native(written: &Written, value: Value) -> Result<RawTopology, Vec<String>> {
     let context = |e: serde_yaml::Error| vec![format!("containerlab topology: {e}")];
-    serde_yaml::from_str::<ClabFile>(text).map_err(context)?;
+    written.check::<ClabFile>().map_err(context)?;
     let file: ClabFile = serde_yaml::from_value(value).map_err(context)?;
     let mut errors = Vec::new();
     let (mut switches, mut hosts) = (BTreeMap::new(), BTreeMap::new());

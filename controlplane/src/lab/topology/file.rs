@@ -6,9 +6,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+/// A topology as written (a scenario's steps add to its `traffic`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTopology {
+pub(crate) struct RawTopology {
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) switches: BTreeMap<String, RawSwitch>,
@@ -17,7 +18,7 @@ pub(super) struct RawTopology {
     #[serde(default)]
     pub(super) links: Vec<RawLink>,
     #[serde(default)]
-    pub(super) traffic: Vec<RawFlow>,
+    pub(crate) traffic: Vec<RawFlow>,
 }
 
 #[derive(Deserialize)]
@@ -80,9 +81,10 @@ pub(super) struct RawLinkDetail {
     pub(super) mtu: Option<u32>,
 }
 
-#[derive(Deserialize)]
+/// A flow as written: a topology's `traffic` entry, or a scenario step's (which starts at the step's `at`).
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub(super) struct RawFlow {
+pub struct RawFlow {
     pub(super) from: String,
     pub(super) to: String,
     pub(super) priority: u8,
@@ -91,7 +93,7 @@ pub(super) struct RawFlow {
     pub(super) message_bytes: Option<u64>,
     pub(super) messages: Option<u64>,
     pub(super) dcqcn: Option<bool>,
-    pub(super) start_ms: Option<u64>,
+    pub(crate) start_ms: Option<u64>,
 }
 
 /// A node name: letters, digits and `_` (no `-`, so that `ll-<lab>-<node>` names one node of one lab).

@@ -36,8 +36,10 @@ mod file;
 mod tests;
 
 use anyhow::{Context, bail};
+pub use file::RawFlow;
+pub(crate) use file::RawTopology;
+use file::check_interface_name;
 pub(crate) use file::parse_end;
-use file::{RawTopology, check_interface_name};
 use lossless_dataplane::model::config::{ConfigDb, SwitchConfig, check_config_text};
 use lossless_dataplane::nic::{Retransmit, RxPipelineConfig};
 use lossless_dataplane::wire::EthernetAddress;
@@ -261,19 +263,41 @@ impl Topology {
         source: &str,
         files: &dyn ConfigFiles,
     ) -> anyhow::Result<Topology> {
-        // Parsed as written first, for errors with a line and column; then again with YAML merge keys
-        // (`<<: *leaf`) applied, so that switches can share a configuration and override parts of it.
-        // Pathologically deep text is refused before either parse (it embeds switch configurations).
+        // Pathologically deep text is refused before any parse (it embeds switch configurations).
         check_config_text(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        let mut value: serde_yaml::Value =
-            serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+        let value = serde_yaml::from_str(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
+        let raw = Topology::read_raw(value, &Written::File(text), source)?;
+        Topology::from_raw(raw, default_name, source, files)
+    }
+
+    /// A topology as written: `value` is its YAML (merge keys not yet applied), `written` the text it came
+    /// from, `source` names it in errors.
+    pub(crate) fn read_raw(
+        mut value: serde_yaml::Value,
+        written: &Written,
+        source: &str,
+    ) -> anyhow::Result<RawTopology> {
+        // Read as written first, for errors with a line and column; then again with YAML merge keys
+        // (`<<: *leaf`) applied, so that switches can share a configuration and override parts of it.
         value.apply_merge().map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        let raw: RawTopology = if containerlab::is_containerlab(&value) {
-            containerlab::to_native(text, value).map_err(|errors| invalid(source, &errors))?
-        } else {
-            serde_yaml::from_str::<RawTopology>(text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-            serde_yaml::from_value(value).map_err(|e| anyhow::anyhow!("{source}: {e}"))?
-        };
+        if containerlab::is_containerlab(&value) {
+            return containerlab::to_native(written, value).map_err(|errors| invalid(source, &errors));
+        }
+        written.check::<RawTopology>().map_err(|e| match written {
+            Written::File(_) => anyhow::anyhow!("{source}: {e}"),
+            // The error's path starts at the scenario's `topology`.
+            Written::InScenario { source, .. } => anyhow::anyhow!("{source}: {e}"),
+        })?;
+        serde_yaml::from_value(value).map_err(|e| anyhow::anyhow!("{source}: {e}"))
+    }
+
+    /// Validates a topology as written; `default_name` names it when it has no `name:`.
+    pub(crate) fn from_raw(
+        raw: RawTopology,
+        default_name: &str,
+        source: &str,
+        files: &dyn ConfigFiles,
+    ) -> anyhow::Result<Topology> {
         let mut errors = Vec::new();
         let topology = build::build(raw, default_name, source, files, &mut errors);
         if !errors.is_empty() {
@@ -293,6 +317,31 @@ impl Topology {
     /// Every node name, switches first.
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
         self.switches.iter().map(|s| s.name.as_str()).chain(self.hosts.iter().map(|h| h.name.as_str()))
+    }
+}
+
+/// The text a topology was written in, read as written for serde errors with a path, line and column
+/// (the topology itself is read from its YAML with merge keys applied).
+pub(crate) enum Written<'a> {
+    /// A topology file's text.
+    File(&'a str),
+    /// A scenario file's text, the topology inline under its `topology:`; `source` names the scenario.
+    InScenario { text: &'a str, source: &'a str },
+}
+
+impl Written<'_> {
+    fn check<T: serde::de::DeserializeOwned>(&self) -> Result<(), serde_yaml::Error> {
+        /// A scenario file, only its topology read (the rest is the scenario's, checked there).
+        #[derive(serde::Deserialize)]
+        struct Scenario<T> {
+            topology: T,
+        }
+        match self {
+            Written::File(text) => serde_yaml::from_str::<T>(text).map(drop),
+            Written::InScenario { text, .. } => {
+                serde_yaml::from_str::<Scenario<T>>(text).map(|s| drop(s.topology))
+            }
+        }
     }
 }
 
