@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `swctl score` benchmark (not run by CI): wall time of the whole default suite on one profile (release
 # build), cases in parallel threads (--jobs, default the machine's cores). Target: <= 2 minutes on this
-# project's 2-core machine (issue 18). Prints the wall time, the CPU time (user + sys, the least noisy
+# project's 2-core machine. Prints the wall time, the CPU time (user + sys, the least noisy
 # figure on a shared machine) and each case's wall time and events as the report gives them.
 # Usage: bench/score.sh [PROFILE (default configs/profiles/th_balanced.yaml)] [JOBS]
 set -euo pipefail

@@ -25,7 +25,7 @@
 
 use crate::lab::topology::{ConfigFiles, Topology};
 use anyhow::{Context, bail};
-use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::config::{ConfigDb, parse_ref};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -285,8 +285,9 @@ pub fn with_profile(db: &ConfigDb, profile: &ConfigDb) -> anyhow::Result<ConfigD
 }
 
 /// Whether `reference` (`name` or `[BUFFER_PROFILE|name]`) names a profile with an `xoff`: a lossless PG's.
+/// A malformed reference names none (the config compiler reports it).
 fn profile_has_xoff(profile: &ConfigDb, reference: &str) -> bool {
-    let name = reference.trim_start_matches("[BUFFER_PROFILE|").trim_end_matches(']');
+    let Ok(name) = parse_ref("BUFFER_PROFILE", reference) else { return false };
     profile.tables.get("BUFFER_PROFILE").and_then(|t| t.get(name)).is_some_and(|f| f.contains_key("xoff"))
 }
 

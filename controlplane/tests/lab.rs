@@ -568,10 +568,7 @@ fn stale_lab_child() {
 }
 
 fn lab_sweep_child(mode: &str) -> Command {
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["stale_lab_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_MODE, mode);
-    c
+    lossless_testkit::child::rerun_test("stale_lab_child", CHILD_MODE, mode)
 }
 
 /// A test process killed outright (nextest's timeout sends SIGKILL) never drops its Env: its lab stays up.

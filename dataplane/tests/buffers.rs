@@ -521,9 +521,10 @@ fn xoff(priorities: u8) -> (u8, [u16; 8]) {
     (priorities, std::array::from_fn(|p| if priorities & (1 << p) != 0 { 0xffff } else { 0 }))
 }
 
-/// The soak's failure (issue 14): PG 3 holds XOFF while PG 4 of the same port goes in and out of XOFF
-/// faster than the refresh interval. Every PFC frame restarts the port's refresh timer, so each must
-/// refresh priority 3 too: the peer's pause on 3 (65535 quanta at the port's speed) may never run out.
+/// The 30-minute soak's lossless drops (`docs/pfc.md`, "Generating frames"): PG 3 holds XOFF while PG 4
+/// of the same port goes in and out of XOFF faster than the refresh interval. Every PFC frame restarts the
+/// port's refresh timer, so each must refresh priority 3 too: the peer's pause on 3 (65535 quanta at the
+/// port's speed) may never run out.
 #[test]
 fn a_toggling_pg_does_not_starve_the_refresh_of_another() {
     let mut rig = small_pg_rig();

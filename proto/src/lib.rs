@@ -1,6 +1,6 @@
 //! Generated code for the Lossless gRPC API (`lossless.v1`).
 //!
-//! The `.proto` sources live in `proto/lossless/v1/`; they are compiled at build time with a vendored
+//! The `.proto` sources live in `proto/proto/lossless/v1/`; they are compiled at build time with a vendored
 //! protoc, so nothing needs to be installed on the build machine.
 
 #![allow(clippy::all, clippy::pedantic)]

@@ -4,7 +4,7 @@
 //!
 //! What the switch does is the profile's: `SWITCH|switch` `lossless_fdb_miss_action` (default `drop`) for a
 //! TC that is lossless on any member of the VLAN, `lossy_fdb_miss_action` (default `flood`) otherwise
-//! (`dataplane/src/model/config/mod.rs`, `SwitchSettings`). sonic-mgmt parametrises DSCP 3, 4 and 8 and
+//! (`dataplane/core/src/model/config/mod.rs`, `SwitchSettings`). sonic-mgmt parametrises DSCP 3, 4 and 8 and
 //! expects a drop for all three on non-Mellanox ASICs; the shipped profiles keep the lossy default
 //! `flood` (as Mellanox and Barefoot, which sonic-mgmt skips), so DSCP 8 is also run on the profile with
 //! `lossy_fdb_miss_action: drop`, where all three drop as sonic-mgmt expects.

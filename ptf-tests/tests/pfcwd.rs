@@ -1,5 +1,5 @@
 //! sonic-mgmt's PFC watchdog tests (`tests/pfcwd` in sonic-net/sonic-mgmt) against
-//! switchd's watchdog (`dataplane/src/model/watchdog.rs`): the actions drop / forward / alert with exact
+//! switchd's watchdog (`dataplane/core/src/model/watchdog.rs`): the actions drop / forward / alert with exact
 //! counter deltas (test_pfcwd_function), two ports stormed one after the other (test_pfcwd_multi_port), a
 //! storm on an empty queue (test_pfcwd_no_traffic), detection and restoration timing
 //! (test_pfcwd_timer_accuracy) and configuration errors (test_pfc_config).

@@ -15,6 +15,7 @@
 //! A series starts at its first non-zero sample (zero before) and keeps a point only where its value
 //! changes, plus the last sample: exact as a step function, small on long runs.
 
+use lossless_dataplane::text::us;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -109,11 +110,6 @@ impl Series {
         }
         serde_json::to_string(&File { resolution_us: us(self.resolution_ns), series })
     }
-}
-
-/// ns → µs, to the ns.
-pub fn us(ns: u64) -> f64 {
-    ns as f64 / 1e3
 }
 
 #[cfg(test)]

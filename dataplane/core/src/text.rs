@@ -1,5 +1,5 @@
-//! Text conventions shared by the model and every tool: SONiC's natural port order and its CLI's
-//! thousands separators.
+//! Text conventions shared by the model and every tool: SONiC's natural port order, its CLI's thousands
+//! separators, and nanoseconds shown as microseconds.
 
 use std::cmp::Ordering;
 
@@ -14,6 +14,11 @@ pub fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// Nanoseconds as microseconds, for reports (`1500` → `1.5`; exact to the ns).
+pub fn us(ns: u64) -> f64 {
+    ns as f64 / 1e3
 }
 
 /// `natsort.natsorted`'s order for names: digit runs compare as numbers (`Ethernet4` < `Ethernet12`).
@@ -61,6 +66,13 @@ mod tests {
         names.sort_by(|a, b| natural_cmp(a, b));
         // As sonic-utilities' vectors order them: Ethernet0, Ethernet4, Ethernet-BP0, ...
         assert_eq!(names, ["Ethernet0", "Ethernet4", "Ethernet12", "Ethernet100", "Ethernet-BP4"]);
+    }
+
+    #[test]
+    fn microseconds() {
+        assert_eq!(us(0), 0.0);
+        assert_eq!(us(1_500), 1.5);
+        assert_eq!(us(1), 0.001);
     }
 
     #[test]

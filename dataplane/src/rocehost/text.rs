@@ -4,6 +4,7 @@ use super::PROGRESS_NS;
 use super::host::Stop;
 use super::report::{Report, RunStart};
 use crate::nic::Nic;
+use crate::text::us;
 use crate::wire::EthernetAddress;
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
@@ -19,10 +20,6 @@ pub(super) struct Meta<'a> {
 
 fn mbps(bytes: u64, ns: u64) -> f64 {
     if ns == 0 { 0.0 } else { bytes as f64 * 8e3 / ns as f64 }
-}
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1e3
 }
 
 /// The report as tables: flows, receiving QPs, PFC, counters.

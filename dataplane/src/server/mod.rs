@@ -9,8 +9,8 @@
 //! clients presenting a certificate signed by that CA get in.
 //!
 //! ```text
-//! grpcurl -plaintext -unix /run/lossless/switchd.sock list
-//! grpcurl -plaintext -unix /run/lossless/switchd.sock lossless.v1.Switch/GetCounters
+//! grpcurl -plaintext -unix /run/lossless/switch.sock list
+//! grpcurl -plaintext -unix /run/lossless/switch.sock lossless.v1.Switch/GetCounters
 //! ```
 
 mod authority;
@@ -54,7 +54,7 @@ const MAX_RESPONSE_BYTES: usize = 64 << 20;
 /// Where the gRPC server listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listen {
-    /// A Unix domain socket (`unix:/run/lossless/switchd.sock`).
+    /// A Unix domain socket (`unix:/run/lossless/switch.sock`).
     Unix(PathBuf),
     /// A TCP address (`tcp:127.0.0.1:50051`, `tcp:[::1]:50051`).
     Tcp(SocketAddr),
@@ -86,7 +86,7 @@ impl Listen {
         let bad = |reason: &str| BadEndpoint { spec: spec.to_owned(), reason: reason.to_owned() };
         if let Some(path) = spec.strip_prefix("unix:") {
             if path.is_empty() {
-                return Err(bad("the socket path is empty (unix:/run/lossless/switchd.sock)"));
+                return Err(bad("the socket path is empty (unix:/run/lossless/switch.sock)"));
             }
             Ok(Listen::Unix(PathBuf::from(path)))
         } else if let Some(addr) = spec.strip_prefix("tcp:") {
@@ -472,7 +472,7 @@ pub async fn connect(endpoint: &str) -> anyhow::Result<SwitchClient<Channel>> {
 pub async fn connect_with(endpoint: &str, tls: Option<&ClientTls>) -> anyhow::Result<SwitchClient<Channel>> {
     let channel = if let Some(path) = endpoint.strip_prefix("unix:") {
         if path.is_empty() {
-            bail!("{endpoint:?}: the socket path is empty (unix:/run/lossless/switchd.sock)");
+            bail!("{endpoint:?}: the socket path is empty (unix:/run/lossless/switch.sock)");
         }
         if tls.is_some() {
             bail!("{endpoint}: TLS is for tcp: endpoints");

@@ -268,8 +268,11 @@ async fn capture_cmd(
             "capture: give -w FILE.pcapng, or -w - to stream pcapng to stdout (e.g. | tshark -r -)"
         );
     }
+    // SIGINT or SIGTERM ends the capture cleanly (the pcapng is flushed), as in every other process.
+    let signals = lossless_dataplane::shutdown::Shutdown::install()
+        .context("installing the SIGTERM/SIGINT handlers")?;
     let interrupted = async {
-        let _ = tokio::signal::ctrl_c().await;
+        signals.requested().await;
     };
     let (written, lost) = if to_stdout {
         lossless_controlplane::capture::capture(client, &options, std::io::stdout().lock(), interrupted)

@@ -32,7 +32,8 @@ use std::collections::BTreeMap;
 
 /// The label that says what a node is.
 pub const ROLE_LABEL: &str = "lossless.role";
-/// The image `export` names: an image of the user's with switchd and rocehost in it (`docs/labs.md`).
+/// The image `export` names: an image of the user's with switchd and rocehost in it
+/// (`docs/containerlab.md`, "A Lossless switch as a containerlab node").
 pub const DEFAULT_IMAGE: &str = "lossless:latest";
 
 #[derive(Deserialize, Serialize)]

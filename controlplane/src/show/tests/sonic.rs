@@ -17,7 +17,8 @@ fn t0() -> ConfigDb {
 #[test]
 fn dropcounters_show_every_reason_counted() {
     let table = dropcounters_counts(&counters());
-    // FDB_MISS_LOSSLESS, counted on Ethernet0, has a column of its own: the reason the issue found invisible.
+    // FDB_MISS_LOSSLESS, counted on Ethernet0, has a column of its own, so those drops are
+    // not hidden in another reason's count.
     assert!(table.lines().next().unwrap().contains("FDB_MISS_LOSSLESS"), "{table}");
     insta::assert_snapshot!(table);
     insta::assert_snapshot!("dropcounters_counts_json", pretty(&dropcounters_counts_json(&counters())));

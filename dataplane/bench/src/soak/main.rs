@@ -1,5 +1,5 @@
 //! soak: switchd under hours-long mixed abuse, for leaks, lost lossless frames and accounting drift. Not
-//! run by CI (`bench/soak.sh` runs it; see `bench/README.md`).
+//! run by CI (`bench/soak.sh` runs it; README.md, "Benchmarks").
 //!
 //! ```text
 //! h0 (lossless DSCP 3, 400 Mb/s) ───────── Ethernet0  ┐

@@ -73,10 +73,7 @@ impl NpParams {
 
     /// The parameter names [`NpParams::set`] takes: the field names.
     pub fn names() -> Vec<String> {
-        match serde_json::to_value(NpParams::default()) {
-            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
-            _ => Vec::new(),
-        }
+        dcqcn::field_names::<NpParams>()
     }
 
     /// Sets one parameter by its field name from a decimal number and validates the result; on error

@@ -64,8 +64,8 @@ mod params;
 mod tests;
 
 use crate::time::{Instant, Nanos};
-pub(crate) use params::set_field;
 pub use params::{BYTE_RESET_UNIT_BYTES, DcqcnParams};
+pub(crate) use params::{field_names, set_field};
 
 /// α as the parameters give it (`initial_alpha_value`, `dce_tcp_g`): a fixed-point fraction with 10
 /// fractional bits.

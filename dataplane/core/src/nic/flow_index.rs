@@ -2,11 +2,11 @@
 //! work due (`handle_timeout`) and, per priority, the flows' transmit readiness (`poll_at`, and the
 //! round-robin choice of `poll_transmit`). Each is a tournament tree over the flows ([`MinTree`]): the
 //! earliest instant in O(1), one flow changed in O(log n), the first flow from a position on whose instant
-//! has come in O(log n). A host of a 128-host all-to-all shuffle has 127 flows, which the NIC used to scan
-//! several times per visit.
+//! has come in O(log n). A host of a 128-host all-to-all shuffle has 127 flows and asks these questions
+//! several times per visit; up to [`SCAN_FLOWS`] flows a plain scan of the schedules answers them.
 //!
 //! The trees mirror the flows' [`FlowSchedule`]s and change only with them ([`Nic::set_schedule`]); debug
-//! builds check every answer against the scan it replaces.
+//! builds check every answer against a plain scan.
 
 use super::Nic;
 use super::flow::FlowSchedule;

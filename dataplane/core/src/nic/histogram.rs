@@ -4,8 +4,8 @@
 //! receiving QP's packet and message latencies, the sender's message completion): 48,768 in the 128-host
 //! Clos shuffle of `docs/simulator.md`. Their values sit in a narrow band (a few µs to a few hundred
 //! µs), so a histogram stores only the window of buckets between the lowest and highest it has seen, in
-//! 32-bit counts until a bucket needs more: a few KiB where a vector from bucket 0 with 64-bit counts took
-//! up to 30 KiB, for the same buckets and so the same percentiles.
+//! 32-bit counts until a bucket needs more: a few KiB, where a vector from bucket 0 with 64-bit counts would
+//! take up to 30 KiB for the same buckets and so the same percentiles.
 
 use super::stats::LatencySummary;
 

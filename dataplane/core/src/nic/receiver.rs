@@ -10,7 +10,7 @@
 //!   message (its bytes are taken back from `received_bytes`) and expects the message's first PSN again —
 //!   the behaviour behind the livelock of `docs/nic.md`, "Loss recovery".
 //! * Behind (a duplicate): counted and answered with an ACK, so a requester whose ACK was lost is not
-//!   stuck (the ns3-rdma livelock of issue #8).
+//!   stuck (the livelock of `bobzhuyb/ns3-rdma` issue #8, `docs/nic.md`).
 //! * CE-marked packets (any of the above) make a CNP due unless one was sent for this QP within
 //!   `cnp_interval_ns` (DCQCN paper NP; NVIDIA `min_time_between_cnps`): marks inside the interval are
 //!   absorbed, not deferred. The NIC also holds CNPs port-wide (`min_time_between_cnps_ns`): a mark

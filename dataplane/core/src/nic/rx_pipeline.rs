@@ -91,10 +91,7 @@ impl RxPipelineConfig {
 
     /// The parameter names [`RxPipelineConfig::set`] takes: the field names.
     pub fn names() -> Vec<String> {
-        match serde_json::to_value(RxPipelineConfig::default()) {
-            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
-            _ => Vec::new(),
-        }
+        super::dcqcn::field_names::<RxPipelineConfig>()
     }
 
     /// Sets one field by name from a decimal number (rocehost's `--rx-param NAME=VALUE`). The result is

@@ -2,9 +2,9 @@
 //! [`MAX_NESTING_DEPTH`] or larger than [`MAX_CONFIG_BYTES`], in one linear pass.
 //!
 //! The parsers (serde_yaml's libyaml, serde_json) spend time and stack in proportion to nesting: a
-//! 100,000-deep `[[[[…` took seconds of CPU before being refused. CONFIG_DB content is four levels deep
-//! (table, key, field, list of scalars) and a lab topology or scenario embedding one adds a few more, so
-//! anything past [`MAX_NESTING_DEPTH`] is refused at once, with an error naming the limit.
+//! 100,000-deep `[[[[…` takes them seconds of CPU before they refuse it. CONFIG_DB content is four levels
+//! deep (table, key, field, list of scalars) and a lab topology or scenario embedding one adds a few more,
+//! so anything past [`MAX_NESTING_DEPTH`] is refused at once, with an error naming the limit.
 //!
 //! The depth is an over-estimate that costs one pass and no allocation per byte: flow collections (`[`, `{`)
 //! count one level each (outside quoted scalars and comments; in block context only where a node can start),

@@ -149,10 +149,7 @@ impl DcqcnParams {
 
     /// The parameter names [`DcqcnParams::set`] takes: the field names, units included.
     pub fn names() -> Vec<String> {
-        match serde_json::to_value(DcqcnParams::default()) {
-            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
-            _ => Vec::new(),
-        }
+        field_names::<DcqcnParams>()
     }
 
     /// Sets one parameter by its field name from text (a decimal number, or true/false/on/off/1/0 for the
@@ -165,6 +162,14 @@ impl DcqcnParams {
         updated.validate()?;
         *self = updated;
         Ok(())
+    }
+}
+
+/// The field names of a parameter struct (what [`set_field`] takes), read through serde from its default.
+pub(crate) fn field_names<T: Serialize + Default>() -> Vec<String> {
+    match serde_json::to_value(T::default()) {
+        Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Vec::new(),
     }
 }
 
