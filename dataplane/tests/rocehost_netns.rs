@@ -329,6 +329,25 @@ fn a_missing_interface_exits_2_naming_it() {
     assert!(started.elapsed() < Duration::from_secs(5), "fails fast");
 }
 
+/// The launcher's ready wait ends as soon as rocehost exits (it waits on the process, not on a timer), and
+/// its error carries rocehost's own message from the log.
+#[test]
+fn a_rocehost_that_exits_before_it_is_ready_fails_the_wait_with_its_log() {
+    let ns = Netns::new(&unique_name("lrm")).unwrap();
+    let started = Instant::now();
+    let mut host = RocehostCommand::new(ROCEHOST)
+        .netns(&ns)
+        .label("rocehost without eth0")
+        .args(["--interface", "nope0", "--ip", A_IP])
+        .start_timeout(PATIENCE)
+        .spawn()
+        .unwrap();
+    let error = format!("{:#}", host.ready().expect_err("no interface, no ready file"));
+    assert!(error.contains("rocehost without eth0 exited during start-up"), "{error}");
+    assert!(error.contains("interface \"nope0\" not found"), "the log's end: {error}");
+    assert!(started.elapsed() < Duration::from_secs(5), "fails fast, not at the timeout: {error}");
+}
+
 #[test]
 fn a_bad_flow_spec_exits_2_naming_the_key() {
     let out = RocehostCommand::new(ROCEHOST)
@@ -345,6 +364,8 @@ fn sigterm_exits_0_with_the_report_written() {
     let lab = Pair::new();
     let mut host = Host::spawn(&lab.a, "receiver", &["--interface", "eth0", "--ip", A_IP]);
     host.wait_ready();
+    let ready_file = host.process.ready_file().to_owned();
+    assert!(ready_file.exists());
     let status = host.terminate();
     assert!(status.success(), "{status}: {}", host.stderr());
     let report = host.report_file();
@@ -359,6 +380,8 @@ fn sigterm_exits_0_with_the_report_written() {
     assert!(wall_ago.abs_diff(ago) < 1_000_000_000, "{report:#?}");
     let table = host.stdout();
     assert!(table.contains("stopped: SIGTERM") && table.contains("no data received"), "{table}");
+    drop(host);
+    assert!(!ready_file.exists(), "the launcher's temporary ready file goes with it");
 }
 
 /// One sender run of `messages` × 64 KiB to the receiver: its `--json` report.
