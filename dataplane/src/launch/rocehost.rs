@@ -1,19 +1,4 @@
-//! The rocehost launcher: start the real binary (inside a network namespace or not), wait for its ready
-//! file, stop and reap it on drop — or detach it to outlive the launching process.
-//!
-//! ```text
-//! RocehostCommand::new(binary)           what to start: namespace, arguments, ready file, report, log
-//!     .spawn()?            -> Rocehost   the process runs; nothing waited for yet
-//! rocehost.ready()?        -> Ready      its ready file (written once its interface is open), typed
-//! rocehost.wait_timeout(t)?              or: it runs to its end (--duration, finished flows)
-//! rocehost.report()?       -> Report     its --report file, typed
-//! drop(rocehost)                         SIGTERM, SIGKILL after the stop timeout, reaped, own files removed
-//! ```
-//!
-//! Like [`super::Switchd::ready`], [`Rocehost::ready`] does not sleep a fixed time: it waits for the ready
-//! file to appear in its directory (inotify) or the process to exit (a pidfd), with a short back-off as the
-//! fallback. It fails at once when rocehost exits first, and after the start timeout otherwise; both errors
-//! carry the end of its log. It blocks: every caller (the labs, the soak, the tests) waits from a thread.
+//! The rocehost launcher, [`RocehostCommand`] and the [`Rocehost`] it starts (re-exported by [`super`]).
 
 use super::watch::Watch;
 use super::{Log, START_TIMEOUT, STOP_TIMEOUT, log_tail, program_in, redirect, stop_child};
@@ -27,7 +12,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output};
 use std::time::{Duration, Instant};
 
-/// What rocehost to start, and how: a builder (see the [module documentation](self)).
+/// What rocehost to start, and how: a builder. The rocehost launcher starts the real binary (inside a
+/// network namespace or not), waits for its ready file, stops and reaps it on drop — or detaches it to
+/// outlive the launching process.
+///
+/// ```text
+/// RocehostCommand::new(binary)           what to start: namespace, arguments, ready file, report, log
+///     .spawn()?            -> Rocehost   the process runs; nothing waited for yet
+/// rocehost.ready()?        -> Ready      its ready file (written once its interface is open), typed
+/// rocehost.wait_timeout(t)?              or: it runs to its end (--duration, finished flows)
+/// rocehost.report()?       -> Report     its --report file, typed
+/// drop(rocehost)                         SIGTERM, SIGKILL after the stop timeout, reaped, own files removed
+/// ```
+///
+/// Like [`Switchd::ready`](super::Switchd::ready), [`Rocehost::ready`] does not sleep a fixed time: it
+/// waits for the ready file to appear in its directory (inotify) or the process to exit (a pidfd), with a
+/// short back-off as the fallback. It fails at once when rocehost exits first, and after the start timeout
+/// otherwise; both errors carry the end of its log. It blocks: every caller (the labs, the soak, the
+/// tests) waits from a thread.
 #[derive(Debug, Clone)]
 pub struct RocehostCommand {
     binary: PathBuf,
@@ -235,7 +237,7 @@ impl RocehostCommand {
     }
 }
 
-/// A running rocehost started by [`RocehostCommand::spawn`]. Dropped, it is stopped (SIGTERM, SIGKILL after
+/// A running rocehost started by [`RocehostCommand::spawn`] (see [`RocehostCommand`]). Dropped, it is stopped (SIGTERM, SIGKILL after
 /// the stop timeout) and reaped, and the files the launcher made (temporary ready file, captured log) are
 /// removed; the caller's files (ready file, report, stdout, log file) stay.
 #[derive(Debug)]
