@@ -1,5 +1,8 @@
-//! The switchd launcher: start the real binary (inside a network namespace or not), wait until its gRPC
-//! socket answers, stop and reap it on drop — or detach it to outlive the launching process.
+//! The launchers of the two binaries: start one (inside a network namespace or not), wait until it is
+//! ready, stop and reap it on drop — or detach it to outlive the launching process. switchd is ready when
+//! its gRPC socket answers ([`SwitchdCommand`], below); rocehost when it wrote its ready file
+//! ([`RocehostCommand`], in its own module). Both start in a namespace through
+//! [`crate::io::netns::exec_in`].
 //!
 //! ```text
 //! SwitchdCommand::new(binary)          what to start: namespace, config, ports, endpoint, extra args, log
@@ -21,10 +24,12 @@
 //! Tests, the PTF harness and the benchmark use it through `lossless-testkit` (which re-exports it and adds
 //! a way to find the workspace's switchd binary); `swctl lab` uses it directly.
 
+mod rocehost;
 mod watch;
 
+pub use self::rocehost::{Rocehost, RocehostCommand};
 use self::watch::Watch;
-use crate::io::netns::{Netns, unique_name};
+use crate::io::netns::{Netns, exec_in, unique_name};
 use crate::server;
 use anyhow::bail;
 use lossless_proto::v1 as pb;
@@ -227,14 +232,7 @@ impl SwitchdCommand {
             }
             (None, None) => None,
         };
-        let mut command = match &self.netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(&self.binary);
-                c
-            }
-            None => Command::new(&self.binary),
-        };
+        let mut command = program_in(self.netns.as_deref(), &self.binary);
         if let Some(name) = &self.name {
             command.args(["--name", name]);
         }
@@ -261,22 +259,8 @@ impl SwitchdCommand {
                 let _ = std::fs::remove_file(c);
             }
         };
-        let log_path = match &self.log {
-            Log::Capture => Some(std::env::temp_dir().join(format!("{}.log", unique_name("swlog")))),
-            Log::File(path) => Some(path.clone()),
-            Log::Inherit => None,
-        };
-        if let Some(path) = &log_path {
-            let out = File::create(path).map_err(|e| {
-                cleanup(&config_file);
-                io::Error::new(e.kind(), format!("creating {}: {e}", path.display()))
-            })?;
-            let err = out.try_clone()?;
-            command.stdout(out).stderr(err);
-        } else {
-            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-        }
-        command.stdin(Stdio::null());
+        let log_path = self.log.path("swlog");
+        redirect(&mut command, log_path.as_deref(), None).inspect_err(|_| cleanup(&config_file))?;
         let child = command.spawn().map_err(|e| {
             cleanup(&config_file);
             if self.log == Log::Capture {
@@ -429,15 +413,7 @@ impl Switchd {
 
     /// The end of its log, as a suffix for an error message ("" with [`Log::Inherit`]).
     pub fn log_tail(&self) -> String {
-        let Some(path) = &self.log else { return String::new() };
-        let text = self.log();
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n    ");
-        if tail.is_empty() {
-            format!(" (log {} is empty)", path.display())
-        } else {
-            format!("; {}:\n    {tail}", path.display())
-        }
+        log_tail(self.log.as_deref())
     }
 }
 
@@ -463,6 +439,60 @@ impl Drop for Switchd {
         {
             let _ = std::fs::remove_file(log);
         }
+    }
+}
+
+impl Log {
+    /// The file the log goes to: a fresh temporary one named after `prefix` for [`Log::Capture`].
+    fn path(&self, prefix: &str) -> Option<PathBuf> {
+        match self {
+            Log::Capture => Some(std::env::temp_dir().join(format!("{}.log", unique_name(prefix)))),
+            Log::File(path) => Some(path.clone()),
+            Log::Inherit => None,
+        }
+    }
+}
+
+/// `program` to run inside the namespace `netns` ([`exec_in`]), or in this process's namespace.
+fn program_in(netns: Option<&str>, program: &Path) -> Command {
+    match netns {
+        Some(ns) => exec_in(ns, program),
+        None => Command::new(program),
+    }
+}
+
+/// Stdin from /dev/null; stdout and stderr to the log file `log` (created or truncated; inherited without
+/// one), stdout to the file `stdout` instead when there is one.
+fn redirect(command: &mut Command, log: Option<&Path>, stdout: Option<&Path>) -> io::Result<()> {
+    let create = |path: &Path| {
+        File::create(path).map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", path.display())))
+    };
+    command.stdin(Stdio::null());
+    match log {
+        Some(path) => {
+            let out = create(path)?;
+            command.stderr(out.try_clone()?).stdout(out);
+        }
+        None => {
+            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        }
+    }
+    if let Some(path) = stdout {
+        command.stdout(create(path)?);
+    }
+    Ok(())
+}
+
+/// The end of the log file `log`, as a suffix for an error message ("" without a log file).
+fn log_tail(log: Option<&Path>) -> String {
+    let Some(path) = log else { return String::new() };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n    ");
+    if tail.is_empty() {
+        format!(" (log {} is empty)", path.display())
+    } else {
+        format!("; {}:\n    {tail}", path.display())
     }
 }
 

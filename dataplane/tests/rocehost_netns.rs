@@ -7,12 +7,13 @@
 
 use lossless_dataplane::io::runtime::{libc_pollfd, poll_fds};
 use lossless_dataplane::io::{self, PortBackend, PortSpec};
+use lossless_dataplane::launch::{Rocehost, RocehostCommand};
+use lossless_dataplane::rocehost::report::{FlowReport, Ready, Report};
 use lossless_dataplane::wire::{self, L3, MacControlRepr, PfcRepr};
 use lossless_testkit::netns::{Netns, unique_name};
-use serde_json::Value;
-use std::fs::File;
+use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,10 @@ static TIMING: Mutex<()> = Mutex::new(());
 
 fn timing() -> MutexGuard<'static, ()> {
     TIMING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn addr(ip: &str) -> Option<Ipv4Addr> {
+    Some(ip.parse().expect("an IPv4 address"))
 }
 
 /// Two namespaces joined by a veth pair, `eth0` in each.
@@ -53,123 +58,84 @@ fn eth0_mac(ns: &Netns) -> String {
     words.nth(1).unwrap_or_else(|| panic!("no MAC in {text}")).to_owned()
 }
 
-/// One rocehost process with its files (`--ready-file`, `--report`, stdout, stderr) in a private directory.
+/// A directory removed (with its contents) on drop.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One rocehost process (through the launcher, which stops it on drop) with its files (`--report`, stdout;
+/// the log holds stderr) in a private directory.
 struct Host {
-    name: &'static str,
-    child: Option<Child>,
-    dir: PathBuf,
-    status: Option<ExitStatus>,
+    // Field order is drop order: the process stops before its directory goes.
+    process: Rocehost,
+    _dir: TempDir,
 }
 
 impl Host {
-    /// Starts `rocehost ARGS --ready-file DIR/ready --report DIR/report.json` inside `ns`.
-    fn spawn(ns: &Netns, name: &'static str, args: &[&str]) -> Host {
-        let dir = std::env::temp_dir().join(unique_name("lrh"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns.name(), ROCEHOST])
+    /// Starts `rocehost ARGS --ready-file … --report DIR/report.json` inside `ns`.
+    fn spawn(ns: &Netns, name: &str, args: &[&str]) -> Host {
+        let dir = TempDir(std::env::temp_dir().join(unique_name("lrh")));
+        std::fs::create_dir_all(&dir.0).unwrap();
+        let process = RocehostCommand::new(ROCEHOST)
+            .netns(ns)
+            .label(name)
             .args(args)
-            .arg("--ready-file")
-            .arg(dir.join("ready"))
-            .arg("--report")
-            .arg(dir.join("report.json"))
-            .stdin(Stdio::null())
-            .stdout(File::create(dir.join("stdout")).unwrap())
-            .stderr(File::create(dir.join("stderr")).unwrap())
+            .report(dir.0.join("report.json"))
+            .stdout(dir.0.join("stdout"))
+            .start_timeout(PATIENCE)
+            .stop_timeout(PATIENCE)
             .spawn()
             .expect("rocehost starts");
-        Host { name, child: Some(child), dir, status: None }
+        Host { process, _dir: dir }
     }
 
     fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    fn read(&self, file: &str) -> String {
-        std::fs::read_to_string(self.dir.join(file)).unwrap_or_default()
+        self.process.pid()
     }
 
     fn stdout(&self) -> String {
-        self.read("stdout")
+        self.process.stdout()
     }
 
     fn stderr(&self) -> String {
-        self.read("stderr")
+        self.process.log()
     }
 
-    /// Waits for the ready file (failing if the process exits first) and returns its JSON.
-    fn wait_ready(&mut self) -> Value {
-        let path = self.dir.join("ready");
-        let deadline = Instant::now() + PATIENCE;
-        while !path.exists() {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("{} exited before it was ready ({status}): {}", self.name, self.stderr());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} not ready within {PATIENCE:?}: {}",
-                self.name,
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        serde_json::from_str(&self.read("ready")).expect("the ready file is JSON")
+    /// Waits for the ready file (failing if the process exits first) and returns it.
+    fn wait_ready(&mut self) -> Ready {
+        self.process.ready().unwrap_or_else(|e| panic!("{e:#}"))
     }
 
     fn try_wait(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none()
-            && let Some(child) = self.child.as_mut()
-        {
-            self.status = child.try_wait().unwrap();
-        }
-        self.status
+        self.process.try_wait().unwrap()
     }
 
     /// Waits for the process to exit by itself.
     fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = self.try_wait() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} still running after {PATIENCE:?}: {}",
-                self.name,
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        self.process.wait_timeout(PATIENCE).unwrap().unwrap_or_else(|| {
+            panic!("{} still running after {PATIENCE:?}: {}", self.process.label(), self.stderr())
+        })
     }
 
-    /// SIGTERM, then waits for the exit.
+    /// SIGTERM, then waits for the exit (SIGKILL after [`PATIENCE`], which fails the exit-status checks).
     fn terminate(&mut self) -> ExitStatus {
-        let status = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().unwrap();
-        assert!(status.success());
-        self.wait_exit()
+        self.process.stop().unwrap()
     }
 
-    /// The JSON report the process printed (`--json`).
-    fn json_stdout(&self) -> Value {
+    /// The report the process printed (`--json`).
+    fn json_stdout(&self) -> Report {
         let out = self.stdout();
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{} stdout is not JSON ({e}): {out}", self.name))
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("{} stdout is not a report ({e}): {out}", self.process.label()))
     }
-}
 
-impl Drop for Host {
-    fn drop(&mut self) {
-        if self.try_wait().is_none()
-            && let Some(mut child) = self.child.take()
-        {
-            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+    /// The report it wrote to `--report`.
+    fn report_file(&self) -> Report {
+        self.process.report().unwrap_or_else(|e| panic!("{e:#}"))
     }
 }
 
@@ -185,12 +151,12 @@ fn raw_port(ns: &Netns) -> Box<dyn PortBackend> {
     })
 }
 
-fn u64_at(v: &Value, pointer: &str) -> u64 {
-    v.pointer(pointer).and_then(Value::as_u64).unwrap_or_else(|| panic!("{pointer} missing in {v:#}"))
-}
-
-fn f64_at(v: &Value, pointer: &str) -> f64 {
-    v.pointer(pointer).and_then(Value::as_f64).unwrap_or_else(|| panic!("{pointer} missing in {v:#}"))
+/// The one flow of a sender's report.
+fn only_flow(report: &Report) -> &FlowReport {
+    match report.flows.as_slice() {
+        [f] => f,
+        flows => panic!("{} flows, expected one: {report:#?}", flows.len()),
+    }
 }
 
 #[test]
@@ -205,9 +171,9 @@ fn fifty_messages_cross_at_1g_acked_and_in_order() {
         &["--interface", "eth0", "--ip", B_IP, "--line-rate-mbps", "1000", "--pfc-enable", "3", "--json"],
     );
     let ready = rx.wait_ready();
-    let rx_mac = ready["mac"].as_str().unwrap().to_owned();
+    let rx_mac = ready.mac.clone();
     assert_eq!(rx_mac, eth0_mac(&lab.b), "the default MAC is the interface's");
-    assert_eq!((ready["ip"].as_str(), ready["pid"].as_u64()), (Some(B_IP), Some(u64::from(rx.pid()))));
+    assert_eq!((ready.ip.as_str(), ready.pid, ready.interface.as_str()), (B_IP, rx.pid(), "eth0"));
 
     let flow = format!("dst={B_IP},dst-mac={rx_mac},message=65536,messages={MESSAGES}");
     let mut tx = Host::spawn(
@@ -222,36 +188,34 @@ fn fifty_messages_cross_at_1g_acked_and_in_order() {
         tx.stderr()
     );
     let sent = tx.json_stdout();
-    let f = &sent["flows"][0];
-    assert_eq!(u64_at(f, "/messages_completed"), MESSAGES, "{f:#}");
-    assert_eq!(u64_at(f, "/acked_bytes"), BYTES, "{f:#}");
-    assert!(f["finished_ns"].is_u64(), "{f:#}");
-    let goodput = f64_at(f, "/goodput_mbps");
+    let f = only_flow(&sent);
+    assert_eq!(f.messages_completed, MESSAGES, "{f:#?}");
+    assert_eq!(f.acked_bytes, BYTES, "{f:#?}");
+    assert!(f.finished_ns.is_some(), "{f:#?}");
+    let goodput = f.goodput_mbps;
     assert!(goodput > 200.0 && goodput <= 1000.0, "sender goodput {goodput} Mb/s at a 1 Gb/s line");
 
     let status = rx.terminate();
     assert!(status.success(), "SIGTERM → exit 0 ({status}): {}", rx.stderr());
     let got = rx.json_stdout();
-    let receivers = got["receivers"].as_array().unwrap();
-    assert_eq!(receivers.len(), 1, "{got:#}");
-    let q = &receivers[0];
-    assert_eq!(q["src_ip"].as_str(), Some(A_IP));
-    assert_eq!(u64_at(q, "/received_bytes"), BYTES, "every byte in order: {q:#}");
-    assert_eq!(u64_at(q, "/messages_received"), MESSAGES);
-    assert_eq!(u64_at(q, "/out_of_order"), 0, "{q:#}");
-    let rx_goodput = f64_at(q, "/goodput_mbps");
+    assert_eq!(got.receivers.len(), 1, "{got:#?}");
+    let q = &got.receivers[0];
+    assert_eq!(q.src_ip, addr(A_IP));
+    assert_eq!(q.received_bytes, BYTES, "every byte in order: {q:#?}");
+    assert_eq!(q.messages_received, MESSAGES);
+    assert_eq!(q.out_of_order, 0, "{q:#?}");
+    let rx_goodput = q.goodput_mbps;
     assert!(rx_goodput > 200.0, "receiver goodput {rx_goodput} Mb/s");
-    let report: Value = serde_json::from_str(&rx.read("report.json")).unwrap();
-    assert_eq!(report, got, "--report holds what --json printed");
+    assert_eq!(rx.report_file(), got, "--report holds what --json printed");
     eprintln!(
         "measured: sender goodput {goodput:.1} Mb/s, receiver {rx_goodput:.1} Mb/s; {} data packets sent, {} \
          retransmitted ({} timeouts); latency p50 {} ns, p99 {} ns, p99.9 {} ns",
-        u64_at(f, "/sent_packets"),
-        u64_at(f, "/retransmitted_packets"),
-        u64_at(f, "/timeouts"),
-        u64_at(q, "/latency/p50_ns"),
-        u64_at(q, "/latency/p99_ns"),
-        u64_at(q, "/latency/p999_ns"),
+        f.sent_packets,
+        f.retransmitted_packets,
+        f.timeouts,
+        q.latency.p50_ns,
+        q.latency.p99_ns,
+        q.latency.p999_ns,
     );
 }
 
@@ -264,7 +228,7 @@ fn capture_pfc_until_exit(port: &mut dyn PortBackend, host: &mut Host) -> Vec<(I
     let deadline = Instant::now() + PATIENCE;
     // Until the host exited and 100 ms more (the last frames still in the socket).
     while exited_at.is_none_or(|t| t.elapsed() < Duration::from_millis(100)) {
-        assert!(Instant::now() < deadline, "{} still running: {}", host.name, host.stderr());
+        assert!(Instant::now() < deadline, "{} still running: {}", host.process.label(), host.stderr());
         if exited_at.is_none() && host.try_wait().is_some() {
             exited_at = Some(Instant::now());
         }
@@ -298,8 +262,9 @@ fn storm_sends_xoff_for_priority_3_at_the_interval() {
     assert!(status.success(), "{status}: {}", storm.stderr());
     let report = storm.json_stdout();
     let n = seen.len();
-    assert_eq!(n as u64, u64_at(&report, "/counters/tx_pfc_frames"), "every PFC frame sent arrived");
-    assert_eq!(n as u64, u64_at(&report, "/pfc/3/counters/tx"));
+    assert_eq!(n as u64, report.counters.tx_pfc_frames, "every PFC frame sent arrived");
+    let priority_3 = report.pfc.iter().find(|p| p.priority == 3).expect("priority 3 in the report");
+    assert_eq!(n as u64, priority_3.counters.tx);
     for (_, p) in &seen {
         assert_eq!(p.class_enable, 1 << 3, "{p:?}");
         assert_eq!(p.time[3], 0xffff, "{p:?}");
@@ -317,7 +282,7 @@ fn storm_pauses_a_pfc_enabled_sender() {
     let lab = Pair::new();
     let mut storm =
         Host::spawn(&lab.a, "storm", &["--interface", "eth0", "--ip", A_IP, "--storm", "3", "--json"]);
-    let storm_mac = storm.wait_ready()["mac"].as_str().unwrap().to_owned();
+    let storm_mac = storm.wait_ready().mac;
     // The flow starts 50 ms after the sender: by then XOFFs (one every 100 µs) have paused priority 3.
     let flow = format!("dst={A_IP},dst-mac={storm_mac},dscp=3,start-ms=50");
     let mut tx = Host::spawn(
@@ -340,21 +305,22 @@ fn storm_pauses_a_pfc_enabled_sender() {
     assert!(tx.wait_exit().success(), "{}", tx.stderr());
     assert!(storm.terminate().success());
     let r = tx.json_stdout();
-    let f = &r["flows"][0];
-    assert_eq!(u64_at(f, "/priority"), 3, "DSCP 3 → priority 3 (default --dscp-to-priority)");
-    assert_eq!(u64_at(f, "/sent_packets"), 0, "a paused flow sends nothing: {f:#}");
-    let paused = u64_at(&r, "/pfc/3/pause_ns");
+    let f = only_flow(&r);
+    assert_eq!(f.priority, 3, "DSCP 3 → priority 3 (default --dscp-to-priority)");
+    assert_eq!(f.sent_packets, 0, "a paused flow sends nothing: {f:#?}");
+    let paused = r.pause_ns(3);
     assert!(paused > 400_000_000, "paused {paused} ns of 0.5 s");
-    assert_eq!(u64_at(&r, "/pfc/4/pause_ns"), 0, "only priority 3 is stormed");
-    assert!(u64_at(&r, "/counters/rx_pfc_frames") > 1000);
+    assert_eq!(r.pause_ns(4), 0, "only priority 3 is stormed");
+    assert!(r.counters.rx_pfc_frames > 1000);
 }
 
 #[test]
 fn a_missing_interface_exits_2_naming_it() {
     let ns = Netns::new(&unique_name("lrm")).unwrap();
     let started = Instant::now();
-    let out = Command::new("ip")
-        .args(["netns", "exec", ns.name(), ROCEHOST, "--interface", "nope0", "--ip", A_IP])
+    let out = RocehostCommand::new(ROCEHOST)
+        .netns(&ns)
+        .args(["--interface", "nope0", "--ip", A_IP])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -363,9 +329,28 @@ fn a_missing_interface_exits_2_naming_it() {
     assert!(started.elapsed() < Duration::from_secs(5), "fails fast");
 }
 
+/// The launcher's ready wait ends as soon as rocehost exits (it waits on the process, not on a timer), and
+/// its error carries rocehost's own message from the log.
+#[test]
+fn a_rocehost_that_exits_before_it_is_ready_fails_the_wait_with_its_log() {
+    let ns = Netns::new(&unique_name("lrm")).unwrap();
+    let started = Instant::now();
+    let mut host = RocehostCommand::new(ROCEHOST)
+        .netns(&ns)
+        .label("rocehost without eth0")
+        .args(["--interface", "nope0", "--ip", A_IP])
+        .start_timeout(PATIENCE)
+        .spawn()
+        .unwrap();
+    let error = format!("{:#}", host.ready().expect_err("no interface, no ready file"));
+    assert!(error.contains("rocehost without eth0 exited during start-up"), "{error}");
+    assert!(error.contains("interface \"nope0\" not found"), "the log's end: {error}");
+    assert!(started.elapsed() < Duration::from_secs(5), "fails fast, not at the timeout: {error}");
+}
+
 #[test]
 fn a_bad_flow_spec_exits_2_naming_the_key() {
-    let out = Command::new(ROCEHOST)
+    let out = RocehostCommand::new(ROCEHOST)
         .args(["--interface", "eth0", "--ip", A_IP, "--flow", "dst=10.0.0.2,colour=blue"])
         .output()
         .unwrap();
@@ -379,24 +364,28 @@ fn sigterm_exits_0_with_the_report_written() {
     let lab = Pair::new();
     let mut host = Host::spawn(&lab.a, "receiver", &["--interface", "eth0", "--ip", A_IP]);
     host.wait_ready();
+    let ready_file = host.process.ready_file().to_owned();
+    assert!(ready_file.exists());
     let status = host.terminate();
     assert!(status.success(), "{status}: {}", host.stderr());
-    let report: Value = serde_json::from_str(&host.read("report.json")).expect("--report is JSON");
-    assert_eq!(report["pfc"].as_array().map(Vec::len), Some(8), "{report:#}");
-    assert_eq!(report["flows"], Value::Array(vec![]));
-    assert!(report["counters"]["tx_frames"].is_u64());
+    let report = host.report_file();
+    let priorities: Vec<u8> = report.pfc.iter().map(|p| p.priority).collect();
+    assert_eq!(priorities, (0..8).collect::<Vec<u8>>(), "{report:#?}");
+    assert!(report.flows.is_empty(), "{report:#?}");
     // The start on the shared clock (CLOCK_MONOTONIC, this process's too) and on the wall clock.
-    let (start, unix) = (u64_at(&report, "/start/monotonic_ns"), u64_at(&report, "/start/unix_ns"));
-    let ago = lossless_dataplane::clock::monotonic_ns() - start;
-    assert!(ago < 60_000_000_000 && report["now_ns"].as_u64().unwrap() >= start, "{report:#}");
-    let wall_ago = lossless_dataplane::clock::realtime_ns().abs_diff(unix);
-    assert!(wall_ago.abs_diff(ago) < 1_000_000_000, "{report:#}");
+    let start = report.start.unwrap_or_else(|| panic!("rocehost writes its start: {report:#?}"));
+    let ago = lossless_dataplane::clock::monotonic_ns() - start.monotonic_ns;
+    assert!(ago < 60_000_000_000 && report.now_ns >= start.monotonic_ns, "{report:#?}");
+    let wall_ago = lossless_dataplane::clock::realtime_ns().abs_diff(start.unix_ns);
+    assert!(wall_ago.abs_diff(ago) < 1_000_000_000, "{report:#?}");
     let table = host.stdout();
     assert!(table.contains("stopped: SIGTERM") && table.contains("no data received"), "{table}");
+    drop(host);
+    assert!(!ready_file.exists(), "the launcher's temporary ready file goes with it");
 }
 
 /// One sender run of `messages` × 64 KiB to the receiver: its `--json` report.
-fn send_once(lab: &Pair, rx_mac: &str, messages: u64) -> Value {
+fn send_once(lab: &Pair, rx_mac: &str, messages: u64) -> Report {
     let flow = format!("dst={B_IP},dst-mac={rx_mac},message=65536,messages={messages}");
     let mut tx = Host::spawn(
         &lab.a,
@@ -436,28 +425,27 @@ fn a_second_sender_run_with_the_same_ip_is_a_new_qp() {
         "receiver",
         &["--interface", "eth0", "--ip", B_IP, "--line-rate-mbps", "1000", "--json"],
     );
-    let rx_mac = rx.wait_ready()["mac"].as_str().unwrap().to_owned();
+    let rx_mac = rx.wait_ready().mac;
     let runs = [send_once(&lab, &rx_mac, MESSAGES), send_once(&lab, &rx_mac, MESSAGES)];
-    let flows: Vec<&Value> = runs.iter().map(|r| &r["flows"][0]).collect();
-    let goodput: Vec<f64> = flows.iter().map(|f| f64_at(f, "/goodput_mbps")).collect();
+    let flows: Vec<&FlowReport> = runs.iter().map(only_flow).collect();
+    let goodput: Vec<f64> = flows.iter().map(|f| f.goodput_mbps).collect();
     eprintln!(
         "measured: run 1 {:.1} Mb/s ({} sent, {} retransmitted); run 2 {:.1} Mb/s ({} sent, {} retransmitted)",
         goodput[0],
-        u64_at(flows[0], "/sent_packets"),
-        u64_at(flows[0], "/retransmitted_packets"),
+        flows[0].sent_packets,
+        flows[0].retransmitted_packets,
         goodput[1],
-        u64_at(flows[1], "/sent_packets"),
-        u64_at(flows[1], "/retransmitted_packets"),
+        flows[1].sent_packets,
+        flows[1].retransmitted_packets,
     );
-    let qps: Vec<u64> = flows.iter().map(|f| u64_at(f, "/src_qp")).collect();
-    let psns: Vec<u64> = flows.iter().map(|f| u64_at(f, "/initial_psn")).collect();
+    let qps: Vec<u32> = flows.iter().map(|f| f.src_qp).collect();
+    let psns: Vec<u32> = flows.iter().map(|f| f.initial_psn).collect();
     eprintln!("QPNs {qps:#x?}, initial PSNs {psns:#x?}");
     assert_ne!(qps[0], qps[1], "every run is a new QP");
     for f in &flows {
-        assert_eq!(u64_at(f, "/acked_bytes"), BYTES, "{f:#}");
-        let (sent, retransmitted) = (u64_at(f, "/sent_packets"), u64_at(f, "/retransmitted_packets"));
+        assert_eq!(f.acked_bytes, BYTES, "{f:#?}");
         // Drops on a loaded machine cost a few % (the defect retransmitted 99 %).
-        assert!(retransmitted * 4 <= sent, "no retransmission storm: {f:#}");
+        assert!(f.retransmitted_packets * 4 <= f.sent_packets, "no retransmission storm: {f:#?}");
     }
     // The defect showed as 0.0 Mb/s; a loaded 2-core machine can take a single run well below 200 Mb/s.
     assert!(goodput[0] > 50.0, "run 1: {goodput:?} Mb/s at a 1 Gb/s line");
@@ -465,14 +453,13 @@ fn a_second_sender_run_with_the_same_ip_is_a_new_qp() {
 
     assert!(rx.terminate().success(), "{}", rx.stderr());
     let got = rx.json_stdout();
-    let receivers = got["receivers"].as_array().unwrap();
-    assert_eq!(receivers.len(), 2, "one receiving QP per run: {got:#}");
-    for q in receivers {
-        assert_eq!(q["src_ip"].as_str(), Some(A_IP));
-        assert_eq!(u64_at(q, "/received_bytes"), BYTES, "{q:#}");
+    assert_eq!(got.receivers.len(), 2, "one receiving QP per run: {got:#?}");
+    for q in &got.receivers {
+        assert_eq!(q.src_ip, addr(A_IP));
+        assert_eq!(q.received_bytes, BYTES, "{q:#?}");
         // Duplicates are retransmissions after a loss on the veth (the sender counts them), not a storm.
-        assert!(u64_at(q, "/duplicates") * 4 <= u64_at(q, "/received_packets"), "{q:#}");
-        let src_qp = u64_at(q, "/src_qp");
+        assert!(q.duplicates * 4 <= q.received_packets, "{q:#?}");
+        let src_qp = q.src_qp;
         assert!(qps.contains(&src_qp), "the receiver keys by the requester's QPN {src_qp:#x}: {qps:?}");
     }
 }

@@ -10,18 +10,16 @@
 //! sockets and both rocehosts' wake-ups are all in it (the responder's share is reported apart, as
 //! `responder_hold`).
 
-use super::state::{LabState, Phase, Pid, find_binary, lab_dir};
+use super::state::{LabState, Phase, find_binary, lab_dir};
 use super::topology::{HostNode, Topology};
 use super::{check_interrupted, interrupted};
 use crate::pingmesh::estats::Estats;
 use crate::pingmesh::{PingmeshMatrix, PingmeshSpec, peers_of};
 use anyhow::{Context, bail};
-use lossless_dataplane::rocehost::report::Report;
+use lossless_dataplane::launch::{Log, Rocehost, RocehostCommand};
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// How long after `--duration-s` the probers have to exit and write their reports.
@@ -49,23 +47,10 @@ pub fn prober_args(host: &HostNode, hosts: &[&HostNode], spec: &PingmeshSpec) ->
     args
 }
 
-/// A prober this command started; stopped (SIGTERM) if the command ends early.
+/// A prober this command started; the launcher stops it (SIGTERM) if the command ends early.
 struct Prober {
     host: String,
-    child: Child,
-    report: PathBuf,
-    log: PathBuf,
-}
-
-impl Drop for Prober {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            if let Some(pid) = Pid::of(self.child.id()) {
-                pid.signal("TERM");
-            }
-            let _ = self.child.wait();
-        }
-    }
+    child: Rocehost,
 }
 
 pub fn run(lab: &str, options: &PingmeshOptions, json: bool) -> anyhow::Result<ExitCode> {
@@ -108,27 +93,19 @@ pub fn run(lab: &str, options: &PingmeshOptions, json: bool) -> anyhow::Result<E
         let log = dir.join(format!("{}.pingmesh.log", h.name));
         let _ = std::fs::remove_file(&report);
         let mut args = h.rocehost_nic_args(&hs.interface);
-        args.extend([
-            "--probe-only".into(),
-            "--duration".into(),
-            format!("{}", options.duration_s),
-            "--report".into(),
-            report.display().to_string(),
-        ]);
+        args.extend(["--probe-only".into(), "--duration".into(), format!("{}", options.duration_s)]);
         args.extend(prober_args(h, &hosts, &spec));
-        let output = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let child = Command::new("ip")
-            .args(["netns", "exec", &hs.namespace])
-            .arg(&rocehost)
+        let child = RocehostCommand::new(&rocehost)
+            .label(&format!("the prober of {}", h.name))
+            .netns_named(&hs.namespace)
             .args(&args)
+            .report(&report)
             .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(output.try_clone()?)
-            .stderr(output)
-            .process_group(0)
+            .log(Log::File(log))
+            .own_process_group()
             .spawn()
             .with_context(|| format!("starting the prober of {}", h.name))?;
-        probers.push(Prober { host: h.name.clone(), child, report, log });
+        probers.push(Prober { host: h.name.clone(), child });
     }
     if !json {
         eprintln!(
@@ -148,9 +125,9 @@ pub fn run(lab: &str, options: &PingmeshOptions, json: bool) -> anyhow::Result<E
             }
             match p.child.try_wait()? {
                 Some(status) if status.success() => break,
-                Some(status) => bail!("the prober of {} failed ({status}){}", p.host, log_tail(&p.log)),
+                Some(status) => bail!("the prober of {} failed ({status}){}", p.host, p.child.log_tail()),
                 None if Instant::now() > deadline => {
-                    bail!("the prober of {} did not finish{}", p.host, log_tail(&p.log))
+                    bail!("the prober of {} did not finish{}", p.host, p.child.log_tail())
                 }
                 None => std::thread::sleep(Duration::from_millis(20)),
             }
@@ -158,7 +135,7 @@ pub fn run(lab: &str, options: &PingmeshOptions, json: bool) -> anyhow::Result<E
     }
     let mut reports = BTreeMap::new();
     for p in &probers {
-        let r = Report::load(&p.report).with_context(|| format!("{}: the prober wrote no report", p.host))?;
+        let r = p.child.report().with_context(|| format!("{}: the prober wrote no report", p.host))?;
         reports.insert(p.host.clone(), r);
     }
     let source = format!("lab {lab}");
@@ -180,10 +157,4 @@ pub fn run(lab: &str, options: &PingmeshOptions, json: bool) -> anyhow::Result<E
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    format!("; {}:\n    {}", log.display(), lines[lines.len().saturating_sub(8)..].join("\n    "))
 }

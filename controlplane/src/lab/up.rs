@@ -12,15 +12,13 @@ use super::topology::{Flow, HostNode, Topology, switch_interface};
 use super::{check_interrupted, interrupted, switchd};
 use anyhow::{Context, bail};
 use lossless_dataplane::io::netns::Netns;
-use lossless_dataplane::launch::Switchd;
+use lossless_dataplane::launch::{Log, Rocehost, RocehostCommand, Switchd};
 use lossless_dataplane::nic::Retransmit;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::mem::ManuallyDrop;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How long a process has to start answering (switchd: gRPC; rocehost: its ready file).
@@ -44,8 +42,8 @@ pub struct UpOptions {
 pub struct Lab {
     pub state: LabState,
     pub dir: PathBuf,
-    /// The hosts' processes, by node.
-    pub(super) children: Vec<(String, Child)>,
+    /// The hosts' rocehosts, by node.
+    pub(super) rocehosts: Vec<(String, Rocehost)>,
     /// The switches' switchd, by node.
     pub(super) switchds: Vec<(String, Switchd)>,
     armed: bool,
@@ -60,9 +58,13 @@ impl Lab {
     /// Leaves everything running (`swctl lab up`): the processes outlive this one; `lab down` removes them.
     pub fn detach(mut self) -> LabState {
         self.armed = false;
-        // Dropping a child handle leaves its process running; a detached switchd is not stopped either.
+        // Dropping a child handle leaves its process running; a detached switchd or rocehost is not
+        // stopped either.
         for (_, switchd) in self.switchds.drain(..) {
             drop(switchd.detach());
+        }
+        for (_, rocehost) in self.rocehosts.drain(..) {
+            drop(rocehost.detach());
         }
         self.state.owner = None;
         let _ = self.state.save(&self.dir);
@@ -72,7 +74,7 @@ impl Lab {
     /// Waits until the host process of `node` exits, at most `timeout`; `None` if it is still running.
     pub fn wait_process(&mut self, node: &str, timeout: Duration) -> Option<ExitStatus> {
         let deadline = Instant::now() + timeout;
-        let child = self.children.iter_mut().find(|(n, _)| n == node).map(|(_, c)| c)?;
+        let child = self.rocehosts.iter_mut().find(|(n, _)| n == node).map(|(_, c)| c)?;
         loop {
             if let Ok(Some(status)) = child.try_wait() {
                 return Some(status);
@@ -97,7 +99,7 @@ impl Lab {
         if let Some((_, switchd)) = self.switchds.iter_mut().find(|(n, _)| n == node) {
             return matches!(switchd.try_wait(), Ok(None));
         }
-        self.children
+        self.rocehosts
             .iter_mut()
             .find(|(n, _)| n == node)
             .is_some_and(|(_, c)| matches!(c.try_wait(), Ok(None)))
@@ -106,7 +108,7 @@ impl Lab {
     /// Every process this one started, as child handles to reap: teardown stops them all at once.
     fn take_processes(&mut self) -> Vec<Child> {
         let switchds = self.switchds.drain(..).map(|(_, s)| s.detach());
-        switchds.chain(self.children.drain(..).map(|(_, c)| c)).collect()
+        switchds.chain(self.rocehosts.drain(..).map(|(_, c)| c.detach())).collect()
     }
 
     /// Tears the lab down now; `keep_files` leaves the run directory's logs and reports (not the state file
@@ -189,7 +191,7 @@ pub fn up(topology: &Topology, options: &UpOptions, tokio: &tokio::runtime::Hand
     };
     state.save(&dir)?;
     let mut lab =
-        Lab { state, dir, children: Vec::new(), switchds: Vec::new(), armed: true, tokio: tokio.clone() };
+        Lab { state, dir, rocehosts: Vec::new(), switchds: Vec::new(), armed: true, tokio: tokio.clone() };
     build(&mut lab, topology, options, &switchd, rocehost.as_deref())?;
     lab.state.phase = Phase::Up;
     lab.state.save(&lab.dir)?;
@@ -364,8 +366,12 @@ fn start_hosts(
             args.extend(["--duration".into(), seconds.to_string()]);
         }
         args.extend(options.host_args.get(&h.name).into_iter().flatten().cloned());
-        args.extend(["--ready-file".into(), ready_file.display().to_string()]);
-        args.extend(["--report".into(), report.display().to_string()]);
+        let command = RocehostCommand::new(rocehost)
+            .label(&format!("rocehost of {}", h.name))
+            .netns_named(&ns)
+            .args(&args)
+            .ready_file(&ready_file)
+            .report(&report);
         lab.state.hosts.push(HostState {
             name: h.name.clone(),
             namespace: ns.clone(),
@@ -376,7 +382,7 @@ fn start_hosts(
             report,
             flows: flow_args,
         });
-        spawn(lab, &h.name, "rocehost", &ns, rocehost, &args)?;
+        spawn(lab, &h.name, &ns, command)?;
         waiting.push(h.name.clone());
     }
     for node in waiting {
@@ -524,72 +530,29 @@ pub(super) fn record_pid(lab: &mut Lab, pid: u32) -> anyhow::Result<()> {
     lab.state.save(&lab.dir)
 }
 
-/// Starts `program ARGS` inside `namespace`, its output in `<run dir>/<node>.log`, in its own process group
-/// (a Ctrl-C at the terminal reaches swctl, which then stops it in order). Recorded before and after.
-fn spawn(
-    lab: &mut Lab,
-    node: &str,
-    kind: &str,
-    namespace: &str,
-    program: &Path,
-    args: &[String],
-) -> anyhow::Result<()> {
+/// Starts a host's rocehost (`command`, in its namespace `namespace`), its output in
+/// `<run dir>/<node>.log`, in its own process group (a Ctrl-C at the terminal reaches swctl, which then
+/// stops it in order). Recorded before and after.
+fn spawn(lab: &mut Lab, node: &str, namespace: &str, command: RocehostCommand) -> anyhow::Result<()> {
     let log = lab.dir.join(format!("{node}.log"));
-    let mut command = vec![program.display().to_string()];
-    command.extend(args.iter().cloned());
-    record_process(lab, node, kind, namespace, command.clone(), log.clone())?;
-    let out = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-    let err = out.try_clone()?;
-    // `ip netns exec` execs the program in place: the child's pid is the program's.
-    let child = Command::new("ip")
-        .args(["netns", "exec", namespace])
-        .args(&command)
+    record_process(lab, node, "rocehost", namespace, command.command_line(), log.clone())?;
+    let process = command
         .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0)
+        .log(Log::File(log))
+        .own_process_group()
+        .start_timeout(START_TIMEOUT)
         .spawn()
-        .with_context(|| format!("starting {kind} for {node}"))?;
-    let pid = child.id();
-    lab.children.push((node.to_owned(), child));
+        .with_context(|| format!("starting rocehost for {node}"))?;
+    let pid = process.pid();
+    lab.rocehosts.push((node.to_owned(), process));
     record_pid(lab, pid)
 }
 
-/// The last lines of a process's log, for an error message.
-fn log_tail(lab: &Lab, node: &str) -> String {
-    let Some(p) = lab.state.process(node) else { return String::new() };
-    let text = std::fs::read_to_string(&p.log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    let tail = lines[lines.len().saturating_sub(8)..].join("\n    ");
-    if tail.is_empty() {
-        format!(" (log {} is empty)", p.log.display())
-    } else {
-        format!("; {}:\n    {tail}", p.log.display())
-    }
-}
-
+/// Waits until the rocehost of `node` wrote its ready file.
 fn wait_ready(lab: &mut Lab, node: &str) -> anyhow::Result<()> {
-    let Some(ready) = lab.state.hosts.iter().find(|h| h.name == node).map(|h| h.ready_file.clone()) else {
-        return Ok(());
+    let Some((_, process)) = lab.rocehosts.iter_mut().find(|(n, _)| n == node) else {
+        bail!("rocehost of {node} was not started");
     };
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        check_interrupted()?;
-        if ready.exists() {
-            return Ok(());
-        }
-        if !lab.running(node) {
-            bail!("rocehost of {node} exited during start-up{}", log_tail(lab, node));
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "rocehost of {node} did not write {} within {}s{}",
-                ready.display(),
-                START_TIMEOUT.as_secs(),
-                log_tail(lab, node)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    process.ready_unless(interrupted)?;
+    Ok(())
 }

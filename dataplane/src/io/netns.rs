@@ -20,6 +20,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// `ip netns add`/`del` mount and unmount under /run/netns; several at once race on the first mount.
 static NETNS_LOCK: Mutex<()> = Mutex::new(());
 
+/// The command that runs `program` inside the namespace called `netns`: `ip netns exec NETNS PROGRAM`, to
+/// which the caller adds the program's arguments. `ip netns exec` execs the program in place, so the child's
+/// pid is the program's own. Every process this crate (and the labs) starts in a namespace starts here.
+pub fn exec_in(netns: &str, program: impl AsRef<OsStr>) -> Command {
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", netns]).arg(program);
+    command
+}
+
 /// A network namespace, deleted on drop.
 #[derive(Debug)]
 pub struct Netns {
@@ -51,12 +60,22 @@ impl Netns {
     /// Runs a command inside the namespace (`ip netns exec NAME ARGS...`) and returns its output, whatever
     /// its exit status.
     pub fn run_in(&self, args: &[&str]) -> io::Result<Output> {
-        Command::new("ip").args(["netns", "exec", &self.name]).args(args).output()
+        self.command(args)?.output()
     }
 
     /// Like [`Netns::run_in`], but a non-zero exit status is an error carrying the command's stderr.
     pub fn run_in_checked(&self, args: &[&str]) -> io::Result<Output> {
-        run_checked(Command::new("ip").args(["netns", "exec", &self.name]).args(args))
+        run_checked(&mut self.command(args)?)
+    }
+
+    /// `ARGS` (a program and its arguments) to run inside the namespace.
+    fn command(&self, args: &[&str]) -> io::Result<Command> {
+        let Some((program, rest)) = args.split_first() else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no command to run in the namespace"));
+        };
+        let mut command = exec_in(&self.name, program);
+        command.args(rest);
+        Ok(command)
     }
 
     /// `ip -n NAME ARGS...`, checked.

@@ -84,6 +84,28 @@ impl Watch {
         unsafe { libc::poll(&mut pfd, 1, ms) };
     }
 
+    /// Blocks until one of `watches` fires or `timeout` passes; without any watch, sleeps `timeout`. Inotify
+    /// events are consumed (whatever their name: the caller looks at what it waits for), so that a watch
+    /// does not stay readable; a pidfd does, once its process exited.
+    #[allow(unsafe_code)]
+    pub(crate) fn wait_any_blocking(watches: &[Option<&Watch>], timeout: Duration) {
+        let present: Vec<&Watch> = watches.iter().flatten().copied().collect();
+        if present.is_empty() {
+            std::thread::sleep(timeout);
+            return;
+        }
+        let mut fds: Vec<libc::pollfd> = present
+            .iter()
+            .map(|w| libc::pollfd { fd: w.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 })
+            .collect();
+        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: `fds.len()` valid pollfds, exclusively borrowed for the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        for w in present.iter().filter(|w| w.name.is_some()) {
+            w.drain_names();
+        }
+    }
+
     /// The names of the inotify events waiting now (read without blocking).
     #[allow(unsafe_code)]
     fn drain_names(&self) -> Vec<OsString> {

@@ -1,6 +1,7 @@
 //! The files rocehost writes for other processes: the report (`--report FILE`, and `--json` on stdout) and
 //! the ready file (`--ready-file FILE`). These types are the one definition of their format: rocehost
-//! writes them, the labs (`swctl lab demo`, `swctl lab run`) read them.
+//! writes them, the launcher ([`crate::launch::Rocehost`]), the labs (`swctl lab demo`, `swctl lab run`), the
+//! soak and the tests read them.
 //!
 //! The report is the NIC model's [`NicReport`] as JSON, field for field: [`Report::from`] destructures every
 //! model type without `..`, so a field added to the model does not compile until it is added here, and a
@@ -501,6 +502,15 @@ impl Ready {
             mac: mac.to_string(),
             ip: ip.to_string(),
         }
+    }
+
+    /// Reads a ready file.
+    pub fn load(path: &Path) -> anyhow::Result<Ready> {
+        use anyhow::Context as _;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a rocehost ready file: {text:?}", path.display()))
     }
 
     /// One line of JSON.

@@ -7,7 +7,8 @@
 //! - [`switchd`]: the switchd launcher: [`SwitchdCommand`] spawns the binary (inside a namespace or not),
 //!   [`Switchd::ready`] waits until its gRPC socket answers, and dropping the [`Switchd`] stops and reaps it;
 //!   its log is captured for failure messages. It lives in `lossless-dataplane` ([`lossless_dataplane::launch`],
-//!   which `swctl lab` uses too) and is re-exported here, with [`switchd_binary`] to find the binary;
+//!   which `swctl lab` uses too) and is re-exported here, with [`switchd_binary`] to find the binary; so is
+//!   its rocehost twin, [`RocehostCommand`], whose [`Rocehost::ready`] waits for the ready file;
 //! - [`frames`]: frames and send/receive helpers with deadlines for port backend tests;
 //! - [`child`]: a helper test run as a child process, for tests that kill it outright.
 //!
@@ -38,4 +39,7 @@ pub mod netns;
 pub mod switchd;
 
 pub use netns::{Netns, unique_name};
-pub use switchd::{Client, Log, Switchd, SwitchdCommand, connect, dataplane_binaries, switchd_binary};
+pub use switchd::{
+    Client, Log, Rocehost, RocehostCommand, Switchd, SwitchdCommand, connect, dataplane_binaries,
+    switchd_binary,
+};

@@ -5,15 +5,14 @@
 //! that order. [`Lab::teardown`] does the same and returns what to look for afterwards ([`Leftovers`]).
 
 use crate::config::{PORTS, Variant, host_ip, host_mac, switch_yaml};
-use crate::stop::{check_stop, stopped};
+use crate::stop::stopped;
 use anyhow::{Context, bail};
 use lossless_dataplane::rocehost::report::Report;
 use lossless_testkit::netns::Star;
-use lossless_testkit::{Client, Log, Switchd, SwitchdCommand, unique_name};
-use std::os::unix::process::CommandExt;
+use lossless_testkit::{Client, Log, Rocehost, RocehostCommand, Switchd, SwitchdCommand, unique_name};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 /// Namespace prefix of the lab (`skw…` switch, `skh…` hosts).
 pub const NETNS_PREFIX: &str = "sk";
@@ -26,51 +25,6 @@ pub struct RunDir(pub PathBuf);
 impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child process stopped on drop: SIGTERM, SIGKILL after [`STOP_TIMEOUT`], reaped.
-pub struct Proc {
-    pub child: Child,
-    pub name: String,
-    /// Stopped and reaped already.
-    done: bool,
-}
-
-impl Proc {
-    /// SIGTERM, then waits; SIGKILL when it does not exit in time (then an error).
-    pub fn stop(mut self) -> anyhow::Result<ExitStatus> {
-        self.terminate()
-    }
-
-    fn terminate(&mut self) -> anyhow::Result<ExitStatus> {
-        self.done = true;
-        if let Some(status) = self.child.try_wait()? {
-            return Ok(status);
-        }
-        // SAFETY: kill has no memory preconditions; the pid is our child, not yet reaped.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM)
-        };
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait()? {
-                return Ok(status);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.child.kill();
-        let status = self.child.wait()?;
-        bail!("{} did not stop on SIGTERM within {STOP_TIMEOUT:?}; killed ({status})", self.name)
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = self.terminate();
-        }
     }
 }
 
@@ -87,7 +41,7 @@ pub struct Host {
     pub netns: String,
     /// The flows of each incarnation (`--flow` specs without `qp=`).
     pub flows: Vec<String>,
-    pub proc: Option<Proc>,
+    pub proc: Option<Rocehost>,
     pub incarnation: u32,
 }
 
@@ -95,7 +49,7 @@ pub struct Lab {
     // Field order is drop order (after `Drop for Lab` stopped the processes and the runtime).
     pub hosts: Vec<Host>,
     /// Storm processes by storm number.
-    pub storms: Vec<(usize, Proc)>,
+    pub storms: Vec<(usize, Rocehost)>,
     pub client: Option<Client>,
     pub rt: Option<tokio::runtime::Runtime>,
     pub switchd: Switchd,
@@ -168,22 +122,18 @@ impl Lab {
         self.rt.as_ref().expect("the runtime lives until the teardown")
     }
 
-    /// Starts `rocehost ARGS` in host `i`'s namespace, output in `<dir>/<name>.log`.
-    fn spawn_rocehost(&self, i: usize, name: &str, args: &[String]) -> anyhow::Result<Proc> {
-        let log = std::fs::File::create(self.dir.0.join(format!("{name}.log")))?;
-        let child = Command::new("ip")
-            .args(["netns", "exec", &self.hosts[i].netns])
-            .arg(&self.rocehost)
+    /// `rocehost ARGS` for host `i`'s namespace, called `name`, output in `<dir>/<name>.log`, in its own
+    /// process group (a Ctrl-C reaches only the soak, which then stops it in order).
+    fn rocehost(&self, i: usize, name: &str, args: &[String]) -> RocehostCommand {
+        RocehostCommand::new(&self.rocehost)
+            .netns_named(&self.hosts[i].netns)
+            .label(&format!("rocehost {name}"))
             .args(args)
             .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            // Its own process group: a Ctrl-C reaches only the soak, which then stops it in order.
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("starting rocehost {name}"))?;
-        Ok(Proc { child, name: name.to_owned(), done: false })
+            .log(Log::File(self.dir.0.join(format!("{name}.log"))))
+            .own_process_group()
+            .start_timeout(START_TIMEOUT)
+            .stop_timeout(STOP_TIMEOUT)
     }
 
     fn base_args(interface_ip: &str, mac: &str) -> Vec<String> {
@@ -224,22 +174,14 @@ impl Lab {
             let qp = 0x1000 + 16 * incarnation + f as u32;
             args.extend(["--flow".into(), format!("{spec},qp={qp}")]);
         }
-        let ready = self.ready_file(i);
-        let _ = std::fs::remove_file(&ready);
-        args.extend(["--ready-file".into(), ready.display().to_string()]);
-        args.extend(["--report".into(), self.report_file(i).display().to_string()]);
-        let mut proc = self.spawn_rocehost(i, &format!("h{i}"), &args)?;
-        let deadline = Instant::now() + START_TIMEOUT;
-        while !ready.exists() {
-            check_stop()?;
-            if let Some(status) = proc.child.try_wait()? {
-                bail!("rocehost h{i} exited during start-up ({status}){}", self.log_tail(&format!("h{i}")));
-            }
-            if Instant::now() > deadline {
-                bail!("rocehost h{i} did not write its ready file within {START_TIMEOUT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let name = format!("h{i}");
+        let mut proc = self
+            .rocehost(i, &name, &args)
+            .ready_file(self.ready_file(i))
+            .report(self.report_file(i))
+            .spawn()
+            .with_context(|| format!("starting rocehost {name}"))?;
+        proc.ready_unless(stopped)?;
         let h = &mut self.hosts[i];
         h.incarnation = incarnation;
         h.proc = Some(proc);
@@ -248,12 +190,12 @@ impl Lab {
 
     /// Stops host `i`'s rocehost (SIGTERM: it writes its report) and returns the report.
     pub fn stop_host(&mut self, i: usize) -> anyhow::Result<Option<Report>> {
-        let Some(proc) = self.hosts[i].proc.take() else { return Ok(None) };
+        let Some(mut proc) = self.hosts[i].proc.take() else { return Ok(None) };
         let status = proc.stop()?;
         if !status.success() {
-            bail!("rocehost h{i} exited with {status}{}", self.log_tail(&format!("h{i}")));
+            bail!("rocehost h{i} exited with {status}{}", proc.log_tail());
         }
-        let report = Report::load(&self.report_file(i))?;
+        let report = proc.report()?;
         let _ = std::fs::remove_file(self.report_file(i));
         Ok(Some(report))
     }
@@ -262,7 +204,7 @@ impl Lab {
     pub fn dead_host(&mut self) -> anyhow::Result<Option<(usize, ExitStatus)>> {
         for h in &mut self.hosts {
             if let Some(p) = h.proc.as_mut()
-                && let Some(status) = p.child.try_wait()?
+                && let Some(status) = p.try_wait()?
             {
                 return Ok(Some((h.index, status)));
             }
@@ -283,8 +225,11 @@ impl Lab {
             "--duration".into(),
             format!("{}", length.as_secs_f64()),
         ]);
-        args.extend(["--report".into(), self.dir.0.join(format!("{name}.json")).display().to_string()]);
-        let proc = self.spawn_rocehost(i, &name, &args)?;
+        let proc = self
+            .rocehost(i, &name, &args)
+            .report(self.dir.0.join(format!("{name}.json")))
+            .spawn()
+            .with_context(|| format!("starting rocehost {name}"))?;
         self.storms.push((n, proc));
         Ok(())
     }
@@ -294,10 +239,10 @@ impl Lab {
         let mut done = Vec::new();
         let mut i = 0;
         while i < self.storms.len() {
-            if let Some(status) = self.storms[i].1.child.try_wait()? {
+            if let Some(status) = self.storms[i].1.try_wait()? {
                 let (n, p) = self.storms.remove(i);
                 if !status.success() {
-                    bail!("storm rocehost {} exited with {status}{}", p.name, self.log_tail(&p.name));
+                    bail!("storm {} exited with {status}{}", p.label(), p.log_tail());
                 }
                 done.push(n);
             } else {
