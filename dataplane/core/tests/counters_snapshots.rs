@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::time::Instant;
+use lossless_core::time::Instant;
 use std::net::Ipv4Addr;
 
 const SEC: u64 = 1_000_000_000;
@@ -33,7 +33,7 @@ fn routed_dscp_sweep() {
     let mut expired =
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), Ipv4Addr::new(192, 168, 0, 2), 1, 2, 8);
     {
-        let mut ip = lossless_dataplane::wire::Ipv4Packet::new_unchecked(&mut expired[14..]);
+        let mut ip = lossless_core::wire::Ipv4Packet::new_unchecked(&mut expired[14..]);
         ip.set_ttl(1);
         ip.fill_checksum();
     }

@@ -4,12 +4,12 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{DropReason, Event, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::build::{self, Dot1q};
-use lossless_dataplane::wire::ip::{Ecn, Protocol};
-use lossless_dataplane::wire::{self, ArpOperation, EtherType, Ipv4Packet, Ipv6Repr, L3};
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{DropReason, Event, Switch};
+use lossless_core::time::Instant;
+use lossless_core::wire::build::{self, Dot1q};
+use lossless_core::wire::ip::{Ecn, Protocol};
+use lossless_core::wire::{self, ArpOperation, EtherType, Ipv4Packet, Ipv6Repr, L3};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 

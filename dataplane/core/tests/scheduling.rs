@@ -5,12 +5,12 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::Switch;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::time::Instant;
+use lossless_core::model::Switch;
+use lossless_core::model::config::ConfigDb;
+use lossless_core::time::Instant;
 use std::net::Ipv4Addr;
 
-const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
+const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 /// DSCPs that reach queues 0..6 with the AZURE maps.
 const DSCP_FOR_QUEUE: [u8; 7] = [8, 0, 5, 3, 4, 46, 48];

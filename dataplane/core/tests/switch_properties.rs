@@ -8,9 +8,9 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::{CountersDump, PortId, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::build::Dot1q;
+use lossless_core::model::{CountersDump, PortId, Switch};
+use lossless_core::time::Instant;
+use lossless_core::wire::build::Dot1q;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 

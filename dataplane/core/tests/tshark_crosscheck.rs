@@ -4,9 +4,9 @@
 //! pcap file; `tshark` decodes it and every field must read back as the value we put in. Requires `tshark`
 //! on PATH (`.ci/run` installs it).
 
-use lossless_dataplane::model::PortId;
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::{
+use lossless_core::model::PortId;
+use lossless_core::time::Instant;
+use lossless_core::wire::{
     self, ArpOperation, ArpRepr, BthOpcode, BthRepr, EtherType, EthernetAddress, Ipv4Packet, Ipv6Repr,
     MacControlRepr, PauseRepr, PfcRepr,
     build::{self, Dot1q, Ipv4Flow},
@@ -22,7 +22,7 @@ const DST: EthernetAddress = EthernetAddress([0x02, 0x66, 0x77, 0x88, 0x99, 0xaa
 
 /// Writes a pcap (the simulator's writer: nanosecond timestamps), frame i at i seconds.
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    let mut pcap = lossless_dataplane::sim::pcap::Pcap::new();
+    let mut pcap = lossless_core::sim::pcap::Pcap::new();
     for (i, frame) in frames.iter().enumerate() {
         pcap.record(i as u64 * 1_000_000_000, frame);
     }
@@ -241,9 +241,9 @@ fn vlan_tagged_ipv6_udp() {
 /// drains) decode in tshark with the right class-enable vector and quanta.
 #[test]
 fn pfc_frames_generated_by_the_switch() {
-    use lossless_dataplane::model::Switch;
-    use lossless_dataplane::model::config::ConfigDb;
-    let db = ConfigDb::from_yaml_str(include_str!("../../configs/profiles/th_balanced.yaml")).unwrap();
+    use lossless_core::model::Switch;
+    use lossless_core::model::config::ConfigDb;
+    let db = ConfigDb::from_yaml_str(include_str!("../../../configs/profiles/th_balanced.yaml")).unwrap();
     let mut sw = Switch::new();
     sw.apply(&db, Instant::ZERO).unwrap();
     let (e0, e8) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
@@ -332,9 +332,9 @@ fn pfc_frames_generated_by_the_switch() {
 /// DETH, as tshark's InfiniBand dissector reads it.
 #[test]
 fn pingmesh_ping_and_pong() {
-    use lossless_dataplane::nic::packet::Envelope;
-    use lossless_dataplane::nic::probe::{PROBE_QP, ProbeHeader, ProbeKind, probe_frame};
-    use lossless_dataplane::wire::ip::Ecn;
+    use lossless_core::nic::packet::Envelope;
+    use lossless_core::nic::probe::{PROBE_QP, ProbeHeader, ProbeKind, probe_frame};
+    use lossless_core::wire::ip::Ecn;
     let env = Envelope {
         src_mac: SRC,
         dst_mac: DST,

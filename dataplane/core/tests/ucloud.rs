@@ -6,13 +6,13 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire;
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch};
+use lossless_core::time::Instant;
+use lossless_core::wire;
 use std::net::Ipv4Addr;
 
-const UCLOUD: &str = include_str!("../../configs/profiles/ucloud.yaml");
+const UCLOUD: &str = include_str!("../../../configs/profiles/ucloud.yaml");
 
 fn ucloud() -> Switch {
     let mut sw = Switch::new();

@@ -1,12 +1,12 @@
 //! Shared helpers of the switch scenario tests: a small topology, frame builders and a driver loop.
 #![allow(dead_code)]
 
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch, Transmit};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::build::{self, Dot1q, Ipv4Flow};
-use lossless_dataplane::wire::ip::Ecn;
-use lossless_dataplane::wire::{ArpOperation, ArpRepr, EtherType, EthernetAddress};
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch, Transmit};
+use lossless_core::time::Instant;
+use lossless_core::wire::build::{self, Dot1q, Ipv4Flow};
+use lossless_core::wire::ip::Ecn;
+use lossless_core::wire::{ArpOperation, ArpRepr, EtherType, EthernetAddress};
 use std::net::Ipv4Addr;
 
 pub const ROUTER_MAC: EthernetAddress = EthernetAddress([0x02, 0x4c, 0x53, 0x00, 0x00, 0x01]);
@@ -19,7 +19,7 @@ pub const HOST4_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0x00, 0x00, 
 /// A T0-like switch: two routed uplinks (Ethernet0, Ethernet4), a server VLAN 1000 on Ethernet8/12
 /// (untagged) and Ethernet16 (tagged), SONiC's AZURE QoS maps with PFC on 3,4 on every port, a static
 /// route with two next hops (ECMP) and IPv6 on the uplinks.
-pub const T0_YAML: &str = include_str!("../../../configs/t0.yaml");
+pub const T0_YAML: &str = include_str!("../../../../configs/t0.yaml");
 
 pub fn t0_db() -> ConfigDb {
     ConfigDb::from_yaml_str(T0_YAML).expect("T0 YAML parses")
