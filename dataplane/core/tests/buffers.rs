@@ -42,7 +42,7 @@ impl Rig {
             arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)),
             Instant::from_ns(0),
         );
-        drain_all(&mut sw, 0);
+        drain_all(&mut sw, Instant::ZERO);
         Rig { sw, db, now: 1_000, src, dst }
     }
 
@@ -379,7 +379,7 @@ fn watermarks_track_shared_and_headroom_cells() {
     // Drain; the user watermark stays until cleared, then restarts from the (empty) occupancy. The
     // persistent one is unaffected by the user clear.
     rig.sw.set_port_hold(dst, false);
-    drain(&mut rig.sw, dst, rig.now);
+    drain(&mut rig.sw, dst, Instant::from_ns(rig.now));
     assert_eq!(rig.sw.watermarks(WatermarkKind::User).ports["Ethernet0"].pg_headroom_bytes[3], 7 * cell);
     // `sonic-clear queue watermark unicast` clears the queue marks only: the PG and pool marks stay.
     let queue_only = WatermarkTables { queue_shared: true, ..WatermarkTables::NONE };
@@ -468,7 +468,7 @@ fn dscp_ecn_marking_follows_the_wred_curve() {
     assert!(marked > 1.0, "several marks, one onset");
     assert_eq!(onsets, [Event::EcnFirstMark { port: dst_name, queue: 3 }]);
     rig.sw.set_port_hold(dst, false);
-    let out = drain(&mut rig.sw, dst, rig.now);
+    let out = drain(&mut rig.sw, dst, Instant::from_ns(rig.now));
     let ce = out
         .iter()
         .filter(|t| matches!(wire::decode(&t.frame).unwrap().l3, L3::Ipv4 { header, .. } if header.ecn == lossless_core::wire::ip::Ecn::Ce))
@@ -506,7 +506,7 @@ fn occupancy_bytes_of_a_held_queue_and_its_pg() {
     assert_eq!(queues, [0, 0, 0, n * cell, 0, 0, 0, 0]);
     assert_eq!(pgs, [0, 0, 0, n * cell, 0, 0, 0, 0]);
     rig.sw.set_port_hold(dst, false);
-    drain(&mut rig.sw, dst, rig.now);
+    drain(&mut rig.sw, dst, Instant::from_ns(rig.now));
     assert_eq!(occupancy(&rig.sw), (vec![0; 8], vec![0; 8]));
 }
 

@@ -70,7 +70,7 @@ impl Rig {
                 Instant::from_ns(0),
             );
         }
-        drain_all(&mut sw, 0);
+        drain_all(&mut sw, Instant::ZERO);
         sw.set_port_hold(dst, true);
         Rig { sw, src, dst, dst_ip, now: 1_000 }
     }

@@ -36,16 +36,19 @@ pub fn port(sw: &Switch, name: &str) -> PortId {
     sw.port_id(name).unwrap_or_else(|| panic!("no port {name}"))
 }
 
-/// Drains every frame queued on `port`, starting at `now_ns` and following the port's line rate (each
-/// frame is taken when the line frees up).
-pub fn drain(sw: &mut Switch, port: PortId, now_ns: u64) -> Vec<Transmit> {
-    let mut t = now_ns;
+/// Drains every frame queued on `port`, starting at `now` and following the port's line rate (each frame is
+/// taken when the line frees up).
+///
+/// Not a virtual-time driver ([`lossless_core::sim::Sim`] is): it runs no timers and leaves the other ports
+/// alone, so a test sees exactly what one port had queued, with nothing the switch's timers would add.
+pub fn drain(sw: &mut Switch, port: PortId, now: Instant) -> Vec<Transmit> {
+    let mut t = now;
     let mut out = Vec::new();
     loop {
-        match sw.poll_transmit(port, Instant::from_ns(t)) {
+        match sw.poll_transmit(port, t) {
             Some(tx) => out.push(tx),
             None => match sw.next_transmit_at(port) {
-                Some(next) if next > Instant::from_ns(t) => t = next.as_ns(),
+                Some(next) if next > t => t = next,
                 _ => break,
             },
         }
@@ -54,8 +57,8 @@ pub fn drain(sw: &mut Switch, port: PortId, now_ns: u64) -> Vec<Transmit> {
 }
 
 /// Drains every port; returns (port, frame) pairs in port order.
-pub fn drain_all(sw: &mut Switch, now_ns: u64) -> Vec<(PortId, Transmit)> {
-    PortId::all(sw.port_count()).flat_map(|p| drain(sw, p, now_ns).into_iter().map(move |t| (p, t))).collect()
+pub fn drain_all(sw: &mut Switch, now: Instant) -> Vec<(PortId, Transmit)> {
+    PortId::all(sw.port_count()).flat_map(|p| drain(sw, p, now).into_iter().map(move |t| (p, t))).collect()
 }
 
 pub fn arp(
