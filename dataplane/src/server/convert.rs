@@ -421,4 +421,60 @@ mod tests {
         // Wall-clock times follow the model time one for one.
         assert_eq!(e.wall_time_unix_ns - xoff.wall_time_unix_ns, 41);
     }
+
+    /// The occupancy the API reports (`queue_occupancy_bytes`, `pg_occupancy_bytes`) is the model's, port by
+    /// port and index by index. A consistency check of the copy: the figures themselves are tested against
+    /// the cell size in dataplane/core/tests/buffers.rs (`occupancy_bytes_of_a_held_queue_and_its_pg`).
+    #[test]
+    fn counters_snapshot_reports_the_models_occupancy() {
+        use crate::time::Instant;
+        use crate::wire::build::{self, Ipv4Flow};
+        use crate::wire::ip::Ecn;
+        use crate::wire::{ArpOperation, ArpRepr, EtherType, EthernetAddress};
+        use std::net::Ipv4Addr;
+
+        let th = include_str!("../../../configs/profiles/th_balanced.yaml");
+        let mut sw = Switch::new();
+        sw.apply(&ConfigDb::from_yaml_str(th).unwrap(), Instant::ZERO).unwrap();
+        let (src, dst) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
+        // Host 192.168.0.2 on Ethernet8 asks for its gateway: the switch learns where to route to it.
+        let (host_mac, host_ip) = (EthernetAddress([2, 0xbb, 0, 0, 0, 2]), Ipv4Addr::new(192, 168, 0, 2));
+        let arp = ArpRepr {
+            operation: ArpOperation::Request,
+            source_hardware_addr: host_mac,
+            source_protocol_addr: host_ip,
+            target_hardware_addr: EthernetAddress([0; 6]),
+            target_protocol_addr: Ipv4Addr::new(192, 168, 0, 1),
+        };
+        let arp =
+            build::ethernet(host_mac, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&arp));
+        sw.handle_frame(dst, arp, Instant::ZERO);
+        while sw.poll_transmit(dst, Instant::ZERO).is_some() {}
+        sw.set_port_hold(dst, true);
+        for i in 0..40 {
+            let flow = Ipv4Flow {
+                src_mac: EthernetAddress([2, 0xaa, 0, 0, 0, 1]),
+                dst_mac: sw.config().device_mac,
+                src_ip: Ipv4Addr::new(172, 16, 0, 5),
+                dst_ip: host_ip,
+                src_port: 1000 + i,
+                dscp: 3,
+                ecn: Ecn::Ect0,
+                ttl: 64,
+            };
+            sw.handle_frame(src, flow.udp(4791, &[0; 18]), Instant::from_ns(1_000));
+        }
+        let c = CountersSnapshot::take(&sw, 0).to_proto();
+        let port = |name: &str| c.ports.iter().find(|p| p.name == name).unwrap().clone();
+        let queues: Vec<u64> = (0..8).map(|q| sw.queue_occupancy_bytes(dst, q)).collect();
+        let pgs: Vec<u64> = (0..8)
+            .map(|g| {
+                let o = sw.mmu().pg_occupancy(src, g);
+                o.reserved_bytes + o.shared_bytes + o.headroom_bytes
+            })
+            .collect();
+        assert!(queues[3] > 0 && pgs[3] > 0, "the held queue 3 and PG 3 hold frames: {queues:?} {pgs:?}");
+        assert_eq!(port("Ethernet8").queue_occupancy_bytes, queues);
+        assert_eq!(port("Ethernet0").pg_occupancy_bytes, pgs);
+    }
 }

@@ -1,5 +1,5 @@
 //! The switch's PFC generation across a link that goes down and comes back (the rest of the switch is
-//! tested through its public interface in `dataplane/tests/`).
+//! tested through its public interface in `dataplane/core/tests/`).
 
 use super::*;
 use crate::wire::build::Ipv4Flow;

@@ -1,12 +1,12 @@
 //! Shared helpers of the switch scenario tests: a small topology, frame builders and a driver loop.
 #![allow(dead_code)]
 
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch, Transmit};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::build::{self, Dot1q, Ipv4Flow};
-use lossless_dataplane::wire::ip::Ecn;
-use lossless_dataplane::wire::{ArpOperation, ArpRepr, EtherType, EthernetAddress};
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch, Transmit};
+use lossless_core::time::Instant;
+use lossless_core::wire::build::{self, Dot1q, Ipv4Flow};
+use lossless_core::wire::ip::Ecn;
+use lossless_core::wire::{ArpOperation, ArpRepr, EtherType, EthernetAddress};
 use std::net::Ipv4Addr;
 
 pub const ROUTER_MAC: EthernetAddress = EthernetAddress([0x02, 0x4c, 0x53, 0x00, 0x00, 0x01]);
@@ -19,7 +19,7 @@ pub const HOST4_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0x00, 0x00, 
 /// A T0-like switch: two routed uplinks (Ethernet0, Ethernet4), a server VLAN 1000 on Ethernet8/12
 /// (untagged) and Ethernet16 (tagged), SONiC's AZURE QoS maps with PFC on 3,4 on every port, a static
 /// route with two next hops (ECMP) and IPv6 on the uplinks.
-pub const T0_YAML: &str = include_str!("../../../configs/t0.yaml");
+pub const T0_YAML: &str = include_str!("../../../../configs/t0.yaml");
 
 pub fn t0_db() -> ConfigDb {
     ConfigDb::from_yaml_str(T0_YAML).expect("T0 YAML parses")
@@ -36,16 +36,19 @@ pub fn port(sw: &Switch, name: &str) -> PortId {
     sw.port_id(name).unwrap_or_else(|| panic!("no port {name}"))
 }
 
-/// Drains every frame queued on `port`, starting at `now_ns` and following the port's line rate (each
-/// frame is taken when the line frees up).
-pub fn drain(sw: &mut Switch, port: PortId, now_ns: u64) -> Vec<Transmit> {
-    let mut t = now_ns;
+/// Drains every frame queued on `port`, starting at `now` and following the port's line rate (each frame is
+/// taken when the line frees up).
+///
+/// Not a virtual-time driver ([`lossless_core::sim::Sim`] is): it runs no timers and leaves the other ports
+/// alone, so a test sees exactly what one port had queued, with nothing the switch's timers would add.
+pub fn drain(sw: &mut Switch, port: PortId, now: Instant) -> Vec<Transmit> {
+    let mut t = now;
     let mut out = Vec::new();
     loop {
-        match sw.poll_transmit(port, Instant::from_ns(t)) {
+        match sw.poll_transmit(port, t) {
             Some(tx) => out.push(tx),
             None => match sw.next_transmit_at(port) {
-                Some(next) if next > Instant::from_ns(t) => t = next.as_ns(),
+                Some(next) if next > t => t = next,
                 _ => break,
             },
         }
@@ -54,8 +57,8 @@ pub fn drain(sw: &mut Switch, port: PortId, now_ns: u64) -> Vec<Transmit> {
 }
 
 /// Drains every port; returns (port, frame) pairs in port order.
-pub fn drain_all(sw: &mut Switch, now_ns: u64) -> Vec<(PortId, Transmit)> {
-    PortId::all(sw.port_count()).flat_map(|p| drain(sw, p, now_ns).into_iter().map(move |t| (p, t))).collect()
+pub fn drain_all(sw: &mut Switch, now: Instant) -> Vec<(PortId, Transmit)> {
+    PortId::all(sw.port_count()).flat_map(|p| drain(sw, p, now).into_iter().map(move |t| (p, t))).collect()
 }
 
 pub fn arp(

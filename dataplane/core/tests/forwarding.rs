@@ -4,12 +4,13 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{DropReason, Event, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::build::{self, Dot1q};
-use lossless_dataplane::wire::ip::{Ecn, Protocol};
-use lossless_dataplane::wire::{self, ArpOperation, EtherType, Ipv4Packet, Ipv6Repr, L3};
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{DropReason, Event, PortId, Switch};
+use lossless_core::sim::{Device, Sim};
+use lossless_core::time::Instant;
+use lossless_core::wire::build::{self, Dot1q};
+use lossless_core::wire::ip::{Ecn, Protocol};
+use lossless_core::wire::{self, ArpOperation, EtherType, Ipv4Packet, Ipv6Repr, L3};
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -21,7 +22,7 @@ const UPLINK0_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 /// Host 2 on Ethernet8 ARPs for its gateway: the switch learns its MAC (FDB) and IP (neighbour).
 fn host2_announces(sw: &mut Switch, now: u64) {
     sw.handle_frame(port(sw, "Ethernet8"), arp_request(HOST2_MAC, HOST2_IP, GATEWAY), Instant::from_ns(now));
-    drain_all(sw, now);
+    drain_all(sw, Instant::from_ns(now));
 }
 
 /// Uplink 0 ARPs for the switch's 10.0.0.0 (the switch learns 10.0.0.1).
@@ -31,7 +32,7 @@ fn uplink0_announces(sw: &mut Switch, now: u64) {
         arp_request(UPLINK0_MAC, UPLINK0_IP, Ipv4Addr::new(10, 0, 0, 0)),
         Instant::from_ns(now),
     );
-    drain_all(sw, now);
+    drain_all(sw, Instant::from_ns(now));
 }
 
 #[test]
@@ -40,7 +41,7 @@ fn routed_ipv4_uplink_to_vlan_host_rewrites_ttl_macs_and_checksum() {
     host2_announces(&mut sw, 0);
     let frame = routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 1, 1), HOST2_IP, 1234, 5678, 8);
     sw.handle_frame(port(&sw, "Ethernet0"), frame, Instant::from_ns(SEC));
-    let out = drain_all(&mut sw, SEC);
+    let out = drain_all(&mut sw, Instant::from_ns(SEC));
     assert_eq!(out.len(), 1, "exactly one copy: {out:?}");
     let (p, tx) = &out[0];
     assert_eq!(*p, port(&sw, "Ethernet8"));
@@ -72,14 +73,14 @@ fn routed_to_tagged_member_carries_the_vlan_tag() {
         &arp_request(HOST4_MAC, host4_ip, GATEWAY)[14..42],
     );
     sw.handle_frame(port(&sw, "Ethernet16"), tagged, Instant::from_ns(0));
-    drain_all(&mut sw, 0);
+    drain_all(&mut sw, Instant::ZERO);
     assert!(sw.neighbors().lookup(host4_ip.into()).is_some());
     sw.handle_frame(
         port(&sw, "Ethernet0"),
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 9), host4_ip, 1, 2, 3),
         Instant::from_ns(1),
     );
-    let out = drain_all(&mut sw, 1);
+    let out = drain_all(&mut sw, Instant::from_ns(1));
     assert_eq!(out.len(), 1);
     let d = wire::decode(&out[0].1.frame).unwrap();
     let tag = d.vlan.expect("tagged on a tagged member");
@@ -105,7 +106,7 @@ fn routed_ipv6_between_uplinks_decrements_hop_limit() {
     };
     let frame = build::ethernet(UPLINK1_MAC, ROUTER_MAC, None, EtherType::Ipv6, &build::ipv6(&ip, &datagram));
     sw.handle_frame(port(&sw, "Ethernet4"), frame.clone(), Instant::from_ns(0));
-    let out = drain_all(&mut sw, 0);
+    let out = drain_all(&mut sw, Instant::ZERO);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].0, port(&sw, "Ethernet0"));
     let d = wire::decode(&out[0].1.frame).unwrap();
@@ -119,7 +120,7 @@ fn routed_ipv6_between_uplinks_decrements_hop_limit() {
     let frame =
         build::ethernet(UPLINK1_MAC, ROUTER_MAC, None, EtherType::Ipv6, &build::ipv6(&ip1, &datagram));
     sw.handle_frame(port(&sw, "Ethernet4"), frame, Instant::from_ns(1));
-    assert!(drain_all(&mut sw, 1).is_empty());
+    assert!(drain_all(&mut sw, Instant::from_ns(1)).is_empty());
     assert_eq!(sw.port_counters(port(&sw, "Ethernet4")).unwrap().drop_reasons[&DropReason::Ttl], 1);
 }
 
@@ -140,7 +141,7 @@ fn ttl_expiry_and_route_miss_are_counted_drops() {
         routed_udp(UPLINK0_MAC, UPLINK0_IP, Ipv4Addr::new(8, 8, 8, 8), 1, 2, 8),
         Instant::from_ns(2),
     );
-    assert!(drain_all(&mut sw, 2).is_empty());
+    assert!(drain_all(&mut sw, Instant::from_ns(2)).is_empty());
     let c = sw.port_counters(e0).unwrap();
     assert_eq!(c.rx_drp, 2);
     assert_eq!(c.drop_reasons[&DropReason::Ttl], 1);
@@ -164,7 +165,7 @@ fn unresolved_next_hop_is_dropped_and_arped_for_once_per_second() {
             );
             sw.handle_frame(e4, f, Instant::from_ns(now));
         }
-        drain(sw, e0, now)
+        drain(sw, e0, Instant::from_ns(now))
     };
     let first = burst(&mut sw, 0);
     let unresolved = sw.port_counters(e4).unwrap().drop_reasons[&DropReason::UnresolvedNextHop];
@@ -192,7 +193,7 @@ fn unresolved_next_hop_is_dropped_and_arped_for_once_per_second() {
     sw.handle_frame(e0, reply, Instant::from_ns(SEC + 1));
     let drops = sw.port_counters(e4).unwrap().rx_drp;
     burst(&mut sw, SEC + 2);
-    drain(&mut sw, e4, SEC + 2);
+    drain(&mut sw, e4, Instant::from_ns(SEC + 2));
     assert_eq!(sw.port_counters(e4).unwrap().rx_drp, drops);
 }
 
@@ -203,14 +204,14 @@ fn ecmp_spreads_flows_and_keeps_each_flow_on_one_path() {
     let (e0, e4) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet4"));
     let h8 = port(&sw, "Ethernet8");
     sw.handle_frame(h8, arp_request(HOST2_MAC, HOST2_IP, GATEWAY), Instant::from_ns(0));
-    drain_all(&mut sw, 0);
+    drain_all(&mut sw, Instant::ZERO);
     let mut per_path = [0usize; 2];
     for flow in 0..400u16 {
         let mut path = None;
         for _ in 0..3 {
             let f = Ipv4Flow_from(HOST2_MAC, HOST2_IP, Ipv4Addr::new(172, 16, 9, 9), 10_000 + flow);
             sw.handle_frame(h8, f, Instant::from_ns(1));
-            let out = drain_all(&mut sw, 1);
+            let out = drain_all(&mut sw, Instant::from_ns(1));
             assert_eq!(out.len(), 1);
             let p = out[0].0;
             assert!(p == e0 || p == e4);
@@ -235,7 +236,7 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
     let (e8, e12, e16) = (port(&sw, "Ethernet8"), port(&sw, "Ethernet12"), port(&sw, "Ethernet16"));
     // Unknown unicast (lossy, DSCP 8) from host 2 floods to Ethernet12 (untagged) and Ethernet16 (tagged).
     sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), Instant::from_ns(0));
-    let out = drain_all(&mut sw, 0);
+    let out = drain_all(&mut sw, Instant::ZERO);
     let ports: Vec<_> = out.iter().map(|(p, _)| *p).collect();
     assert_eq!(ports, vec![e12, e16]);
     assert!(wire::decode(&out[0].1.frame).unwrap().vlan.is_none());
@@ -244,12 +245,18 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
 
     // Host 3 answers from Ethernet12, tagged frames from Ethernet16 are accepted; now unicast is direct.
     sw.handle_frame(e12, l2_frame(HOST3_MAC, HOST2_MAC, None), Instant::from_ns(SEC));
-    assert_eq!(drain_all(&mut sw, SEC).iter().map(|(p, _)| *p).collect::<Vec<_>>(), vec![e8]);
+    assert_eq!(
+        drain_all(&mut sw, Instant::from_ns(SEC)).iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+        vec![e8]
+    );
     sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), Instant::from_ns(2 * SEC));
-    assert_eq!(drain_all(&mut sw, 2 * SEC).iter().map(|(p, _)| *p).collect::<Vec<_>>(), vec![e12]);
+    assert_eq!(
+        drain_all(&mut sw, Instant::from_ns(2 * SEC)).iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+        vec![e12]
+    );
     let tag = Dot1q { pcp: 1, dei: false, vid: 1000 };
     sw.handle_frame(e16, l2_frame(HOST4_MAC, HOST2_MAC, Some(tag)), Instant::from_ns(2 * SEC));
-    let out = drain_all(&mut sw, 2 * SEC);
+    let out = drain_all(&mut sw, Instant::from_ns(2 * SEC));
     assert_eq!(out.len(), 1);
     assert!(wire::decode(&out[0].1.frame).unwrap().vlan.is_none(), "untagged out of an untagged member");
 
@@ -261,29 +268,25 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
     );
     assert_eq!(sw.port_counters(e16).unwrap().drop_reasons[&DropReason::IngressVlanFilter], 1);
 
-    // Host 3 goes silent: after fdb_aging_time (600 s) plus at most one sweep, its entry is gone.
-    let mut t = 2 * SEC;
-    while let Some(at) = sw.poll_at() {
-        if at > Instant::from_ns(700 * SEC) {
-            break;
-        }
-        t = at.as_ns();
-        sw.handle_timeout(Instant::from_ns(t));
-        if sw.fdb().lookup(1000, HOST3_MAC).is_none() {
-            break;
-        }
-    }
-    assert!(sw.fdb().lookup(1000, HOST3_MAC).is_none(), "aged by {t}");
+    // Host 3 goes silent: after fdb_aging_time (600 s) plus at most one sweep, its entry is gone. The
+    // virtual-time driver runs the switch's sweeps up to 700 s and logs each event with its time.
+    let mut sim = Sim::new();
+    sim.add(Device::Switch(Box::new(sw)));
+    sim.keep_log = true;
+    let end = Instant::from_ns(700 * SEC);
+    sim.run_until(end);
+    let aged_at = sim.events.iter().find_map(|(at, _, e)| match e {
+        Event::FdbAged { mac, .. } if *mac == HOST3_MAC => Some(at.as_ns()),
+        _ => None,
+    });
+    let t = aged_at.expect("host 3 aged by 700 s");
+    assert!(sim.switch(0).fdb().lookup(1000, HOST3_MAC).is_none(), "aged by {t}");
     assert!((601 * SEC..=676 * SEC).contains(&t), "aged at {t} ns: idle since 1 s, aging 600 s, sweep 75 s");
-    let mut aged = Vec::new();
-    while let Some(e) = sw.poll_event() {
-        if let Event::FdbAged { mac, .. } = e {
-            aged.push(mac);
-        }
-    }
-    assert!(aged.contains(&HOST3_MAC));
-    sw.handle_frame(e8, l2_frame(HOST2_MAC, HOST3_MAC, None), Instant::from_ns(t));
-    assert_eq!(drain_all(&mut sw, t).len(), 2, "flooded again after aging");
+    let before = sim.sent.len();
+    sim.inject((0, e8.index()), end, l2_frame(HOST2_MAC, HOST3_MAC, None));
+    sim.run_until(end);
+    let flooded: Vec<_> = sim.sent[before..].iter().map(|s| PortId::new(s.from.1)).collect();
+    assert_eq!(flooded, vec![e12, e16], "flooded again after aging");
 }
 
 #[test]
@@ -291,7 +294,7 @@ fn arp_requests_for_switch_addresses_are_answered_and_senders_learned() {
     let mut sw = t0_switch();
     let e8 = port(&sw, "Ethernet8");
     sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, GATEWAY), Instant::from_ns(0));
-    let out = drain_all(&mut sw, 0);
+    let out = drain_all(&mut sw, Instant::ZERO);
     // The reply goes back to the host; the broadcast request is also flooded in the VLAN.
     let replies: Vec<_> = out.iter().filter(|(p, _)| *p == e8).collect();
     assert_eq!(replies.len(), 1);
@@ -316,7 +319,7 @@ fn arp_requests_for_switch_addresses_are_answered_and_senders_learned() {
     );
     sw.handle_frame(port(&sw, "Ethernet12"), garp, Instant::from_ns(1));
     assert_eq!(sw.neighbors().lookup(host3_ip.into()).unwrap().mac, HOST3_MAC);
-    assert_eq!(drain_all(&mut sw, 1).len(), 2, "a gratuitous ARP is flooded, not answered");
+    assert_eq!(drain_all(&mut sw, Instant::from_ns(1)).len(), 2, "a gratuitous ARP is flooded, not answered");
 
     // On a routed port, an ARP request for the switch is answered and never forwarded.
     sw.handle_frame(
@@ -324,7 +327,7 @@ fn arp_requests_for_switch_addresses_are_answered_and_senders_learned() {
         arp_request(UPLINK0_MAC, UPLINK0_IP, Ipv4Addr::new(10, 0, 0, 0)),
         Instant::from_ns(2),
     );
-    let out = drain_all(&mut sw, 2);
+    let out = drain_all(&mut sw, Instant::from_ns(2));
     assert!(out.iter().all(|(p, _)| *p == port(&sw, "Ethernet0")));
     assert!(sw.neighbors().lookup(UPLINK0_IP.into()).is_some());
 }
@@ -352,7 +355,7 @@ fn neighbour_outlives_fdb_entry_and_lossless_is_dropped_not_flooded() {
             );
         }
     }
-    assert!(drain_all(&mut sw, now).is_empty(), "lossless is never flooded");
+    assert!(drain_all(&mut sw, Instant::from_ns(now)).is_empty(), "lossless is never flooded");
     let c = sw.port_counters(e0).unwrap();
     assert_eq!(c.rx_drp - before, 20);
     assert_eq!(c.drop_reasons[&DropReason::FdbMissLossless], 20);
@@ -363,7 +366,7 @@ fn neighbour_outlives_fdb_entry_and_lossless_is_dropped_not_flooded() {
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, 1, 4791, 8),
         Instant::from_ns(now),
     );
-    assert_eq!(drain_all(&mut sw, now).len(), 3, "flooded to the three VLAN members");
+    assert_eq!(drain_all(&mut sw, Instant::from_ns(now)).len(), 3, "flooded to the three VLAN members");
 
     // ... and is dropped with lossy_fdb_miss_action: drop.
     let mut db = t0_db();
@@ -374,7 +377,7 @@ fn neighbour_outlives_fdb_entry_and_lossless_is_dropped_not_flooded() {
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 1), HOST2_IP, 1, 4791, 8),
         Instant::from_ns(now),
     );
-    assert!(drain_all(&mut sw, now).is_empty());
+    assert!(drain_all(&mut sw, Instant::from_ns(now)).is_empty());
     assert_eq!(sw.port_counters(e0).unwrap().drop_reasons[&DropReason::FdbMissLossy], 1);
 }
 
@@ -388,7 +391,7 @@ fn lossless_unknown_unicast_in_a_vlan_is_not_flooded() {
         ip.rewrite_dscp(3);
     }
     sw.handle_frame(e8, frame, Instant::from_ns(0));
-    assert!(drain_all(&mut sw, 0).is_empty());
+    assert!(drain_all(&mut sw, Instant::ZERO).is_empty());
     assert_eq!(sw.port_counters(e8).unwrap().drop_reasons[&DropReason::UnknownUnicastLossless], 1);
 }
 
@@ -407,7 +410,7 @@ fn pfc_and_link_local_frames_are_consumed_never_forwarded() {
         &[0; 46],
     );
     sw.handle_frame(e8, lldp, Instant::from_ns(0));
-    assert!(drain_all(&mut sw, 0).is_empty());
+    assert!(drain_all(&mut sw, Instant::ZERO).is_empty());
     assert_eq!(sw.port_counters(e8).unwrap().trapped, 2);
 }
 
@@ -475,7 +478,7 @@ fn dscp_mapping_pb_with_azure_maps() {
             Instant::from_ns(1),
         );
     }
-    let out = drain(&mut sw, e8, 1);
+    let out = drain(&mut sw, e8, Instant::from_ns(1));
     assert_eq!(out.len(), 64);
     for tx in &out {
         let d = wire::decode(&tx.frame).unwrap();
@@ -533,7 +536,7 @@ fn border_rules_pin_cnp_to_queue_6_and_rewrite_dscp() {
     sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 4791, 26), Instant::from_ns(1));
     sw.handle_frame(e0, routed_udp(UPLINK0_MAC, src, HOST2_IP, 1, 80, 7), Instant::from_ns(1));
     let e8 = port(&sw, "Ethernet8");
-    let out = drain(&mut sw, e8, 1);
+    let out = drain(&mut sw, e8, Instant::from_ns(1));
     let got: BTreeMap<u8, (u8, bool)> = out
         .iter()
         .map(|t| {
@@ -587,14 +590,14 @@ fn a_port_whose_link_is_down_sends_nothing_and_comes_back() {
     sw.set_port_hold(e8, false);
     // While down: forwarded frames are dropped with the link-down reason, nothing is sent.
     sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(2 * SEC));
-    assert!(drain_all(&mut sw, 2 * SEC).is_empty());
+    assert!(drain_all(&mut sw, Instant::from_ns(2 * SEC)).is_empty());
     let c0 = sw.port_counters(port(&sw, "Ethernet0")).unwrap();
     assert_eq!(c0.drop_reasons.get(&DropReason::EgressPortDown), Some(&1), "{:?}", c0.drop_reasons);
     // Back up: forwarding resumes.
     sw.set_port_oper(e8, true, Instant::from_ns(3 * SEC));
     assert_eq!(sw.poll_event(), Some(Event::PortOperStatus { port: "Ethernet8".into(), up: true }));
     sw.handle_frame(port(&sw, "Ethernet0"), frame(), Instant::from_ns(3 * SEC));
-    let out = drain_all(&mut sw, 3 * SEC);
+    let out = drain_all(&mut sw, Instant::from_ns(3 * SEC));
     assert_eq!(out.len(), 1, "{out:?}");
     assert_eq!(out[0].0, e8);
 }
@@ -610,7 +613,7 @@ fn transit_udp_with_an_inconsistent_header_is_routed_not_dropped() {
     frame[udp_len..udp_len + 2].copy_from_slice(&4000u16.to_be_bytes());
     assert!(wire::decode(&frame).is_err());
     sw.handle_frame(port(&sw, "Ethernet0"), frame, Instant::from_ns(SEC));
-    let out = drain_all(&mut sw, SEC);
+    let out = drain_all(&mut sw, Instant::from_ns(SEC));
     assert_eq!(out.len(), 1, "routed: {out:?}");
     assert_eq!(out[0].0, port(&sw, "Ethernet8"));
     let c0 = sw.port_counters(port(&sw, "Ethernet0")).unwrap();
@@ -630,7 +633,7 @@ fn group_addressed_frames_count_as_non_unicast_in_and_out() {
     for dst in [HOST3_MAC, wire::EthernetAddress::BROADCAST, multicast] {
         sw.handle_frame(e8, l2_frame(HOST2_MAC, dst, None), Instant::from_ns(0));
     }
-    assert_eq!(drain_all(&mut sw, 0).len(), 6);
+    assert_eq!(drain_all(&mut sw, Instant::ZERO).len(), 6);
     let c = sw.port_counters(e8).unwrap();
     assert_eq!((c.rx_ok, c.rx_non_ucast), (3, 2));
     for out in [e12, e16] {
@@ -639,7 +642,7 @@ fn group_addressed_frames_count_as_non_unicast_in_and_out() {
     }
     // Known unicast: neither counter of non-unicast moves.
     sw.handle_frame(e12, l2_frame(HOST3_MAC, HOST2_MAC, None), Instant::from_ns(0));
-    assert_eq!(drain_all(&mut sw, 0).len(), 1);
+    assert_eq!(drain_all(&mut sw, Instant::ZERO).len(), 1);
     assert_eq!(sw.port_counters(e12).unwrap().rx_non_ucast, 0);
     assert_eq!(sw.port_counters(e8).unwrap().tx_non_ucast, 0);
 }

@@ -8,14 +8,14 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch};
-use lossless_dataplane::sim::{Device, Sim};
-use lossless_dataplane::time::Instant;
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch};
+use lossless_core::sim::{Device, Sim};
+use lossless_core::time::Instant;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
-const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
+const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 
 #[derive(Debug, Clone)]
@@ -57,14 +57,14 @@ fn db_with_alpha(alpha: i8) -> ConfigDb {
 }
 
 fn frame(dscp: u8, len: u16, i: u16) -> Vec<u8> {
-    let flow = lossless_dataplane::wire::build::Ipv4Flow {
+    let flow = lossless_core::wire::build::Ipv4Flow {
         src_mac: UPLINK0_MAC,
         dst_mac: ROUTER_MAC,
         src_ip: Ipv4Addr::new(172, 16, 0, 5),
         dst_ip: HOST2_IP,
         src_port: i,
         dscp,
-        ecn: lossless_dataplane::wire::ip::Ecn::Ect0,
+        ecn: lossless_core::wire::ip::Ecn::Ect0,
         ttl: 64,
     };
     flow.udp(4791, &vec![0u8; usize::from(len) - 42])

@@ -6,14 +6,14 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch};
-use lossless_dataplane::sim::{Device, Sim};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::{MacControlRepr, PfcRepr, mac_control};
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch};
+use lossless_core::sim::{Device, Sim};
+use lossless_core::time::Instant;
+use lossless_core::wire::{MacControlRepr, PfcRepr, mac_control};
 use std::net::Ipv4Addr;
 
-const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
+const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 const MS: u64 = 1_000_000;
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 
@@ -90,7 +90,7 @@ impl Lab {
         self.sim.events.iter().find(|(_, _, e)| e.to_string().contains(text)).map(|(t, _, _)| t.as_ns())
     }
 
-    fn wd(&mut self, queue: u8) -> lossless_dataplane::model::watchdog::PfcWdCounters {
+    fn wd(&mut self, queue: u8) -> lossless_core::model::watchdog::PfcWdCounters {
         let dst = self.dst;
         self.sw().port_counters(dst).unwrap().pfc_wd[usize::from(queue)]
     }

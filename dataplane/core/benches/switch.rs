@@ -10,17 +10,17 @@
 //!   the fields forwarding reads found in place, no owned headers).
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::build::{self, Ipv4Flow};
-use lossless_dataplane::wire::ip::Ecn;
-use lossless_dataplane::wire::{self, ArpOperation, ArpRepr, EtherType, EthernetAddress};
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch};
+use lossless_core::time::Instant;
+use lossless_core::wire::build::{self, Ipv4Flow};
+use lossless_core::wire::ip::Ecn;
+use lossless_core::wire::{self, ArpOperation, ArpRepr, EtherType, EthernetAddress};
 use std::hint::black_box;
 use std::net::Ipv4Addr;
 
-const T0_YAML: &str = include_str!("../../configs/t0.yaml");
-const TH_YAML: &str = include_str!("../../configs/profiles/th_balanced.yaml");
+const T0_YAML: &str = include_str!("../../../configs/t0.yaml");
+const TH_YAML: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 const ROUTER_MAC: EthernetAddress = EthernetAddress([0x02, 0x4c, 0x53, 0, 0, 1]);
 const HOST_MAC: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
 

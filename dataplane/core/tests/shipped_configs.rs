@@ -1,6 +1,6 @@
 //! Every configuration shipped in `configs/` validates cleanly: no error and no warning.
 
-use lossless_dataplane::model::config::{ConfigDb, compile};
+use lossless_core::model::config::{ConfigDb, compile};
 use std::path::Path;
 
 fn yaml_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -25,7 +25,7 @@ fn is_switch_config(path: &Path) -> bool {
 
 #[test]
 fn every_shipped_profile_validates_cleanly() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     let mut files = Vec::new();
     yaml_files(&dir, &mut files);
     files.sort();

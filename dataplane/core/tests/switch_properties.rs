@@ -8,9 +8,9 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::{CountersDump, PortId, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::build::Dot1q;
+use lossless_core::model::{CountersDump, PortId, Switch};
+use lossless_core::time::Instant;
+use lossless_core::wire::build::Dot1q;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 
@@ -115,7 +115,7 @@ proptest! {
                     now += s * 1_000_000_000;
                     sw.handle_timeout(Instant::from_ns(now));
                 }
-                Op::Drain => transmitted += drain_all(&mut sw, now).len() as u64,
+                Op::Drain => transmitted += drain_all(&mut sw, Instant::from_ns(now)).len() as u64,
                 Op::ApplyValid => {
                     let g = sw.generation();
                     prop_assert_eq!(sw.apply(&t0_db(), Instant::from_ns(now)).unwrap().generation, g + 1);
@@ -137,7 +137,7 @@ proptest! {
             assert_monotonic(&before, &after);
             before = after;
         }
-        transmitted += drain_all(&mut sw, now).len() as u64;
+        transmitted += drain_all(&mut sw, Instant::from_ns(now)).len() as u64;
         // Every egress copy the pipeline produced, and every frame the switch originated, left exactly once.
         let l = sw.ledger();
         let tx: u64 = sw.counters().ports.values().map(|c| c.tx_ok).sum();

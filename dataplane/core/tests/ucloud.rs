@@ -6,13 +6,13 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire;
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch};
+use lossless_core::time::Instant;
+use lossless_core::wire;
 use std::net::Ipv4Addr;
 
-const UCLOUD: &str = include_str!("../../configs/profiles/ucloud.yaml");
+const UCLOUD: &str = include_str!("../../../configs/profiles/ucloud.yaml");
 
 fn ucloud() -> Switch {
     let mut sw = Switch::new();
@@ -23,7 +23,7 @@ fn ucloud() -> Switch {
         arp_request(UPLINK0_MAC, Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 0)),
         Instant::from_ns(0),
     );
-    drain_all(&mut sw, 0);
+    drain_all(&mut sw, Instant::ZERO);
     sw
 }
 
@@ -38,7 +38,7 @@ fn border_rules_on_server_ports_and_dscp_trust_on_uplinks() {
     for (dport, dscp) in [(4791, 48), (4791, 46), (4791, 26), (80, 46)] {
         sw.handle_frame(e8, server(dport, dscp), Instant::from_ns(1_000));
     }
-    let out = drain_all(&mut sw, 1_000);
+    let out = drain_all(&mut sw, Instant::from_ns(1_000));
     let got: Vec<(u8, u8)> = out
         .iter()
         .map(|(_, t)| (t.queue.unwrap(), wire::decode(&t.frame).unwrap().dscp().unwrap()))
@@ -61,13 +61,13 @@ fn border_rules_on_server_ports_and_dscp_trust_on_uplinks() {
         arp_request(HOST3_MAC, Ipv4Addr::new(192, 168, 0, 9), Ipv4Addr::new(192, 168, 0, 1)),
         Instant::from_ns(2_000),
     );
-    drain_all(&mut sw, 2_000);
+    drain_all(&mut sw, Instant::from_ns(2_000));
     sw.handle_frame(
         e0,
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 7), Ipv4Addr::new(192, 168, 0, 9), 1, 80, 46),
         Instant::from_ns(3_000),
     );
-    let out = drain_all(&mut sw, 3_000);
+    let out = drain_all(&mut sw, Instant::from_ns(3_000));
     assert_eq!(out.iter().map(|(_, t)| t.queue).collect::<Vec<_>>(), vec![Some(5)]);
 }
 
@@ -84,7 +84,7 @@ fn the_strict_cnp_queue_is_policed() {
     }
     let dropped: u64 =
         PortId::all(sw.port_count()).map(|p| sw.port_counters(p).unwrap().queues[6].dropped_packets).sum();
-    let sent = drain_all(&mut sw, 1_000).len() as u64;
+    let sent = drain_all(&mut sw, Instant::from_ns(1_000)).len() as u64;
     assert!(dropped > 0, "the policer drops the excess");
     assert_eq!(sent + dropped, 2000);
     assert!(sent <= 65_536 / 60 + 1, "no more than the burst passes at once: {sent}");

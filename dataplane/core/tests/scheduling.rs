@@ -5,12 +5,12 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::Switch;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::time::Instant;
+use lossless_core::model::Switch;
+use lossless_core::model::config::ConfigDb;
+use lossless_core::time::Instant;
 use std::net::Ipv4Addr;
 
-const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
+const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 /// DSCPs that reach queues 0..6 with the AZURE maps.
 const DSCP_FOR_QUEUE: [u8; 7] = [8, 0, 5, 3, 4, 46, 48];
@@ -22,7 +22,7 @@ fn wrr_run(db: &ConfigDb, counts: [u16; 7]) -> [usize; 7] {
     sw.apply(db, Instant::ZERO).unwrap();
     let (e0, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet8"));
     sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), Instant::from_ns(0));
-    drain_all(&mut sw, 0);
+    drain_all(&mut sw, Instant::ZERO);
     sw.set_port_hold(e8, true);
     let mut now = 1_000_000;
     // Interleave the queues so arrival order favours none.

@@ -5,7 +5,7 @@
 //!   `edit/full_checksum` which recomputes the header checksum: the baseline the incremental update beats.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use lossless_dataplane::wire::{self, build};
+use lossless_core::wire::{self, build};
 use std::hint::black_box;
 
 fn rocev2_frame() -> Vec<u8> {

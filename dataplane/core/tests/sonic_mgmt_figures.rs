@@ -12,14 +12,14 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{PortId, Switch};
-use lossless_dataplane::time::Instant;
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::{PortId, Switch};
+use lossless_core::time::Instant;
 use std::net::Ipv4Addr;
 
-const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
-const TD3: &str = include_str!("../../configs/profiles/td3.yaml");
-const SN2700: &str = include_str!("../../configs/profiles/sn2700.yaml");
+const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
+const TD3: &str = include_str!("../../../configs/profiles/td3.yaml");
+const SN2700: &str = include_str!("../../../configs/profiles/sn2700.yaml");
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 /// The destination of the routed test traffic on SONiC's rendered configs (no VLAN there).
 const ROUTED_DST_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 1, 1);
@@ -70,7 +70,7 @@ impl Rig {
                 Instant::from_ns(0),
             );
         }
-        drain_all(&mut sw, 0);
+        drain_all(&mut sw, Instant::ZERO);
         sw.set_port_hold(dst, true);
         Rig { sw, src, dst, dst_ip, now: 1_000 }
     }
@@ -100,7 +100,7 @@ fn config(row: &Published) -> (ConfigDb, Ipv4Addr) {
     let (mut db, dst_ip) = match row.config {
         Config::Profile(yaml) => (ConfigDb::from_yaml_str(yaml).unwrap(), HOST2_IP),
         Config::Sonic(file) => {
-            let path = format!("{}/../configs/sonic/{file}", env!("CARGO_MANIFEST_DIR"));
+            let path = format!("{}/../../configs/sonic/{file}", env!("CARGO_MANIFEST_DIR"));
             let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
             let mut db = ConfigDb::from_yaml_str(&text).unwrap();
             for (port, net) in [("Ethernet0", "10.0.0.0/31"), ("Ethernet8", "10.0.1.0/31")] {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::time::Instant;
+use lossless_core::time::Instant;
 use std::net::Ipv4Addr;
 
 const SEC: u64 = 1_000_000_000;
@@ -33,7 +33,7 @@ fn routed_dscp_sweep() {
     let mut expired =
         routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), Ipv4Addr::new(192, 168, 0, 2), 1, 2, 8);
     {
-        let mut ip = lossless_dataplane::wire::Ipv4Packet::new_unchecked(&mut expired[14..]);
+        let mut ip = lossless_core::wire::Ipv4Packet::new_unchecked(&mut expired[14..]);
         ip.set_ttl(1);
         ip.fill_checksum();
     }
@@ -44,7 +44,7 @@ fn routed_dscp_sweep() {
         Instant::from_ns(SEC),
     );
     sw.handle_frame(e0, vec![0x02; 20], Instant::from_ns(SEC));
-    drain_all(&mut sw, SEC);
+    drain_all(&mut sw, Instant::from_ns(SEC));
     insta::assert_yaml_snapshot!(sw.counters());
 }
 
@@ -59,7 +59,7 @@ fn fdb_miss_drop_not_flood() {
         arp_request(HOST2_MAC, Ipv4Addr::new(192, 168, 0, 2), Ipv4Addr::new(192, 168, 0, 1)),
         Instant::from_ns(0),
     );
-    drain_all(&mut sw, 0);
+    drain_all(&mut sw, Instant::ZERO);
     sw.handle_timeout(Instant::from_ns(700 * SEC));
     sw.handle_timeout(Instant::from_ns(800 * SEC));
     for dscp in [3, 4, 4, 8] {
@@ -67,6 +67,6 @@ fn fdb_miss_drop_not_flood() {
             routed_udp(UPLINK0_MAC, Ipv4Addr::new(172, 16, 0, 5), Ipv4Addr::new(192, 168, 0, 2), 1, 2, dscp);
         sw.handle_frame(e0, f, Instant::from_ns(800 * SEC));
     }
-    drain_all(&mut sw, 800 * SEC);
+    drain_all(&mut sw, Instant::from_ns(800 * SEC));
     insta::assert_yaml_snapshot!(sw.counters());
 }

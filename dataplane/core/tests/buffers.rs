@@ -7,14 +7,14 @@
 mod common;
 
 use common::*;
-use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::mmu::{WatermarkKind, WatermarkTables};
-use lossless_dataplane::model::{Event, PortId, Switch};
-use lossless_dataplane::time::Instant;
-use lossless_dataplane::wire::{self, L3, MacControlRepr};
+use lossless_core::model::config::ConfigDb;
+use lossless_core::model::mmu::{WatermarkKind, WatermarkTables};
+use lossless_core::model::{Event, PortId, Switch};
+use lossless_core::time::Instant;
+use lossless_core::wire::{self, L3, MacControlRepr};
 use std::net::Ipv4Addr;
 
-const TH: &str = include_str!("../../configs/profiles/th_balanced.yaml");
+const TH: &str = include_str!("../../../configs/profiles/th_balanced.yaml");
 const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 
 /// The switch under test with one profile applied, host 2 (Ethernet8) known.
@@ -42,7 +42,7 @@ impl Rig {
             arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)),
             Instant::from_ns(0),
         );
-        drain_all(&mut sw, 0);
+        drain_all(&mut sw, Instant::ZERO);
         Rig { sw, db, now: 1_000, src, dst }
     }
 
@@ -379,7 +379,7 @@ fn watermarks_track_shared_and_headroom_cells() {
     // Drain; the user watermark stays until cleared, then restarts from the (empty) occupancy. The
     // persistent one is unaffected by the user clear.
     rig.sw.set_port_hold(dst, false);
-    drain(&mut rig.sw, dst, rig.now);
+    drain(&mut rig.sw, dst, Instant::from_ns(rig.now));
     assert_eq!(rig.sw.watermarks(WatermarkKind::User).ports["Ethernet0"].pg_headroom_bytes[3], 7 * cell);
     // `sonic-clear queue watermark unicast` clears the queue marks only: the PG and pool marks stay.
     let queue_only = WatermarkTables { queue_shared: true, ..WatermarkTables::NONE };
@@ -420,14 +420,14 @@ fn dscp_ecn_marking_follows_the_wred_curve() {
     );
     // Large routed frames so the queue reaches max before the lossless PG's XOFF/headroom limits drop.
     let frame = |i: u16| {
-        let flow = lossless_dataplane::wire::build::Ipv4Flow {
+        let flow = lossless_core::wire::build::Ipv4Flow {
             src_mac: UPLINK0_MAC,
             dst_mac: ROUTER_MAC,
             src_ip: Ipv4Addr::new(172, 16, 0, 5),
             dst_ip: HOST2_IP,
             src_port: i,
             dscp: 3,
-            ecn: lossless_dataplane::wire::ip::Ecn::Ect0,
+            ecn: lossless_core::wire::ip::Ecn::Ect0,
             ttl: 64,
         };
         flow.udp(4791, &[0u8; 1024 - 42])
@@ -468,21 +468,21 @@ fn dscp_ecn_marking_follows_the_wred_curve() {
     assert!(marked > 1.0, "several marks, one onset");
     assert_eq!(onsets, [Event::EcnFirstMark { port: dst_name, queue: 3 }]);
     rig.sw.set_port_hold(dst, false);
-    let out = drain(&mut rig.sw, dst, rig.now);
+    let out = drain(&mut rig.sw, dst, Instant::from_ns(rig.now));
     let ce = out
         .iter()
-        .filter(|t| matches!(wire::decode(&t.frame).unwrap().l3, L3::Ipv4 { header, .. } if header.ecn == lossless_dataplane::wire::ip::Ecn::Ce))
+        .filter(|t| matches!(wire::decode(&t.frame).unwrap().l3, L3::Ipv4 { header, .. } if header.ecn == lossless_core::wire::ip::Ecn::Ce))
         .count() as f64;
     assert_eq!(ce, marked, "every counted mark is a CE on the wire (checksums valid: decode verifies them)");
     assert_eq!(out.len() as u64, n);
 }
 
-/// SAI's `QUEUE_STAT_CURR_OCCUPANCY_BYTES` and `INGRESS_PRIORITY_GROUP_STAT_CURR_OCCUPANCY_BYTES` as the gRPC
-/// API reports them: a held queue and the PG that fed it hold one cell per 60-byte frame (th_balanced's cell
-/// is larger than a frame), reserved, shared and headroom alike; both are back to 0 after the release.
+/// SAI's `QUEUE_STAT_CURR_OCCUPANCY_BYTES` and `INGRESS_PRIORITY_GROUP_STAT_CURR_OCCUPANCY_BYTES` as the model
+/// reads them (the gRPC API copies these; dataplane/src/server/convert.rs tests the copy): a held queue and
+/// the PG that fed it hold one cell per 60-byte frame (th_balanced's cell is larger than a frame), reserved,
+/// shared and headroom alike; both are back to 0 after the release.
 #[test]
 fn occupancy_bytes_of_a_held_queue_and_its_pg() {
-    use lossless_dataplane::server::CountersSnapshot;
     let mut rig = Rig::new(TH);
     let (src, dst) = (rig.src, rig.dst);
     let p = rig.profile("pg_lossless_100000_40m_profile");
@@ -493,15 +493,20 @@ fn occupancy_bytes_of_a_held_queue_and_its_pg() {
     let n = p.reserved + p.shared_to_xoff() + 5;
     rig.send(src, 3, n);
     let occupancy = |sw: &Switch| {
-        let c = CountersSnapshot::take(sw, 0).to_proto();
-        let port = |name: &str| c.ports.iter().find(|p| p.name == name).unwrap().clone();
-        (port("Ethernet8").queue_occupancy_bytes, port("Ethernet0").pg_occupancy_bytes)
+        let queues: Vec<u64> = (0..8).map(|q| sw.queue_occupancy_bytes(dst, q)).collect();
+        let pgs: Vec<u64> = (0..8)
+            .map(|g| {
+                let o = sw.mmu().pg_occupancy(src, g);
+                o.reserved_bytes + o.shared_bytes + o.headroom_bytes
+            })
+            .collect();
+        (queues, pgs)
     };
     let (queues, pgs) = occupancy(&rig.sw);
     assert_eq!(queues, [0, 0, 0, n * cell, 0, 0, 0, 0]);
     assert_eq!(pgs, [0, 0, 0, n * cell, 0, 0, 0, 0]);
     rig.sw.set_port_hold(dst, false);
-    drain(&mut rig.sw, dst, rig.now);
+    drain(&mut rig.sw, dst, Instant::from_ns(rig.now));
     assert_eq!(occupancy(&rig.sw), (vec![0; 8], vec![0; 8]));
 }
 
