@@ -149,6 +149,13 @@ impl Nic {
     /// Builds the index afresh (flows were added or removed).
     pub(super) fn rebuild_index(&mut self) {
         self.index = FlowIndex::new(&self.schedules);
+        self.by_qp = self.flows.iter().enumerate().map(|(i, f)| (f.src_qp, i)).collect();
+        self.by_qp.sort_unstable();
+    }
+
+    /// The flow whose local QP is `qp` (local QPs are unique among a NIC's flows).
+    pub(super) fn flow_of_qp(&self, qp: u32) -> Option<usize> {
+        self.by_qp.binary_search_by_key(&qp, |&(q, _)| q).ok().map(|k| self.by_qp[k].1)
     }
 
     /// The first flow in round-robin order from `from` (wrapping) that may send at `now` (its priority
