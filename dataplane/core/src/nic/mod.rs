@@ -214,7 +214,7 @@ impl Nic {
                 return bad(format!("{name} {v:#x} does not fit 24 bits"));
             }
         }
-        let qp_in_use = |qp: u32| self.flows.iter().any(|f| f.src_qp == qp);
+        let qp_in_use = |qp: u32| self.flow_of_qp(qp).is_some();
         let src_qp = if flow.src_qp == 0 {
             (FIRST_AUTO_QP..=packet::PSN_MASK).find(|&q| !qp_in_use(q)).unwrap_or(FIRST_AUTO_QP)
         } else if qp_in_use(flow.src_qp) {
@@ -233,7 +233,7 @@ impl Nic {
         );
         self.schedules.push(send.schedule(self.now, self.cfg.window_packets));
         self.flows.push(send);
-        self.rebuild_index();
+        self.index_added_flow();
         Ok(src_qp)
     }
 
