@@ -10,8 +10,8 @@ use crate::lab::scenario::{ActionKind, SAMPLE_INTERVAL_MS, Scenario};
 use crate::lab::topology::resolve_switch_config;
 use anyhow::bail;
 use lossless_dataplane::io::runtime::TimedEvent;
-use lossless_dataplane::model::{Event, PortId};
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::{Event, PortId};
 use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_dataplane::server::{CountersSnapshot, event_to_proto, fdb_to_proto, neighbors_to_proto};
 use lossless_dataplane::sim::Device;
@@ -324,7 +324,9 @@ fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>, firsts: &mut B
         }
         let kept = match &event {
             Event::PfcXoff { .. } => name.is_some_and(|n| firsts[n].xoff.is_none()),
-            Event::EcnFirstMark { .. } | Event::PfcStormDetected { .. } | Event::PfcStormRestored { .. } => true,
+            Event::EcnFirstMark { .. } | Event::PfcStormDetected { .. } | Event::PfcStormRestored { .. } => {
+                true
+            }
             _ => false,
         };
         if !kept {

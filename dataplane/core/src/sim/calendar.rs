@@ -1,7 +1,7 @@
 //! The simulator's calendar: the pending wake-ups, earliest first, ties in the order they were booked.
 //!
 //! A node has at most one pending wake-up (the instant its `poll_at` asked for) and so has a link (the
-//! arrival of the first frame on it), so the calendar is an indexed heap (4-ary) with one slot per node and
+//! arrival of the first frame on it), so the calendar is an indexed binary heap with one slot per node and
 //! per link: a node that asks for another instant moves its entry instead of adding one. A plain heap
 //! kept every superseded wake-up until its time came; with nodes rebooking on nearly every visit it was
 //! several times larger than the live set, and its pops a visible part of a run.
@@ -10,39 +10,13 @@ use super::Wake;
 use crate::time::Instant;
 
 const ABSENT: u32 = u32::MAX;
-/// Children per heap node: a 4-ary heap is half as deep as a binary one, and a node's four children
-/// share a cache line or two, so a pop (the most frequent operation) moves an entry through fewer levels.
-const ARITY: usize = 4;
 
 /// A pending wake-up: (instant, booking order, what).
 pub(super) type Entry = (Instant, u64, Wake);
 
-/// An entry in the heap: its instant and booking order (unique: two entries never compare equal, so
-/// the order is the same whatever the heap's shape) and its slot.
-#[derive(Debug, Clone, Copy)]
-struct Item {
-    at_ns: u64,
-    order: u64,
-    slot: u32,
-}
-
-impl Item {
-    /// (instant, booking order) as one number, compared in one go.
-    #[inline]
-    fn key(&self) -> u128 {
-        u128::from(self.at_ns) << 64 | u128::from(self.order)
-    }
-
-    fn entry(&self) -> Entry {
-        let id = (self.slot / 2) as usize;
-        let wake = if self.slot % 2 == 0 { Wake::Node(id) } else { Wake::Link(id) };
-        (Instant::from_ns(self.at_ns), self.order, wake)
-    }
-}
-
 #[derive(Debug, Default)]
 pub(super) struct Calendar {
-    heap: Vec<Item>,
+    heap: Vec<Entry>,
     /// Per slot (node `id` at `2 id`, link `l` at `2 l + 1`): its entry's position in `heap`, or `ABSENT`.
     pos: Vec<u32>,
 }
@@ -57,7 +31,7 @@ fn slot(wake: Wake) -> usize {
 impl Calendar {
     /// The earliest entry.
     pub(super) fn peek(&self) -> Option<Entry> {
-        self.heap.first().map(Item::entry)
+        self.heap.first().copied()
     }
 
     pub(super) fn pop(&mut self) -> Option<Entry> {
@@ -68,19 +42,19 @@ impl Calendar {
 
     /// Books `wake` at `at` with booking order `order`, replacing its pending entry if it has one.
     pub(super) fn book(&mut self, wake: Wake, at: Instant, order: u64) {
+        let entry = (at, order, wake);
         let s = slot(wake);
-        let item = Item { at_ns: at.as_ns(), order, slot: s as u32 };
         if self.pos.len() <= s {
             self.pos.resize(s + 1, ABSENT);
         }
         match self.pos[s] {
             ABSENT => {
-                self.heap.push(item);
-                self.sift_up(self.heap.len() - 1, item);
+                self.heap.push(entry);
+                self.sift_up(self.heap.len() - 1, entry);
             }
             i => {
                 let i = i as usize;
-                if item.key() < self.heap[i].key() { self.sift_up(i, item) } else { self.sift_down(i, item) }
+                if entry < self.heap[i] { self.sift_up(i, entry) } else { self.sift_down(i, entry) }
             }
         }
     }
@@ -96,11 +70,11 @@ impl Calendar {
 
     fn remove_at(&mut self, i: usize) {
         let gone = self.heap[i];
-        self.pos[gone.slot as usize] = ABSENT;
+        self.pos[slot(gone.2)] = ABSENT;
         let last = self.heap.pop().expect("an entry at i");
         if i < self.heap.len() {
             // The last entry fills the hole, moving up or down from there.
-            if i > 0 && last.key() < self.heap[(i - 1) / ARITY].key() {
+            if i > 0 && last < self.heap[(i - 1) / 2] {
                 self.sift_up(i, last)
             } else {
                 self.sift_down(i, last)
@@ -108,49 +82,40 @@ impl Calendar {
         }
     }
 
-    /// Places `item` at or above the hole at `i`, moving later parents down.
-    fn sift_up(&mut self, mut i: usize, item: Item) {
-        let key = item.key();
+    /// Places `entry` at or above the hole at `i`, moving larger parents down.
+    fn sift_up(&mut self, mut i: usize, entry: Entry) {
         while i > 0 {
-            let parent = (i - 1) / ARITY;
-            if key >= self.heap[parent].key() {
+            let parent = (i - 1) / 2;
+            if entry >= self.heap[parent] {
                 break;
             }
             self.place(i, self.heap[parent]);
             i = parent;
         }
-        self.place(i, item);
+        self.place(i, entry);
     }
 
-    /// Places `item` at or below the hole at `i`, moving earlier children up.
-    fn sift_down(&mut self, mut i: usize, item: Item) {
-        let key = item.key();
+    /// Places `entry` at or below the hole at `i`, moving smaller children up.
+    fn sift_down(&mut self, mut i: usize, entry: Entry) {
         let len = self.heap.len();
         loop {
-            let first = ARITY * i + 1;
-            if first >= len {
+            let left = 2 * i + 1;
+            if left >= len {
                 break;
             }
-            let mut child = first;
-            let mut child_key = self.heap[first].key();
-            for c in first + 1..(first + ARITY).min(len) {
-                let k = self.heap[c].key();
-                if k < child_key {
-                    (child, child_key) = (c, k);
-                }
-            }
-            if key <= child_key {
+            let child = if left + 1 < len && self.heap[left + 1] < self.heap[left] { left + 1 } else { left };
+            if entry <= self.heap[child] {
                 break;
             }
             self.place(i, self.heap[child]);
             i = child;
         }
-        self.place(i, item);
+        self.place(i, entry);
     }
 
-    fn place(&mut self, i: usize, item: Item) {
-        self.heap[i] = item;
-        self.pos[item.slot as usize] = i as u32;
+    fn place(&mut self, i: usize, entry: Entry) {
+        self.heap[i] = entry;
+        self.pos[slot(entry.2)] = i as u32;
     }
 }
 
