@@ -4,20 +4,14 @@
 //! the four egress queues of the cycle hold the same frames, paused, from before the trigger stops to
 //! the end of the run; and a throughput window the run does not reach fails instead of reading zero.
 
+mod common;
+
+use common::{swctl, text};
 use lossless_controlplane::deadlock::Analysis;
 use lossless_controlplane::deadlock::graph::Via;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 const CONFIGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs");
-
-fn swctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_swctl")).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
 
 /// A fresh directory, removed when dropped.
 struct TempDir(PathBuf);

@@ -15,6 +15,7 @@
 use lossless_controlplane::lab::demo::summary::DemoSummary;
 use lossless_controlplane::lab::state::Phase;
 use lossless_controlplane::lab::status::LabStatus;
+use lossless_dataplane::io::netns::exec_in;
 use serde_json::Value;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -252,8 +253,8 @@ fn down_cleans_a_half_finished_state() {
     let ns = format!("ll-{lab}-sw1");
     assert!(Command::new("ip").args(["netns", "add", &ns]).status().unwrap().success());
     let spawn_sleep = || {
-        Command::new("ip")
-            .args(["netns", "exec", &ns, "sleep", "600"])
+        exec_in(&ns, "sleep")
+            .arg("600")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
@@ -537,10 +538,8 @@ fn a_containerlab_topology_comes_up_as_a_lab() {
     // The startup-config is what the switch runs; the hosts answer across it.
     let get = env.swctl(&["--lab", &lab, "--switch", "sw1", "get"]);
     assert!(String::from_utf8_lossy(&get.stdout).contains("Vlan10"), "{}", text(&get));
-    let ping = Command::new("ip")
-        .args(["netns", "exec", &format!("ll-{lab}-h1"), "ping", "-c", "1", "-W", "5", "10.9.0.2"])
-        .output()
-        .unwrap();
+    let ping =
+        exec_in(&format!("ll-{lab}-h1"), "ping").args(["-c", "1", "-W", "5", "10.9.0.2"]).output().unwrap();
     assert!(ping.status.success(), "{}", text(&ping));
     let down = env.swctl(&["lab", "down", &lab]);
     assert!(down.status.success(), "{}", text(&down));

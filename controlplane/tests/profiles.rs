@@ -2,11 +2,9 @@
 //! config_db.json imports to YAML that round-trips unchanged and validates once NULL PG profiles are computed.
 
 use lossless_controlplane::validate::ValidateReport;
-use std::process::Command;
+mod common;
 
-fn swctl(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_swctl")).args(args).output().unwrap()
-}
+use common::swctl;
 
 #[test]
 fn every_shipped_profile_validates_with_no_warning() {

@@ -3,6 +3,9 @@
 //! capture decodes in tshark with nanosecond timestamps, PFC quanta, BTH PSNs and ECN; Ctrl-C ends a run
 //! with a partial report; a long run on a terminal shows a progress bar, and a piped one shows none.
 
+mod common;
+
+use common::text;
 use lossless_controlplane::lab::scenario::report::ScenarioReport;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -11,12 +14,9 @@ use std::time::{Duration, Instant};
 
 const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/scenarios");
 
+/// `swctl sim run` with `args`.
 fn swctl_sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_swctl")).args(["sim", "run"]).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    common::swctl(&[&["sim", "run"], args].concat())
 }
 
 /// A fresh output directory, removed when dropped.

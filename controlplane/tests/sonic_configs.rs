@@ -3,11 +3,9 @@
 //! accepts them: the tables the model does not use are reported once each as not modelled, an ASIC with no
 //! personality is named, and nothing is refused.
 
-use std::process::Command;
+mod common;
 
-fn swctl(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_swctl")).args(args).output().unwrap()
-}
+use common::swctl;
 
 fn rendered() -> Vec<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/sonic");

@@ -3,6 +3,7 @@
 //! Needs root, iproute2 and Debian's `prometheus` package (promtool, prometheus); CI installs them. Outside CI
 //! a missing Prometheus skips those two checks with a message.
 
+use lossless_dataplane::io::netns::exec_in;
 use lossless_proto::v1 as pb;
 use lossless_testkit::frames::{send_all, star_roce};
 use lossless_testkit::netns::Star;
@@ -229,8 +230,7 @@ fn a_real_prometheus_scrapes_the_switch() {
     )
     .unwrap();
     let web = "127.0.0.1:9090";
-    let server = Command::new("ip")
-        .args(["netns", "exec", lab.star.switch.name(), "prometheus"])
+    let server = exec_in(lab.star.switch.name(), "prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!("--storage.tsdb.path={}", dir.0.join("data").display()))
         .arg(format!("--web.listen-address={web}"))

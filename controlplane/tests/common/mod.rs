@@ -1,4 +1,4 @@
-//! What the lab and scenario tests share: the binaries next to swctl, a test's own lab run directory
+//! What the controlplane tests share: swctl, the binaries next to it, a test's own lab run directory
 //! (removing whatever a failed test left), and output helpers.
 
 #![allow(dead_code)] // each test binary uses its own part
@@ -65,6 +65,11 @@ impl Drop for Env {
 
 /// The file in an [`Env`]'s scratch directory that records the test process owning it.
 pub const OWNER_FILE: &str = "owner";
+
+/// Runs swctl with `args` as the caller's environment leaves it (for commands that use no lab).
+pub fn swctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_swctl")).args(args).output().unwrap()
+}
 
 /// swctl with run directory `base` and no lab/switch from the caller's environment.
 fn swctl_in(base: &Path, args: &[&str]) -> Command {

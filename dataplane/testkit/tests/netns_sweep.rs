@@ -3,7 +3,7 @@
 //! inside, and leaves those of live owners alone. The owners here are child processes (this test binary run
 //! again, on the ignored helper below). Needs root and iproute2.
 
-use lossless_dataplane::io::netns::namespace_exists;
+use lossless_dataplane::io::netns::{exec_in, namespace_exists};
 use lossless_dataplane::process::Pid;
 use lossless_testkit::child::{after_marker, rerun_test};
 use lossless_testkit::netns::{self, OWNERS_DIR};
@@ -27,7 +27,7 @@ fn sweep_child() {
     let b = netns::unique("tsb").unwrap();
     a.veth("va", &b, "vb").unwrap();
     // `ip netns exec` execs `sleep`: the pid is the sleeper's, and it lives in namespace `a`.
-    let mut sleeper = Command::new("ip").args(["netns", "exec", a.name(), "sleep", "600"]).spawn().unwrap();
+    let mut sleeper = exec_in(a.name(), "sleep").arg("600").spawn().unwrap();
     println!("HOLDING {} {} {}", a.name(), b.name(), sleeper.id());
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     sleeper.kill().unwrap();

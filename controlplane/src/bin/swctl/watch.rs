@@ -56,9 +56,11 @@ pub(crate) async fn watch(
     }
     let filter =
         Filter { kinds: args.kinds.clone(), ports: args.ports.clone(), indices: args.queues.clone() };
-    // Switch time to wall-clock time, learnt from the first event (which carries both); until then the
-    // counters lines are dated by this machine's clock when they arrive.
+    // Switch time to wall-clock time, learnt from the first event that carries both (counters snapshots
+    // carry only switch time). Until then the counters lines are dated by this machine's clock when they
+    // arrive, a different time base: stderr says so once.
     let mut wall_offset_ns: Option<i128> = None;
+    let mut said_local_clock = false;
     let window_ns = args.summary_ms.saturating_mul(1_000_000);
     let mut limiter = Limiter::new(window_ns);
     let mut stream = client
@@ -101,9 +103,18 @@ pub(crate) async fn watch(
                     .fold((0, 0, 0), |(a, b, d), p| (a + p.rx_ok, b + p.tx_ok, d + p.rx_drp + p.tx_drp));
                 let wall_time_unix_ns = match wall_offset_ns {
                     Some(offset) => u64::try_from(i128::from(c.timestamp_ns) + offset).unwrap_or_default(),
-                    None => std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or_default()),
+                    None => {
+                        if !said_local_clock {
+                            said_local_clock = true;
+                            eprintln!(
+                                "swctl watch: the switch has sent no wall time yet; counters lines are dated \
+                                 by this machine's clock until an event brings the switch's"
+                            );
+                        }
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or_default())
+                    }
                 };
                 let line = CountersLine::new(c.timestamp_ns, wall_time_unix_ns, rx, tx, drp);
                 if json {
