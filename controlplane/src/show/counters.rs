@@ -324,6 +324,7 @@ pub fn subtract_counters(now: &GetCountersResponse, baseline: &GetCountersRespon
     GetCountersResponse {
         generation: now.generation,
         timestamp_ns: now.timestamp_ns,
+        wall_time_unix_ns: now.wall_time_unix_ns,
         ledger,
         ports,
         stalls: now.stalls,

@@ -113,6 +113,7 @@ fn counters() -> GetCountersResponse {
     (e12.rx_ok, e12.rx_bytes) = (6, 384);
 
     GetCountersResponse {
+        wall_time_unix_ns: 0,
         generation: 3,
         timestamp_ns: 5 * SECOND_NS,
         stalls: None,

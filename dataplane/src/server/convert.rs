@@ -134,6 +134,7 @@ impl CountersSnapshot {
         pb::GetCountersResponse {
             generation: self.generation,
             timestamp_ns: self.timestamp_ns,
+            wall_time_unix_ns: crate::clock::WallClock::process().unix_ns(self.timestamp_ns),
             ledger: Some(pb::FrameLedger {
                 received: l.received,
                 forwarded: l.forwarded,
@@ -476,5 +477,21 @@ mod tests {
         assert!(queues[3] > 0 && pgs[3] > 0, "the held queue 3 and PG 3 hold frames: {queues:?} {pgs:?}");
         assert_eq!(port("Ethernet8").queue_occupancy_bytes, queues);
         assert_eq!(port("Ethernet0").pg_occupancy_bytes, pgs);
+    }
+
+    #[test]
+    fn a_counters_snapshot_carries_its_instant_on_the_wall_clock_too() {
+        // Taken now on the monotonic clock, the snapshot's wall time is the system's time now, to within
+        // the time the test takes.
+        let sw = Switch::new();
+        let before = crate::clock::realtime_ns();
+        let c = CountersSnapshot::take(&sw, crate::clock::monotonic_ns()).to_proto();
+        let after = crate::clock::realtime_ns();
+        let slack = 1_000_000_000;
+        assert!(
+            (before.saturating_sub(slack)..=after + slack).contains(&c.wall_time_unix_ns),
+            "{} not in [{before}, {after}]",
+            c.wall_time_unix_ns
+        );
     }
 }

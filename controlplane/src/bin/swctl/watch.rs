@@ -56,9 +56,9 @@ pub(crate) async fn watch(
     }
     let filter =
         Filter { kinds: args.kinds.clone(), ports: args.ports.clone(), indices: args.queues.clone() };
-    // Switch time to wall-clock time, learnt from the first event that carries both (counters snapshots
-    // carry only switch time). Until then the counters lines are dated by this machine's clock when they
-    // arrive, a different time base: stderr says so once.
+    // Counters snapshots carry the switch's wall time; a switch too old to send it (0) is dated by the
+    // offset learnt from the first event that carries both times, and before any event by this machine's
+    // clock when the line arrives, a different time base: stderr says so once.
     let mut wall_offset_ns: Option<i128> = None;
     let mut said_local_clock = false;
     let window_ns = args.summary_ms.saturating_mul(1_000_000);
@@ -102,6 +102,7 @@ pub(crate) async fn watch(
                     .iter()
                     .fold((0, 0, 0), |(a, b, d), p| (a + p.rx_ok, b + p.tx_ok, d + p.rx_drp + p.tx_drp));
                 let wall_time_unix_ns = match wall_offset_ns {
+                    _ if c.wall_time_unix_ns > 0 => c.wall_time_unix_ns,
                     Some(offset) => u64::try_from(i128::from(c.timestamp_ns) + offset).unwrap_or_default(),
                     None => {
                         if !said_local_clock {
