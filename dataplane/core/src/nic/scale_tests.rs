@@ -221,7 +221,8 @@ impl Incast {
     fn cnps(&self) -> Vec<(u64, usize)> {
         let bth_opcode = 14 + 20 + 8;
         let cnp = u8::from(Opcode::Cnp);
-        let to_sender = |d: &&sim::Delivered| d.to.node.index() < SENDERS && d.frame.get(bth_opcode) == Some(&cnp);
+        let to_sender =
+            |d: &&sim::Delivered| d.to.node.index() < SENDERS && d.frame.get(bth_opcode) == Some(&cnp);
         self.sim.delivered.iter().filter(to_sender).map(|d| (d.at.as_ns(), d.to.node.index())).collect()
     }
 

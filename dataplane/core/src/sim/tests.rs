@@ -241,7 +241,10 @@ VLAN_MEMBER: { Vlan10|Ethernet0: { tagging_mode: untagged }, Vlan10|Ethernet4: {
     let b = sim.add(Device::Nic(Box::new(nic(B_MAC, B_IP))));
     let corrupt = Impairment::Every { n: 5, frames: Frames::All };
     sim.connect(a.port(0), 25_000, sw.port(0), 100_000, Nanos::from_ns(200));
-    sim.add_link(a.port(0), Link { corrupt: Some(corrupt), ..Link::new(sw.port(0), 25_000, Nanos::from_ns(200)) });
+    sim.add_link(
+        a.port(0),
+        Link { corrupt: Some(corrupt), ..Link::new(sw.port(0), 25_000, Nanos::from_ns(200)) },
+    );
     sim.connect(b.port(0), 25_000, sw.port(1), 100_000, Nanos::from_ns(200));
     let capture = sim.capture(vec![a.port(0), sw.port(0)]);
     let flow = flow_to(B_IP, B_MAC, FlowConfig::default().message_bytes, 4);
