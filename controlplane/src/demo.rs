@@ -52,8 +52,8 @@ pub fn run() -> anyhow::Result<String> {
     };
     let frame =
         build::ethernet(HOST_MAC, EthernetAddress::BROADCAST, None, EtherType::Arp, &build::arp(&request));
-    sim.inject((id, e8.index()), Instant::ZERO, frame);
-    for t in settle(&mut sim).iter().filter(|s| s.from == (id, e8.index())) {
+    sim.inject(id.port(e8.index()), Instant::ZERO, frame);
+    for t in settle(&mut sim).iter().filter(|s| s.from == id.port(e8.index())) {
         if let Ok(L3::Arp(a)) = wire::decode(&t.frame).map(|d| d.l3) {
             writeln!(
                 out,
@@ -70,7 +70,7 @@ pub fn run() -> anyhow::Result<String> {
     // 2. One routed packet per DSCP from the uplink: DscpMappingPB.
     sim.run_until(Instant::from_ns(SEC));
     for dscp in 0..64 {
-        sim.inject((id, e0.index()), Instant::from_ns(SEC), routed(dscp));
+        sim.inject(id.port(e0.index()), Instant::from_ns(SEC), routed(dscp));
     }
     settle(&mut sim);
     writeln!(
@@ -102,11 +102,11 @@ pub fn run() -> anyhow::Result<String> {
     let now = sim.now();
     for dscp in [3, 4] {
         for _ in 0..10 {
-            sim.inject((id, e0.index()), now, routed(dscp));
+            sim.inject(id.port(e0.index()), now, routed(dscp));
         }
     }
     let lossless_out = settle(&mut sim).len();
-    sim.inject((id, e0.index()), sim.now(), routed(8));
+    sim.inject(id.port(e0.index()), sim.now(), routed(8));
     let lossy_out = settle(&mut sim).len();
     let sw = sim.switch(id);
     let c = sw.port_counters(e0).expect("port");

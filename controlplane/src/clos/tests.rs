@@ -130,8 +130,8 @@ fn a_failed_uplink_leaves_the_ecmp_group_and_its_flows_rehash_to_the_other_spine
     f.sim.run_until(Instant::from_ns(ORIGIN_NS + 500_000));
     let (to_spine0, to_spine1) = (tx(&mut f, 2), tx(&mut f, 3));
     assert!(to_spine0 > 0 && to_spine1 > 0, "before: {to_spine0} and {to_spine1} frames");
-    assert!(f.sim.set_link_up((leaf0, 2), false));
-    assert!(!f.sim.link_is_up((leaf0, 2)) && !f.sim.switch(leaf0).port_oper_up(PortId::new(2)));
+    assert!(f.sim.set_link_up(leaf0.port(2), false));
+    assert!(!f.sim.link_is_up(leaf0.port(2)) && !f.sim.switch(leaf0).port_oper_up(PortId::new(2)));
     // Routing converges at once: leaf 1 reaches leaf 0's hosts over spine1 only (the ACKs' way back).
     let mut db = topology.switch("leaf1").unwrap().config.clone();
     db.set("STATIC_ROUTE", "10.1.0.0/24", "nexthop", "10.2.1.2");

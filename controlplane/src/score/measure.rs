@@ -17,6 +17,7 @@ use lossless_dataplane::model::PortId;
 use lossless_dataplane::model::mmu::WatermarkKind;
 use lossless_dataplane::model::scheduler::WIRE_OVERHEAD_BYTES;
 use lossless_dataplane::nic::Histogram;
+use lossless_dataplane::sim::{Endpoint, NodeId};
 use std::time::Instant;
 
 /// What a case produced: its report and the time series (for the plots).
@@ -69,7 +70,7 @@ pub fn measure(base: &Base, plan: &Plan, targets: &Targets, seed: u64) -> anyhow
 }
 
 /// Per switch port: (switch name, port name, node id, port index).
-type PortRef = (String, String, usize, usize);
+type PortRef = (String, String, NodeId, usize);
 
 #[derive(Default)]
 struct Probe {
@@ -245,7 +246,7 @@ impl Probe {
 
     fn finish(&mut self, f: &mut Fabric) {
         let mut end = EndState::default();
-        let failed: Vec<(usize, usize)> = self.failed.iter().filter_map(|e| f.endpoint(e)).collect();
+        let failed: Vec<Endpoint> = self.failed.iter().filter_map(|e| f.endpoint(e)).collect();
         let mut worst = (0, None);
         for (name, port, id, p) in &self.ports {
             let (id, p) = (*id, *p);
@@ -257,7 +258,7 @@ impl Probe {
             end.watchdog.storms_restored += c.pfc_wd.iter().map(|w| w.deadlock_restored).sum::<u64>();
             let config = sw.config();
             let qos = &config.qos[p];
-            let is_failed = failed.contains(&(id, p));
+            let is_failed = failed.contains(&id.port(p));
             let lossless_pgs: u8 = (0..8)
                 .filter(|&prio| qos.pfc_enable & (1 << prio) != 0)
                 .fold(0, |m, prio| m | 1 << qos.pfc_to_pg[prio]);
@@ -335,9 +336,9 @@ impl Probe {
         end.drops.lossless_where = worst.1;
         if !failed.is_empty() {
             let mut link = FailedLink::default();
-            for &(id, p) in &failed {
+            for &Endpoint { node: id, port: p } in &failed {
                 link.frames_before += f.sim.switch(id).port_counters(PortId::new(p)).map_or(0, |c| c.tx_ok);
-                link.lost += f.sim.link_stats((id, p)).map_or(0, |s| s.lost);
+                link.lost += f.sim.link_stats(id.port(p)).map_or(0, |s| s.lost);
             }
             end.failed_link = Some(link);
         }

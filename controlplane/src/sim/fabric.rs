@@ -16,8 +16,8 @@ use anyhow::{Context, bail};
 use lossless_dataplane::model::Switch;
 use lossless_dataplane::nic::{FlowConfig, Nic, NicConfig};
 use lossless_dataplane::sim::link::splitmix64;
-use lossless_dataplane::sim::{Device, Endpoint, Frames, Impairment, Link, Sim};
-use lossless_dataplane::time::Instant;
+use lossless_dataplane::sim::{Device, Endpoint, Frames, Impairment, Link, NodeId, Sim};
+use lossless_dataplane::time::{Instant, Nanos};
 use std::collections::BTreeMap;
 
 /// Propagation delay of a cable, ns per metre (light in fibre or copper, about 2/3 c).
@@ -30,8 +30,8 @@ pub const ORIGIN_NS: u64 = 1_000_000;
 /// The simulation and where each node of the topology is in it.
 pub struct Fabric {
     pub sim: Sim,
-    pub switches: BTreeMap<String, usize>,
-    pub hosts: BTreeMap<String, usize>,
+    pub switches: BTreeMap<String, NodeId>,
+    pub hosts: BTreeMap<String, NodeId>,
     /// Each topology link: (label, end a, end b, delay ns).
     pub links: Vec<(String, Endpoint, Endpoint, u64)>,
 }
@@ -40,10 +40,10 @@ impl Fabric {
     /// The simulation endpoint of `node:port`.
     pub fn endpoint(&mut self, end: &End) -> Option<Endpoint> {
         if let Some(&id) = self.hosts.get(&end.node) {
-            return Some((id, 0));
+            return Some(id.port(0));
         }
         let id = *self.switches.get(&end.node)?;
-        self.sim.switch(id).port_id(&end.port).map(|p| (id, p.index()))
+        self.sim.switch(id).port_id(&end.port).map(|p| id.port(p.index()))
     }
 }
 
@@ -87,7 +87,7 @@ pub fn build(topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<Fa
         let rate = |f: &mut Fabric, end: &End, ep: Endpoint| -> u32 {
             match topology.host(&end.node) {
                 Some(h) => h.line_rate_mbps,
-                None => f.sim.switch(ep.0).config().ports[ep.1].speed_mbps,
+                None => f.sim.switch(ep.node).config().ports[ep.port].speed_mbps,
             }
         };
         let (rate_a, rate_b) = (rate(&mut fabric, &link.a, a), rate(&mut fabric, &link.b, b));
@@ -103,8 +103,8 @@ pub fn build(topology: &Topology, seed: u64, until_ns: u64) -> anyhow::Result<Fa
             (None, None) => u64::from(DEFAULT_CABLE_LENGTH_M) * NS_PER_METRE,
         };
         let (loss, corrupt) = impairments(&link.line);
-        fabric.sim.add_link(a, Link { loss, corrupt, ..Link::new(b, rate_a, delay_ns) });
-        fabric.sim.add_link(b, Link { loss, corrupt, ..Link::new(a, rate_b, delay_ns) });
+        fabric.sim.add_link(a, Link { loss, corrupt, ..Link::new(b, rate_a, Nanos::from_ns(delay_ns)) });
+        fabric.sim.add_link(b, Link { loss, corrupt, ..Link::new(a, rate_b, Nanos::from_ns(delay_ns)) });
         fabric.links.push((link.to_string(), a, b, delay_ns));
     }
     add_flows(&mut fabric, topology, seed, until_ns)?;
@@ -198,15 +198,15 @@ links:
         let (h1, h2, h3) = (f.hosts["h1"], f.hosts["h2"], f.hosts["h3"]);
         let link = |f: &Fabric, from: Endpoint| *f.sim.link(from).unwrap();
         // CABLE_LENGTH 100 m: 500 ns both ways; each direction at its sender's rate.
-        assert_eq!((link(&f, (sw, 0)).delay_ns, link(&f, (sw, 0)).rate_mbps), (500, 25_000));
-        assert_eq!((link(&f, (h1, 0)).delay_ns, link(&f, (h1, 0)).rate_mbps), (500, 100_000));
+        assert_eq!((link(&f, sw.port(0)).delay.as_ns(), link(&f, sw.port(0)).rate_mbps), (500, 25_000));
+        assert_eq!((link(&f, h1.port(0)).delay.as_ns(), link(&f, h1.port(0)).rate_mbps), (500, 100_000));
         // No cable entry: the link's delay, with its impairments.
-        let to_h2 = link(&f, (sw, 1));
-        assert_eq!((to_h2.to, to_h2.delay_ns), ((h2, 0), 2_000));
+        let to_h2 = link(&f, sw.port(1));
+        assert_eq!((to_h2.to, to_h2.delay.as_ns()), (h2.port(0), 2_000));
         assert_eq!(to_h2.loss, Some(Impairment::Every { n: 256, frames: Frames::Data }));
         assert_eq!(to_h2.corrupt, Some(Impairment::Random { probability: 0.005, frames: Frames::All }));
         // Neither: SONiC's default 5 m cable.
-        assert_eq!(link(&f, (h3, 0)).delay_ns, 25);
+        assert_eq!(link(&f, h3.port(0)).delay.as_ns(), 25);
         // A host's rx-pipeline is its NIC's; without one the NIC consumes frames on arrival.
         let rx = f.sim.nic(h3).config().rx_pipeline;
         assert_eq!((rx.buffer_bytes, rx.xoff_bytes, rx.page_miss_ns), (65536, 32768, 500));

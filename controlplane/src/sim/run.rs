@@ -14,7 +14,7 @@ use lossless_dataplane::model::PortId;
 use lossless_dataplane::model::config::ConfigDb;
 use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_dataplane::server::{CountersSnapshot, event_to_proto, fdb_to_proto, neighbors_to_proto};
-use lossless_dataplane::sim::Device;
+use lossless_dataplane::sim::{Device, Endpoint};
 use lossless_dataplane::time::{Instant, Nanos};
 use lossless_proto::v1 as pb;
 use std::collections::BTreeMap;
@@ -294,7 +294,7 @@ pub fn run_observed(
 }
 
 /// `node:port` → both ends of its link, and the capture's file name.
-fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<(usize, usize)>, String)> {
+fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<Endpoint>, String)> {
     let Some((node, port)) = spec.split_once(':') else { bail!("--pcap {spec}: expected NODE:PORT") };
     let end = crate::lab::topology::End { node: node.into(), port: port.into() };
     let Some(ep) = f.endpoint(&end) else { bail!("--pcap {spec}: no such node and port") };

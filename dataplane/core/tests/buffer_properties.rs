@@ -90,14 +90,14 @@ proptest! {
         let (e0, e4, e8) = (port(&sw, "Ethernet0"), port(&sw, "Ethernet4"), port(&sw, "Ethernet8"));
         sw.handle_frame(e8, arp_request(HOST2_MAC, HOST2_IP, Ipv4Addr::new(192, 168, 0, 1)), Instant::from_ns(0));
         let mut sim = Sim::new();
-        sim.add(Device::Switch(Box::new(sw)));
+        let sw = sim.add(Device::Switch(Box::new(sw)));
         sim.keep_log = true;
         let mut now = 0u64;
         let mut sent = advance(&mut sim, &mut now, 1000);
         let cell = 208u64;
         // Tomahawk splits the shared headroom pool over its XPEs; the profile's ports have no lanes, so all
         // are in pipe 0 and every frame in the same XPE.
-        let shp_cells = 2000u64 / sim.switch(0).config().asic.personality.partitions() as u64;
+        let shp_cells = 2000u64 / sim.switch(sw).config().asic.personality.partitions() as u64;
         let xoff_cells = |src: usize| if src == 0 || src == 1 { 177_632u64.div_ceil(cell) } else { 53_248u64.div_ceil(cell) };
         for op in ops {
             match op {
@@ -105,11 +105,11 @@ proptest! {
                     let port = [e0, e4][src];
                     for i in 0..n {
                         let pg = if dscp == 3 || dscp == 4 { dscp } else { 0 };
-                        let before = sim.switch(0).mmu().pg_occupancy(port, pg);
-                        let shp_before = sim.switch(0).mmu().pool_cells("ingress_lossless_pool").unwrap().1;
-                        let drops_before = sim.switch(0).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
-                        sim.switch(0).handle_frame(port, frame(dscp, len, i), Instant::from_ns(now));
-                        let drops = sim.switch(0).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
+                        let before = sim.switch(sw).mmu().pg_occupancy(port, pg);
+                        let shp_before = sim.switch(sw).mmu().pool_cells("ingress_lossless_pool").unwrap().1;
+                        let drops_before = sim.switch(sw).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
+                        sim.switch(sw).handle_frame(port, frame(dscp, len, i), Instant::from_ns(now));
+                        let drops = sim.switch(sw).port_counters(port).unwrap().pgs[usize::from(pg)].dropped_packets;
                         if pg != 0 && drops > drops_before {
                             let need = u64::from(len).div_ceil(cell);
                             let headroom_cells = before.headroom_bytes / cell;
@@ -119,40 +119,40 @@ proptest! {
                                 xoff_cells(src)
                             );
                         }
-                        let occ = sim.switch(0).mmu().pg_occupancy(port, pg);
+                        let occ = sim.switch(sw).mmu().pg_occupancy(port, pg);
                         prop_assert!(occ.headroom_bytes / cell <= xoff_cells(src));
                     }
                 }
-                Op::Hold(h) => sim.switch(0).set_port_hold(e8, h),
-                Op::QueueHold(q, h) => sim.switch(0).set_queue_hold(e8, q, h),
+                Op::Hold(h) => sim.switch(sw).set_port_hold(e8, h),
+                Op::QueueHold(q, h) => sim.switch(sw).set_queue_hold(e8, q, h),
                 Op::Advance(ns) => {
                     let to = now + ns;
                     sent += advance(&mut sim, &mut now, to);
                 }
                 Op::Alpha(a) => {
-                    sim.switch(0).apply(&db_with_alpha(a), Instant::from_ns(now)).unwrap();
+                    sim.switch(sw).apply(&db_with_alpha(a), Instant::from_ns(now)).unwrap();
                 }
             }
-            let (_, shp_used) = sim.switch(0).mmu().pool_cells("ingress_lossless_pool").unwrap();
+            let (_, shp_used) = sim.switch(sw).mmu().pool_cells("ingress_lossless_pool").unwrap();
             prop_assert!(shp_used <= shp_cells);
-            let l = sim.switch(0).ledger();
-            let queued: u64 = PortId::all(sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p) as u64).sum();
+            let l = sim.switch(sw).ledger();
+            let queued: u64 = PortId::all(sim.switch(sw).port_count()).map(|p| sim.switch(sw).port_backlog(p) as u64).sum();
             prop_assert_eq!(l.copies + l.originated, sent + queued + l.copies_dropped + l.flushed);
         }
         // Release everything and drain: every cell comes back.
-        sim.switch(0).set_port_hold(e8, false);
+        sim.switch(sw).set_port_hold(e8, false);
         for q in 0..8 {
-            sim.switch(0).set_queue_hold(e8, q, false);
+            sim.switch(sw).set_queue_hold(e8, q, false);
         }
         let to = now + 10_000_000_000;
         sent += advance(&mut sim, &mut now, to);
-        let queued: usize = PortId::all(sim.switch(0).port_count()).map(|p| sim.switch(0).port_backlog(p)).sum();
+        let queued: usize = PortId::all(sim.switch(sw).port_count()).map(|p| sim.switch(sw).port_backlog(p)).sum();
         prop_assert_eq!(queued, 0);
-        prop_assert_eq!(sim.switch(0).mmu().total_cells(), 0);
-        let l = sim.switch(0).ledger();
+        prop_assert_eq!(sim.switch(sw).mmu().total_cells(), 0);
+        let l = sim.switch(sw).ledger();
         prop_assert_eq!(l.copies + l.originated, sent + l.copies_dropped + l.flushed);
-        for p in PortId::all(sim.switch(0).port_count()) {
-            prop_assert_eq!(sim.switch(0).mmu().xoff_pgs(p), 0, "no PG left in XOFF");
+        for p in PortId::all(sim.switch(sw).port_count()) {
+            prop_assert_eq!(sim.switch(sw).mmu().xoff_pgs(p), 0, "no PG left in XOFF");
         }
     }
 }

@@ -271,7 +271,7 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
     // Host 3 goes silent: after fdb_aging_time (600 s) plus at most one sweep, its entry is gone. The
     // virtual-time driver runs the switch's sweeps up to 700 s and logs each event with its time.
     let mut sim = Sim::new();
-    sim.add(Device::Switch(Box::new(sw)));
+    let node = sim.add(Device::Switch(Box::new(sw)));
     sim.keep_log = true;
     let end = Instant::from_ns(700 * SEC);
     sim.run_until(end);
@@ -280,12 +280,12 @@ fn vlan_learns_floods_unknown_lossy_unicast_and_ages() {
         _ => None,
     });
     let t = aged_at.expect("host 3 aged by 700 s");
-    assert!(sim.switch(0).fdb().lookup(1000, HOST3_MAC).is_none(), "aged by {t}");
+    assert!(sim.switch(node).fdb().lookup(1000, HOST3_MAC).is_none(), "aged by {t}");
     assert!((601 * SEC..=676 * SEC).contains(&t), "aged at {t} ns: idle since 1 s, aging 600 s, sweep 75 s");
     let before = sim.sent.len();
-    sim.inject((0, e8.index()), end, l2_frame(HOST2_MAC, HOST3_MAC, None));
+    sim.inject(node.port(e8.index()), end, l2_frame(HOST2_MAC, HOST3_MAC, None));
     sim.run_until(end);
-    let flooded: Vec<_> = sim.sent[before..].iter().map(|s| PortId::new(s.from.1)).collect();
+    let flooded: Vec<_> = sim.sent[before..].iter().map(|s| PortId::new(s.from.port)).collect();
     assert_eq!(flooded, vec![e12, e16], "flooded again after aging");
 }
 

@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use lossless_core::model::config::ConfigDb;
 use lossless_core::model::{PortId, Switch};
-use lossless_core::sim::{Device, Sim};
+use lossless_core::sim::{Device, NodeId, Sim};
 use lossless_core::time::Instant;
 use lossless_core::wire::{MacControlRepr, PfcRepr, mac_control};
 use std::net::Ipv4Addr;
@@ -21,6 +21,8 @@ const HOST2_IP: Ipv4Addr = Ipv4Addr::new(192, 168, 0, 2);
 /// timeout runs and everything due is transmitted; frames and events are logged.
 struct Lab {
     sim: Sim,
+    /// The switch.
+    node: NodeId,
     now: u64,
     src: PortId,
     dst: PortId,
@@ -39,15 +41,15 @@ impl Lab {
             Instant::from_ns(0),
         );
         let mut sim = Sim::new();
-        sim.add(Device::Switch(Box::new(sw)));
+        let node = sim.add(Device::Switch(Box::new(sw)));
         sim.keep_log = true;
-        let mut lab = Lab { sim, now: 0, src, dst };
+        let mut lab = Lab { sim, node, now: 0, src, dst };
         lab.advance(MS);
         lab
     }
 
     fn sw(&mut self) -> &mut Switch {
-        self.sim.switch(0)
+        self.sim.switch(self.node)
     }
 
     /// Runs the switch up to `to`.
@@ -83,7 +85,7 @@ impl Lab {
     }
 
     fn data_sent(&self, port: PortId, queue: u8) -> usize {
-        self.sim.sent.iter().filter(|s| s.from.1 == port.index() && s.queue == Some(queue)).count()
+        self.sim.sent.iter().filter(|s| s.from.port == port.index() && s.queue == Some(queue)).count()
     }
 
     fn event_time(&self, text: &str) -> Option<u64> {
@@ -112,7 +114,7 @@ fn received_pfc_pauses_the_mapped_queue_for_its_quanta() {
     lab.advance(t0 + 20_480 + 10_000);
     assert_eq!(lab.data_sent(dst, 3), 5, "resumed when the quanta ran out");
     let first =
-        lab.sim.sent.iter().find(|s| s.from.1 == dst.index() && s.queue == Some(3)).unwrap().at.as_ns();
+        lab.sim.sent.iter().find(|s| s.from.port == dst.index() && s.queue == Some(3)).unwrap().at.as_ns();
     assert_eq!(first, t0 + 20_480);
 
     // XON resumes at once; a priority outside pfc_enable is counted, not honoured.

@@ -24,7 +24,7 @@ const DST: EthernetAddress = EthernetAddress([0x02, 0x66, 0x77, 0x88, 0x99, 0xaa
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
     let mut pcap = lossless_core::sim::pcap::Pcap::new();
     for (i, frame) in frames.iter().enumerate() {
-        pcap.record(i as u64 * 1_000_000_000, frame);
+        pcap.record(Instant::from_ns(i as u64 * 1_000_000_000), frame);
     }
     std::fs::write(path, pcap.bytes()).unwrap();
 }
@@ -285,16 +285,16 @@ fn pfc_frames_generated_by_the_switch() {
     // other VLAN members); the next frame out of Ethernet0 is the XON. 10 ms is ample: at Ethernet8's
     // 25 Gb/s the PG's few thousand 64-byte frames (84 bytes on the wire each) leave in a fraction of a ms.
     let mut sim = Sim::new();
-    sim.add(Device::Switch(Box::new(sw)));
+    let node = sim.add(Device::Switch(Box::new(sw)));
     sim.keep_log = true;
-    sim.switch(0).set_port_hold(e8, false);
+    sim.switch(node).set_port_hold(e8, false);
     let end = now + Nanos::from_ms(10);
     sim.run_until(end);
-    match sim.sent.iter().find(|sent| sent.from == (0, e0.index())) {
+    match sim.sent.iter().find(|sent| sent.from == node.port(e0.index())) {
         Some(xon) => frames.push(xon.frame.clone()),
-        None => panic!("no XON by {end}, backlog {}", sim.switch(0).port_backlog(e8)),
+        None => panic!("no XON by {end}, backlog {}", sim.switch(node).port_backlog(e8)),
     }
-    let sw = sim.switch(0);
+    let sw = sim.switch(node);
     let port_mac = s(sw.config().ports[e0.index()].mac);
     check(
         "switch-pfc",

@@ -535,6 +535,7 @@ mod tests {
     use super::*;
     use crate::nic::{FlowConfig, Nic, NicConfig, ProbeConfig, ProbePeer};
     use crate::sim::{Device, Sim};
+    use crate::time::Nanos;
 
     /// A NIC that sent and received something, with DCQCN on: every part of the report is filled in.
     fn busy_report() -> NicReport {
@@ -571,7 +572,7 @@ mod tests {
         .unwrap();
         let mut sim = Sim::new();
         let (a, b) = (sim.add(Device::Nic(Box::new(a))), sim.add(Device::Nic(Box::new(b))));
-        sim.connect((a, 0), 1000, (b, 0), 1000, 1_000);
+        sim.connect(a.port(0), 1000, b.port(0), 1000, Nanos::from_ns(1_000));
         sim.run_until(crate::time::Instant::from_ns(10_000_000));
         let mut report = sim.nic(a).report();
         report.receivers = sim.nic(b).report().receivers;

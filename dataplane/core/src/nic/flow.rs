@@ -515,7 +515,7 @@ pub(super) struct FlowSchedule {
 mod completion_tests {
     use crate::nic::{FlowConfig, Nic, NicConfig, WIRE_OVERHEAD_BYTES};
     use crate::sim::{Device, Sim};
-    use crate::time::Instant;
+    use crate::time::{Instant, Nanos};
     use crate::wire::EthernetAddress;
     use std::net::Ipv4Addr;
 
@@ -537,7 +537,7 @@ mod completion_tests {
         a.add_flow(flow).unwrap();
         let mut sim = Sim::new();
         let (a, b) = (sim.add(Device::Nic(Box::new(a))), sim.add(Device::Nic(Box::new(nic(mac_b, 2)))));
-        sim.connect((a, 0), 1000, (b, 0), 1000, 1_000);
+        sim.connect(a.port(0), 1000, b.port(0), 1000, Nanos::from_ns(1_000));
         sim.run_until(Instant::from_ns(1_000_000));
         // Link physics at 1 Gb/s with 1 µs of cable: a one-packet message is a 1058-byte frame (Ethernet 14,
         // IPv4 20, UDP 8, BTH 12, 1000 bytes, ICRC 4) and its ACK a 62-byte one (AETH 4), each + 24 bytes

@@ -397,7 +397,7 @@ impl Prober {
 mod tests {
     use super::*;
     use crate::nic::{Nic, NicConfig, WIRE_OVERHEAD_BYTES};
-    use crate::sim::{Device, Sim};
+    use crate::sim::{Device, NodeId, Sim};
     use crate::time::Instant;
     use crate::wire::ip::Ecn;
     use crate::wire::{L3, L4, decode};
@@ -462,7 +462,7 @@ mod tests {
     }
 
     /// Two NICs joined by one link; A probes B every `interval_ns` on `priority`.
-    fn pair(rate_mbps: u32, delay_ns: u64, interval_ns: u64, priority: u8) -> (Sim, usize, usize) {
+    fn pair(rate_mbps: u32, delay_ns: u64, interval_ns: u64, priority: u8) -> (Sim, NodeId, NodeId) {
         let nic = |mac, n| {
             Nic::new(NicConfig {
                 mac,
@@ -485,7 +485,7 @@ mod tests {
         let mut sim = Sim::new();
         let a = sim.add(Device::Nic(Box::new(a)));
         let b = sim.add(Device::Nic(Box::new(nic(MAC_B, 2))));
-        sim.connect((a, 0), rate_mbps, (b, 0), rate_mbps, delay_ns);
+        sim.connect(a.port(0), rate_mbps, b.port(0), rate_mbps, Nanos::from_ns(delay_ns));
         (sim, a, b)
     }
 

@@ -18,7 +18,7 @@
 
 use super::*;
 use crate::model::Transmit;
-use crate::sim::{self, Device, Sim};
+use crate::sim::{self, Device, NodeId, Sim};
 use crate::wire::Ipv4Packet;
 
 /// IP MTU of the lab hosts: 4096 ⇒ 4052-byte payloads, 4110-byte frames, 4134 bytes of line time.
@@ -30,7 +30,7 @@ const SENDERS: usize = 2;
 /// ports `0..SENDERS`).
 const RX: usize = 2;
 /// Node id of the marking port.
-const PORT: usize = 3;
+const PORT: NodeId = NodeId::new(3);
 
 fn mac(i: usize) -> EthernetAddress {
     EthernetAddress([0x02, 0, 0, 0, 0, 0x10 + i as u8])
@@ -183,13 +183,13 @@ impl Incast {
                 nak_interval_ns: NicConfig::default().nak_interval_ns * n,
                 ..NicConfig::default()
             };
-            assert_eq!(sim.add(Device::Nic(Box::new(Nic::new(cfg).unwrap()))), i);
+            assert_eq!(sim.add(Device::Nic(Box::new(Nic::new(cfg).unwrap()))), NodeId::new(i));
         }
         let port = sim.add(Device::Custom(Box::new(MarkingPort::new(setup.line_rate_mbps))));
         assert_eq!(port, PORT);
         let rate = setup.line_rate_mbps;
         for i in 0..=RX {
-            sim.connect((i, 0), rate, (PORT, i), rate, DELAY_NS * n);
+            sim.connect(NodeId::new(i).port(0), rate, PORT.port(i), rate, Nanos::from_ns(DELAY_NS * n));
         }
         for s in 0..SENDERS {
             let flow = FlowConfig {
@@ -200,7 +200,7 @@ impl Incast {
                 src_port: 49152 + s as u16,
                 ..FlowConfig::default()
             };
-            sim.nic(s).add_flow(flow).unwrap();
+            sim.nic(NodeId::new(s)).add_flow(flow).unwrap();
         }
         Incast { sim }
     }
@@ -214,15 +214,16 @@ impl Incast {
     }
 
     fn dcqcn(&mut self, sender: usize) -> &Dcqcn {
-        self.sim.nic(sender).flow_dcqcn(1).unwrap()
+        self.sim.nic(NodeId::new(sender)).flow_dcqcn(1).unwrap()
     }
 
     /// Every CNP a sender received (needs `keep_log`): (time, sender).
     fn cnps(&self) -> Vec<(u64, usize)> {
         let bth_opcode = 14 + 20 + 8;
         let cnp = u8::from(Opcode::Cnp);
-        let to_sender = |d: &&sim::Delivered| d.to.0 < SENDERS && d.frame.get(bth_opcode) == Some(&cnp);
-        self.sim.delivered.iter().filter(to_sender).map(|d| (d.at.as_ns(), d.to.0)).collect()
+        let to_sender =
+            |d: &&sim::Delivered| d.to.node.index() < SENDERS && d.frame.get(bth_opcode) == Some(&cnp);
+        self.sim.delivered.iter().filter(to_sender).map(|d| (d.at.as_ns(), d.to.node.index())).collect()
     }
 
     fn run(setup: Setup) -> Trace {
@@ -244,7 +245,7 @@ impl Incast {
         }
         for s in 0..SENDERS {
             trace.decreases[s] = incast.dcqcn(s).decreases();
-            trace.acked[s] = incast.sim.nic(s).flow_stats(1).unwrap().acked_bytes;
+            trace.acked[s] = incast.sim.nic(NodeId::new(s)).flow_stats(1).unwrap().acked_bytes;
         }
         trace.marked = incast.port().marked;
         trace

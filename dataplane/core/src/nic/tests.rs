@@ -4,7 +4,7 @@
 
 use super::packet::{self, DataHeader, Envelope};
 use super::*;
-use crate::sim::{self, Device, Sim};
+use crate::sim::{self, Device, NodeId, Sim};
 use crate::wire::{BthRepr, Decoded, EtherType, Ipv4Packet, L4, PfcRepr, decode, mac_control};
 
 mod dcqcn_loop;
@@ -13,8 +13,8 @@ const A_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0a]);
 const B_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0b]);
 const A_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const B_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
-const A: usize = 0;
-const B: usize = 1;
+const A: NodeId = NodeId::new(0);
+const B: NodeId = NodeId::new(1);
 /// 25 Gb/s, IP MTU 1068 ⇒ 1024-byte payloads, 1082-byte frames, 1106 bytes of line time each.
 const RATE_MBPS: u32 = 25_000;
 const MTU: u32 = 1068;
@@ -32,7 +32,7 @@ fn flow_to_b(id: u32) -> FlowConfig {
 #[derive(Debug, Clone)]
 struct Sent {
     at: u64,
-    from: usize,
+    from: NodeId,
     frame: Vec<u8>,
     decoded: Decoded,
 }
@@ -67,12 +67,12 @@ struct Harness {
     sim: Sim,
     sent: Vec<Sent>,
     /// (time, NIC, frame) of every frame delivered.
-    delivered: Vec<(u64, usize, Decoded)>,
+    delivered: Vec<(u64, NodeId, Decoded)>,
     keep_log: bool,
 }
 
 /// Every frame a NIC emits must decode, and IPv4 ones be RoCEv2 with the right ECN codepoint.
-fn check_emitted(from: usize, frame: &[u8]) -> Decoded {
+fn check_emitted(from: NodeId, frame: &[u8]) -> Decoded {
     let decoded = decode(frame).unwrap_or_else(|e| panic!("NIC {from} emitted an invalid frame: {e}"));
     if let L3::Ipv4 { header, l4 } = &decoded.l3 {
         let L4::Udp { header: udp, bth, .. } = l4 else { panic!("IPv4 frame without UDP") };
@@ -95,7 +95,7 @@ impl Harness {
         let a = sim.add(Device::Nic(Box::new(Nic::new(a).unwrap())));
         let b = sim.add(Device::Nic(Box::new(Nic::new(b).unwrap())));
         assert_eq!((a, b), (A, B));
-        sim.connect((A, 0), rate_a, (B, 0), rate_b, delay_ns);
+        sim.connect(A.port(0), rate_a, B.port(0), rate_b, Nanos::from_ns(delay_ns));
         sim.keep_log = true;
         let mut h = Harness { sim, sent: Vec::new(), delivered: Vec::new(), keep_log: true };
         h.set_filter(None);
@@ -106,7 +106,7 @@ impl Harness {
         Harness::new(nic_config(A_MAC, A_IP), nic_config(B_MAC, B_IP), 1_000)
     }
 
-    fn nic(&mut self, i: usize) -> &mut Nic {
+    fn nic(&mut self, i: NodeId) -> &mut Nic {
         self.sim.nic(i)
     }
 
@@ -115,17 +115,17 @@ impl Harness {
         self.sim.set_tap(Box::new(move |s: &sim::Sent, frame: &mut Vec<u8>| {
             let sent = Sent {
                 at: s.at.as_ns(),
-                from: s.from.0,
+                from: s.from.node,
                 frame: s.frame.clone(),
-                decoded: check_emitted(s.from.0, &s.frame),
+                decoded: check_emitted(s.from.node, &s.frame),
             };
             filter.as_mut().is_none_or(|f| f(&sent, frame))
         }));
     }
 
     /// Delivers `frame` to NIC `to` at `at`, as if it came off the link.
-    fn inject(&mut self, to: usize, at: u64, frame: Vec<u8>) {
-        self.sim.inject((to, 0), Instant::from_ns(at), frame);
+    fn inject(&mut self, to: NodeId, at: u64, frame: Vec<u8>) {
+        self.sim.inject(to.port(0), Instant::from_ns(at), frame);
     }
 
     /// Runs events up to `end` (inclusive), or until both NICs are idle and the link is empty.
@@ -134,14 +134,14 @@ impl Harness {
         self.sim.run_until(Instant::from_ns(end));
         for s in self.sim.sent.drain(..) {
             let decoded = decode(&s.frame).unwrap();
-            self.sent.push(Sent { at: s.at.as_ns(), from: s.from.0, frame: s.frame, decoded });
+            self.sent.push(Sent { at: s.at.as_ns(), from: s.from.node, frame: s.frame, decoded });
         }
         for d in self.sim.delivered.drain(..) {
-            self.delivered.push((d.at.as_ns(), d.to.0, decode(&d.frame).unwrap()));
+            self.delivered.push((d.at.as_ns(), d.to.node, decode(&d.frame).unwrap()));
         }
     }
 
-    fn data_from(&self, from: usize) -> impl Iterator<Item = &Sent> {
+    fn data_from(&self, from: NodeId) -> impl Iterator<Item = &Sent> {
         self.sent.iter().filter(move |s| s.from == from && s.is_data())
     }
 }

@@ -23,7 +23,7 @@ pub(super) struct Calendar {
 
 fn slot(wake: Wake) -> usize {
     match wake {
-        Wake::Node(id) => 2 * id,
+        Wake::Node(id) => 2 * id.index(),
         Wake::Link(l) => 2 * l + 1,
     }
 }
@@ -133,7 +133,7 @@ mod tests {
             let mut calendar = Calendar::default();
             let mut live: Vec<Entry> = Vec::new();
             for (order, (op, slot, at)) in ops.into_iter().enumerate() {
-                let wake = if slot % 2 == 0 { Wake::Node(slot / 2) } else { Wake::Link(slot / 2) };
+                let wake = if slot % 2 == 0 { Wake::Node(crate::sim::NodeId::new(slot / 2)) } else { Wake::Link(slot / 2) };
                 match op {
                     0 | 1 => {
                         live.retain(|e| e.2 != wake);

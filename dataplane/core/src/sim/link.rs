@@ -10,11 +10,48 @@
 //! back to back with the previous one.
 
 use crate::model::scheduler::WIRE_OVERHEAD_BYTES;
-use crate::time::Instant;
+use crate::time::{Instant, Nanos};
 use std::collections::VecDeque;
 
-/// A port of a node: (node id, port).
-pub type Endpoint = (usize, usize);
+/// A node of a simulation: its position in the order nodes were added ([`super::Sim::add`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(usize);
+
+impl NodeId {
+    pub const fn new(index: usize) -> NodeId {
+        NodeId(index)
+    }
+
+    /// The node's position (an index into per-node tables).
+    pub const fn index(self) -> usize {
+        self.0
+    }
+
+    /// This node's port `port`.
+    pub const fn port(self, port: usize) -> Endpoint {
+        Endpoint::new(self, port)
+    }
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A port of a node. The port is the index a [`super::Node`] is handed (a switch's front-panel port
+/// index, 0 for a NIC's only port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    pub node: NodeId,
+    pub port: usize,
+}
+
+impl Endpoint {
+    pub const fn new(node: NodeId, port: usize) -> Endpoint {
+        Endpoint { node, port }
+    }
+}
 
 const PS_PER_NS: u128 = 1000;
 
@@ -55,7 +92,7 @@ pub struct Link {
     /// The sender's line rate.
     pub rate_mbps: u32,
     /// Propagation delay.
-    pub delay_ns: u64,
+    pub delay: Nanos,
     /// Frames that vanish on the way (nobody counts them).
     pub loss: Option<Impairment>,
     /// Frames that arrive with a bad FCS: the receiving port counts and drops them.
@@ -63,8 +100,8 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(to: Endpoint, rate_mbps: u32, delay_ns: u64) -> Link {
-        Link { to, rate_mbps, delay_ns, loss: None, corrupt: None }
+    pub fn new(to: Endpoint, rate_mbps: u32, delay: Nanos) -> Link {
+        Link { to, rate_mbps, delay, loss: None, corrupt: None }
     }
 }
 
@@ -158,7 +195,7 @@ impl LinkState {
         let corrupt = self.link.corrupt.is_some_and(|c| self.hits(&c, data));
         self.stats.corrupted += u64::from(corrupt);
         let arrival_ps =
-            self.free_ps + u128::from(self.remainder > 0) + u128::from(self.link.delay_ns) * PS_PER_NS;
+            self.free_ps + u128::from(self.remainder > 0) + u128::from(self.link.delay.as_ns()) * PS_PER_NS;
         let at = crate::ps::to_instant_ceil(arrival_ps);
         self.wire.push_back(OnWire { at, corrupt, frame });
         Fate::Delivered { at }

@@ -23,8 +23,8 @@ pub mod pcap;
 use crate::model::config::ConfigDb;
 use crate::model::{DropReason, Event, PortId, Switch, Transmit};
 use crate::nic::Nic;
-use crate::time::Instant;
-pub use link::{Endpoint, Frames, Impairment, Link, LinkStats};
+use crate::time::{Instant, Nanos};
+pub use link::{Endpoint, Frames, Impairment, Link, LinkStats, NodeId};
 use link::{Fate, LinkState};
 use pcap::Pcap;
 use std::any::Any;
@@ -176,7 +176,7 @@ pub type Tap = Box<dyn FnMut(&Sent, &mut Vec<u8>) -> bool>;
 /// What wakes up at an instant: a node (at the time it asked for), or a link (its first frame arrives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Wake {
-    Node(usize),
+    Node(NodeId),
     Link(usize),
 }
 
@@ -204,7 +204,7 @@ pub struct Sim {
     injected: BinaryHeap<Injected>,
     /// Nodes no longer driven (a host that stopped): frames to them are lost.
     stopped: Vec<bool>,
-    dirty: Vec<usize>,
+    dirty: Vec<NodeId>,
     is_dirty: Vec<bool>,
     order: u64,
     now: Instant,
@@ -218,7 +218,7 @@ pub struct Sim {
     pub sent: Vec<Sent>,
     pub delivered: Vec<Delivered>,
     /// (time, node, event), always recorded; take them as they come ([`std::mem::take`]) on long runs.
-    pub events: Vec<(Instant, usize, Event)>,
+    pub events: Vec<(Instant, NodeId, Event)>,
 }
 
 impl Default for Sim {
@@ -258,13 +258,14 @@ impl Sim {
     }
 
     /// Adds a node; its id is its position.
-    pub fn add(&mut self, device: Device) -> usize {
+    pub fn add(&mut self, device: Device) -> NodeId {
+        let id = NodeId::new(self.devices.len());
         self.devices.push(device);
         self.port_links.push(Vec::new());
         self.scheduled.push(None);
         self.stopped.push(false);
         self.is_dirty.push(false);
-        self.devices.len() - 1
+        id
     }
 
     pub fn node_count(&self) -> usize {
@@ -272,24 +273,25 @@ impl Sim {
     }
 
     /// Joins two ports with a full-duplex link; each direction serialises at its sender's rate.
-    pub fn connect(&mut self, a: Endpoint, a_rate_mbps: u32, b: Endpoint, b_rate_mbps: u32, delay_ns: u64) {
-        self.add_link(a, Link::new(b, a_rate_mbps, delay_ns));
-        self.add_link(b, Link::new(a, b_rate_mbps, delay_ns));
+    pub fn connect(&mut self, a: Endpoint, a_rate_mbps: u32, b: Endpoint, b_rate_mbps: u32, delay: Nanos) {
+        self.add_link(a, Link::new(b, a_rate_mbps, delay));
+        self.add_link(b, Link::new(a, b_rate_mbps, delay));
     }
 
     /// One direction of a link, from `from` (replacing any it had).
     pub fn add_link(&mut self, from: Endpoint, link: Link) {
         // Each direction draws its own random sequence, from the seed and its place in the topology.
-        let mut mix = self.seed ^ ((from.0 as u64) << 32 | from.1 as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let (node, port) = (from.node.index(), from.port);
+        let mut mix = self.seed ^ ((node as u64) << 32 | port as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
         let seed = link::splitmix64(&mut mix);
-        let ports = &mut self.port_links[from.0];
-        if ports.len() <= from.1 {
-            ports.resize(from.1 + 1, None);
+        let ports = &mut self.port_links[node];
+        if ports.len() <= port {
+            ports.resize(port + 1, None);
         }
-        match ports[from.1] {
+        match ports[port] {
             Some(i) => self.links[i] = LinkState::new(link, seed),
             None => {
-                ports[from.1] = Some(self.links.len());
+                ports[port] = Some(self.links.len());
                 self.links.push(LinkState::new(link, seed));
             }
         }
@@ -322,8 +324,8 @@ impl Sim {
                 state.wire.clear();
             }
         }
-        for (node, port) in [from, to] {
-            if let Device::Switch(s) = &mut self.devices[node] {
+        for Endpoint { node, port } in [from, to] {
+            if let Device::Switch(s) = &mut self.devices[node.index()] {
                 s.set_port_oper(PortId::new(port), up, now);
                 self.mark(node);
                 self.reschedule(node);
@@ -338,7 +340,7 @@ impl Sim {
     }
 
     fn link_index(&self, from: Endpoint) -> Option<usize> {
-        self.port_links.get(from.0)?.get(from.1).copied().flatten()
+        self.port_links.get(from.node.index())?.get(from.port).copied().flatten()
     }
 
     pub fn set_tap(&mut self, tap: Tap) {
@@ -362,28 +364,28 @@ impl Sim {
         self.now
     }
 
-    pub fn switch(&mut self, id: usize) -> &mut Switch {
-        match &mut self.devices[id] {
+    pub fn switch(&mut self, id: NodeId) -> &mut Switch {
+        match &mut self.devices[id.index()] {
             Device::Switch(s) => s,
             _ => panic!("node {id} is not a switch"),
         }
     }
 
-    pub fn nic(&mut self, id: usize) -> &mut Nic {
-        match &mut self.devices[id] {
+    pub fn nic(&mut self, id: NodeId) -> &mut Nic {
+        match &mut self.devices[id.index()] {
             Device::Nic(n) => n,
             _ => panic!("node {id} is not a NIC"),
         }
     }
 
     /// A node, to read.
-    pub fn device(&self, id: usize) -> &Device {
-        &self.devices[id]
+    pub fn device(&self, id: NodeId) -> &Device {
+        &self.devices[id.index()]
     }
 
     /// A [`Device::Custom`] node as the type it was added as.
-    pub fn custom<T: Node>(&mut self, id: usize) -> &mut T {
-        match &mut self.devices[id] {
+    pub fn custom<T: Node>(&mut self, id: NodeId) -> &mut T {
+        match &mut self.devices[id.index()] {
             Device::Custom(c) => {
                 let any: &mut dyn Any = c.as_mut();
                 any.downcast_mut()
@@ -394,23 +396,23 @@ impl Sim {
     }
 
     /// Gives a node a new configuration now ([`Node::apply`]).
-    pub fn apply(&mut self, id: usize, config: &ConfigDb) -> Result<(), String> {
+    pub fn apply(&mut self, id: NodeId, config: &ConfigDb) -> Result<(), String> {
         let now = self.now;
-        let result = self.devices[id].node_mut().apply(config, now);
+        let result = self.devices[id.index()].node_mut().apply(config, now);
         self.reschedule(id);
         result
     }
 
     /// Stops driving a node from now on (a host whose process ended): it sends nothing more, and frames
     /// that reach it are lost. Its state stays readable.
-    pub fn stop(&mut self, id: usize) {
-        self.stopped[id] = true;
-        self.scheduled[id] = None;
+    pub fn stop(&mut self, id: NodeId) {
+        self.stopped[id.index()] = true;
+        self.scheduled[id.index()] = None;
         self.calendar.cancel(Wake::Node(id));
     }
 
-    pub fn is_stopped(&self, id: usize) -> bool {
-        self.stopped[id]
+    pub fn is_stopped(&self, id: NodeId) -> bool {
+        self.stopped[id.index()]
     }
 
     /// Puts a frame on the way to a port, arriving at `at` (a host outside the simulation, a test).
@@ -425,7 +427,7 @@ impl Sim {
         let unbounded = end >= UNBOUNDED;
         // Nodes may have been changed from outside since the last run (flows added, storms started).
         for id in 0..self.devices.len() {
-            self.reschedule(id);
+            self.reschedule(NodeId::new(id));
         }
         let mut stalls = 0u32;
         while let Some(t) = self.next_time().filter(|&t| t <= end) {
@@ -467,8 +469,8 @@ impl Sim {
             self.wakeups += 1;
             match wake {
                 Wake::Node(id) => {
-                    debug_assert_eq!(self.scheduled[id], Some(t));
-                    self.scheduled[id] = None;
+                    debug_assert_eq!(self.scheduled[id.index()], Some(t));
+                    self.scheduled[id.index()] = None;
                     self.mark(id);
                 }
                 Wake::Link(l) => {
@@ -491,8 +493,8 @@ impl Sim {
         let mut dirty = std::mem::take(&mut self.dirty);
         dirty.sort_unstable();
         for &id in &dirty {
-            self.is_dirty[id] = false;
-            if !self.stopped[id] {
+            self.is_dirty[id.index()] = false;
+            if !self.stopped[id.index()] {
                 self.visit(id, now);
             }
         }
@@ -501,53 +503,53 @@ impl Sim {
     }
 
     fn deliver(&mut self, to: Endpoint, at: Instant, frame: Vec<u8>, corrupt: bool) {
-        if self.stopped[to.0] {
+        if self.stopped[to.node.index()] {
             return;
         }
         if self.keep_log {
             self.delivered.push(Delivered { at, to, frame: frame.clone() });
         }
-        let node = self.devices[to.0].node_mut();
+        let node = self.devices[to.node.index()].node_mut();
         if corrupt {
-            node.handle_corrupt(to.1, frame, at);
+            node.handle_corrupt(to.port, frame, at);
         } else {
-            node.handle_frame(to.1, frame, at);
+            node.handle_frame(to.port, frame, at);
         }
-        self.mark(to.0);
+        self.mark(to.node);
     }
 
-    fn mark(&mut self, id: usize) {
-        if !self.is_dirty[id] {
-            self.is_dirty[id] = true;
+    fn mark(&mut self, id: NodeId) {
+        if !self.is_dirty[id.index()] {
+            self.is_dirty[id.index()] = true;
             self.dirty.push(id);
         }
     }
 
     /// Runs a node's timers, sends what its ports have ready, collects its events, and books its next
     /// wake-up.
-    fn visit(&mut self, id: usize, now: Instant) {
-        self.devices[id].node_mut().handle_timeout(now);
+    fn visit(&mut self, id: NodeId, now: Instant) {
+        self.devices[id.index()].node_mut().handle_timeout(now);
         let mut from = 0;
-        while let Some(port) = self.devices[id].node().next_port_to_poll(from, now) {
-            while let Some(tx) = self.devices[id].node_mut().poll_transmit(port, now) {
-                self.transmit((id, port), now, tx);
+        while let Some(port) = self.devices[id.index()].node().next_port_to_poll(from, now) {
+            while let Some(tx) = self.devices[id.index()].node_mut().poll_transmit(port, now) {
+                self.transmit(id.port(port), now, tx);
             }
             from = port + 1;
         }
-        while let Some(event) = self.devices[id].node_mut().poll_event() {
+        while let Some(event) = self.devices[id.index()].node_mut().poll_event() {
             self.events.push((now, id, event));
         }
         self.reschedule(id);
     }
 
     /// Books the node's wake-up at the time it asks for, if that changed.
-    fn reschedule(&mut self, id: usize) {
-        if self.stopped[id] {
+    fn reschedule(&mut self, id: NodeId) {
+        if self.stopped[id.index()] {
             return;
         }
-        let at = self.devices[id].node().poll_at();
-        if at != self.scheduled[id] {
-            self.scheduled[id] = at;
+        let at = self.devices[id.index()].node().poll_at();
+        if at != self.scheduled[id.index()] {
+            self.scheduled[id.index()] = at;
             match at {
                 Some(t) => self.push(t, Wake::Node(id)),
                 None => self.calendar.cancel(Wake::Node(id)),
@@ -578,7 +580,7 @@ impl Sim {
         }
         for c in &mut self.captures {
             if c.ports.contains(&from) {
-                c.pcap.record(at.as_ns(), &out);
+                c.pcap.record(at, &out);
             }
         }
         if let (Some(l), true) = (link, keep) {

@@ -1,6 +1,8 @@
 //! pcap files with nanosecond timestamps (the `0xa1b23c4d` magic that tcpdump, Wireshark and tshark read;
 //! LINKTYPE_ETHERNET), built in memory: the core does no I/O.
 
+use crate::time::Instant;
+
 /// Magic of a pcap file whose timestamps are seconds + nanoseconds.
 pub const MAGIC_NS: u32 = 0xa1b2_3c4d;
 /// LINKTYPE_ETHERNET.
@@ -34,8 +36,9 @@ impl Pcap {
         Pcap { bytes, frames: 0 }
     }
 
-    /// Adds a frame seen at `at_ns` (ns since the capture's epoch).
-    pub fn record(&mut self, at_ns: u64, frame: &[u8]) {
+    /// Adds a frame seen at `at` (the capture's epoch is the clock's origin).
+    pub fn record(&mut self, at: Instant, frame: &[u8]) {
+        let at_ns = at.as_ns();
         let kept = frame.len().min(SNAPLEN as usize);
         self.bytes.extend_from_slice(&((at_ns / 1_000_000_000) as u32).to_le_bytes());
         self.bytes.extend_from_slice(&((at_ns % 1_000_000_000) as u32).to_le_bytes());
@@ -66,7 +69,7 @@ mod tests {
     #[test]
     fn header_and_records_are_little_endian_with_nanoseconds() {
         let mut p = Pcap::new();
-        p.record(3_000_000_007, &[0xaa; 70]);
+        p.record(Instant::from_ns(3_000_000_007), &[0xaa; 70]);
         let b = p.bytes();
         assert_eq!(b.len(), 24 + 16 + 70);
         assert_eq!(&b[..4], &[0x4d, 0x3c, 0xb2, 0xa1]);

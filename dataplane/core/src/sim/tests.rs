@@ -11,6 +11,9 @@ const A_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0a]);
 const B_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x0b]);
 const A_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 const B_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+/// The first and second node a test adds.
+const A: NodeId = NodeId::new(0);
+const B: NodeId = NodeId::new(1);
 
 fn nic(mac: EthernetAddress, ip: Ipv4Addr) -> Nic {
     Nic::new(NicConfig { mac, ip, line_rate_mbps: 25_000, mtu: 1068, ..NicConfig::default() }).unwrap()
@@ -34,7 +37,7 @@ fn pair() -> Sim {
     let mut sim = Sim::new();
     let (a, b) =
         (sim.add(Device::Nic(Box::new(nic(A_MAC, A_IP)))), sim.add(Device::Nic(Box::new(nic(B_MAC, B_IP)))));
-    sim.connect((a, 0), 25_000, (b, 0), 25_000, 1_000);
+    sim.connect(a.port(0), 25_000, b.port(0), 25_000, Nanos::from_ns(1_000));
     sim.keep_log = true;
     let flow = flow_to(B_IP, B_MAC, 1024, 10);
     sim.nic(a).add_flow(flow).unwrap();
@@ -49,10 +52,10 @@ fn a_run_is_deterministic_and_frames_arrive_after_serialisation_and_delay() {
     two.run_until(Instant::from_ns(1_000_000));
     assert_eq!(one.sent, two.sent);
     assert_eq!(one.delivered, two.delivered);
-    assert_eq!(one.nic(0).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
+    assert_eq!(one.nic(A).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
     // Every frame A sent reached B after its bits at 25 Gb/s plus 1 µs, in order.
-    let from_a: Vec<&Sent> = one.sent.iter().filter(|s| s.from == (0, 0)).collect();
-    let at_b: Vec<&Delivered> = one.delivered.iter().filter(|d| d.to == (1, 0)).collect();
+    let from_a: Vec<&Sent> = one.sent.iter().filter(|s| s.from == A.port(0)).collect();
+    let at_b: Vec<&Delivered> = one.delivered.iter().filter(|d| d.to == B.port(0)).collect();
     assert_eq!(from_a.len(), at_b.len());
     for (s, d) in from_a.iter().zip(&at_b) {
         let bits = (s.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
@@ -67,14 +70,14 @@ fn a_tap_loses_frames_and_the_nic_recovers() {
     let mut dropped = 0;
     sim.set_tap(Box::new(move |s: &Sent, _: &mut Vec<u8>| {
         // The third frame A sends is lost.
-        let keep = !(s.from == (0, 0) && dropped == 0 && s.at.as_ns() > 0 && s.frame.len() > 1000);
+        let keep = !(s.from == A.port(0) && dropped == 0 && s.at.as_ns() > 0 && s.frame.len() > 1000);
         if !keep {
             dropped += 1;
         }
         keep
     }));
     sim.run_until(Instant::from_ns(50_000_000));
-    let stats = sim.nic(0).flow_stats(1).unwrap();
+    let stats = sim.nic(A).flow_stats(1).unwrap();
     assert_eq!(stats.acked_bytes, 10 * 1024);
     assert!(stats.retransmitted_packets > 0);
 }
@@ -108,8 +111,8 @@ NEIGH:
         let cfg = NicConfig { gateway_mac: Some(router), ..nic(B_MAC, b_ip).config().clone() };
         sim.add(Device::Nic(Box::new(Nic::new(cfg).unwrap())))
     };
-    sim.connect((a, 0), 25_000, (sw, 0), 25_000, 500);
-    sim.connect((b, 0), 25_000, (sw, 1), 25_000, 500);
+    sim.connect(a.port(0), 25_000, sw.port(0), 25_000, Nanos::from_ns(500));
+    sim.connect(b.port(0), 25_000, sw.port(1), 25_000, Nanos::from_ns(500));
     let flow = flow_to(b_ip, B_MAC, FlowConfig::default().message_bytes, 100);
     sim.nic(a).add_flow(flow).unwrap();
     sim.run_until(Instant::from_ns(10_000_000));
@@ -128,9 +131,9 @@ fn fast_pair(rate_mbps: u32, messages: u64, seed: u64, a_to_b: Option<Link>) -> 
         Device::Nic(Box::new(Nic::new(cfg).unwrap()))
     };
     let (a, b) = (sim.add(mk(A_MAC, A_IP)), sim.add(mk(B_MAC, B_IP)));
-    sim.connect((a, 0), rate_mbps, (b, 0), rate_mbps, 100);
+    sim.connect(a.port(0), rate_mbps, b.port(0), rate_mbps, Nanos::from_ns(100));
     if let Some(link) = a_to_b {
-        sim.add_link((a, 0), link);
+        sim.add_link(a.port(0), link);
     }
     sim.keep_log = true;
     let flow = flow_to(B_IP, B_MAC, 8192, messages);
@@ -142,7 +145,7 @@ fn fast_pair(rate_mbps: u32, messages: u64, seed: u64, a_to_b: Option<Link>) -> 
 fn back_to_back_frames_at_400g_do_not_drift() {
     let mut sim = fast_pair(400_000, 40, 0, None);
     sim.run_until(Instant::from_ns(1_000_000));
-    let at_b: Vec<&Delivered> = sim.delivered.iter().filter(|d| d.to == (1, 0)).collect();
+    let at_b: Vec<&Delivered> = sim.delivered.iter().filter(|d| d.to == B.port(0)).collect();
     assert!(at_b.len() >= 300, "{}", at_b.len());
     // Every frame after the first arrives within 1 ns of the exact (picosecond) sum of the serialisation
     // times before it (both ends rounded up to the ns: less than 1 ns apart). A 1 KiB frame at 400 Gb/s
@@ -178,8 +181,8 @@ fn a_lone_frame_arrives_after_its_bits_and_the_delay_to_the_nanosecond() {
     for rate in [25_000u32, 100_000, 400_000] {
         let mut sim = fast_pair(rate, 1, 0, None);
         sim.run_until(Instant::from_ns(200_000));
-        let s = sim.sent.iter().find(|s| s.from == (0, 0)).unwrap();
-        let d = sim.delivered.iter().find(|d| d.to == (1, 0)).unwrap();
+        let s = sim.sent.iter().find(|s| s.from == A.port(0)).unwrap();
+        let d = sim.delivered.iter().find(|d| d.to == B.port(0)).unwrap();
         let bits = (s.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8;
         assert_eq!(
             d.at.as_ns(),
@@ -192,29 +195,29 @@ fn a_lone_frame_arrives_after_its_bits_and_the_delay_to_the_nanosecond() {
 #[test]
 fn every_nth_data_packet_is_lost_and_go_back_n_recovers() {
     let loss = Impairment::Every { n: 16, frames: Frames::Data };
-    let link = Link { loss: Some(loss), ..Link::new((1, 0), 100_000, 100) };
+    let link = Link { loss: Some(loss), ..Link::new(B.port(0), 100_000, Nanos::from_ns(100)) };
     let mut sim = fast_pair(100_000, 20, 0, Some(link));
     sim.run_until(Instant::from_ns(50_000_000));
-    let stats = sim.link_stats((0, 0)).unwrap();
+    let stats = sim.link_stats(A.port(0)).unwrap();
     let data_sent =
-        sim.sent.iter().filter(|s| s.from == (0, 0) && link::is_roce_data(&s.frame)).count() as u64;
+        sim.sent.iter().filter(|s| s.from == A.port(0) && link::is_roce_data(&s.frame)).count() as u64;
     assert_eq!(stats.lost, data_sent / 16, "{stats:?}");
     assert!(stats.lost > 0);
-    let flow = sim.nic(0).flow_stats(1).unwrap();
+    let flow = sim.nic(A).flow_stats(1).unwrap();
     assert_eq!(flow.acked_bytes, 20 * 8192);
     assert!(flow.retransmitted_packets >= stats.lost, "{flow:?}");
     // ACKs (B→A) are never data.
-    assert!(sim.sent.iter().filter(|s| s.from == (1, 0)).all(|s| !link::is_roce_data(&s.frame)));
+    assert!(sim.sent.iter().filter(|s| s.from == B.port(0)).all(|s| !link::is_roce_data(&s.frame)));
 }
 
 #[test]
 fn random_loss_follows_the_seed() {
     let loss = Impairment::Random { probability: 0.02, frames: Frames::All };
-    let link = Link { loss: Some(loss), ..Link::new((1, 0), 100_000, 100) };
+    let link = Link { loss: Some(loss), ..Link::new(B.port(0), 100_000, Nanos::from_ns(100)) };
     let run = |seed| {
         let mut sim = fast_pair(100_000, 40, seed, Some(link));
         sim.run_until(Instant::from_ns(50_000_000));
-        (sim.delivered.iter().map(|d| d.at.as_ns()).collect::<Vec<_>>(), sim.link_stats((0, 0)).unwrap())
+        (sim.delivered.iter().map(|d| d.at.as_ns()).collect::<Vec<_>>(), sim.link_stats(A.port(0)).unwrap())
     };
     let (one, two, other) = (run(7), run(7), run(8));
     assert_eq!(one, two);
@@ -237,19 +240,22 @@ VLAN_MEMBER: { Vlan10|Ethernet0: { tagging_mode: untagged }, Vlan10|Ethernet4: {
     let a = sim.add(Device::Nic(Box::new(nic(A_MAC, A_IP))));
     let b = sim.add(Device::Nic(Box::new(nic(B_MAC, B_IP))));
     let corrupt = Impairment::Every { n: 5, frames: Frames::All };
-    sim.connect((a, 0), 25_000, (sw, 0), 100_000, 200);
-    sim.add_link((a, 0), Link { corrupt: Some(corrupt), ..Link::new((sw, 0), 25_000, 200) });
-    sim.connect((b, 0), 25_000, (sw, 1), 100_000, 200);
-    let capture = sim.capture(vec![(a, 0), (sw, 0)]);
+    sim.connect(a.port(0), 25_000, sw.port(0), 100_000, Nanos::from_ns(200));
+    sim.add_link(
+        a.port(0),
+        Link { corrupt: Some(corrupt), ..Link::new(sw.port(0), 25_000, Nanos::from_ns(200)) },
+    );
+    sim.connect(b.port(0), 25_000, sw.port(1), 100_000, Nanos::from_ns(200));
+    let capture = sim.capture(vec![a.port(0), sw.port(0)]);
     let flow = flow_to(B_IP, B_MAC, FlowConfig::default().message_bytes, 4);
     sim.nic(a).add_flow(flow).unwrap();
     sim.run_until(Instant::from_ns(2_000_000));
-    let stats = sim.link_stats((a, 0)).unwrap();
+    let stats = sim.link_stats(a.port(0)).unwrap();
     assert!(stats.corrupted > 0 && stats.corrupted == stats.frames / 5, "{stats:?}");
     let c = sim.switch(sw).port_counters(PortId::new(0)).unwrap();
     assert_eq!(c.rx_err, stats.corrupted);
     assert_eq!(c.drop_reasons.get(&crate::model::DropReason::FcsError), Some(&stats.corrupted));
-    let to_a = sim.link_stats((sw, 0)).unwrap().frames;
+    let to_a = sim.link_stats(sw.port(0)).unwrap().frames;
     let (pcap, frames) = sim.capture_bytes(capture);
     assert_eq!(frames, stats.frames + to_a);
     assert!(pcap.len() > 24 + frames as usize * 16);
@@ -259,13 +265,13 @@ VLAN_MEMBER: { Vlan10|Ethernet0: { tagging_mode: untagged }, Vlan10|Ethernet4: {
 fn a_stopped_node_sends_nothing_and_takes_nothing() {
     let mut sim = fast_pair(25_000, 1000, 0, None);
     sim.run_until(Instant::from_ns(20_000));
-    sim.stop(1);
-    let delivered_to_b = sim.delivered.iter().filter(|d| d.to == (1, 0)).count();
-    let sent_by_b = sim.sent.iter().filter(|s| s.from == (1, 0)).count();
+    sim.stop(B);
+    let delivered_to_b = sim.delivered.iter().filter(|d| d.to == B.port(0)).count();
+    let sent_by_b = sim.sent.iter().filter(|s| s.from == B.port(0)).count();
     sim.run_until(Instant::from_ns(200_000));
-    assert_eq!(sim.delivered.iter().filter(|d| d.to == (1, 0)).count(), delivered_to_b);
-    assert_eq!(sim.sent.iter().filter(|s| s.from == (1, 0)).count(), sent_by_b);
-    assert!(sim.sent.iter().filter(|s| s.from == (0, 0)).count() > sent_by_b);
+    assert_eq!(sim.delivered.iter().filter(|d| d.to == B.port(0)).count(), delivered_to_b);
+    assert_eq!(sim.sent.iter().filter(|s| s.from == B.port(0)).count(), sent_by_b);
+    assert!(sim.sent.iter().filter(|s| s.from == A.port(0)).count() > sent_by_b);
 }
 
 /// 802.1Qbb frame: (class-enable vector, quanta of priority 3), if it is one.
@@ -322,7 +328,7 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
     let b = sim.add(host(B_MAC, B_IP));
     let c = sim.add(host(c_mac, Ipv4Addr::new(10, 0, 0, 3)));
     for (n, port) in [(a, 0), (b, 1), (c, 2)] {
-        sim.connect((n, 0), 100_000, (sw, port), 100_000, DELAY);
+        sim.connect(n.port(0), 100_000, sw.port(port), 100_000, Nanos::from_ns(DELAY));
     }
     for (n, id) in [(a, 1), (b, 2)] {
         let flow = FlowConfig {
@@ -345,10 +351,10 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
     let xoff = sim
         .sent
         .iter()
-        .find(|s| s.from == (sw, 0) && pfc_quanta3(&s.frame).is_some_and(|(ce, q)| ce & 8 != 0 && q > 0))
+        .find(|s| s.from == sw.port(0) && pfc_quanta3(&s.frame).is_some_and(|(ce, q)| ce & 8 != 0 && q > 0))
         .expect("the switch paused A");
     let got =
-        sim.delivered.iter().find(|d| d.to == (a, 0) && d.frame == xoff.frame && d.at >= xoff.at).unwrap();
+        sim.delivered.iter().find(|d| d.to == a.port(0) && d.frame == xoff.frame && d.at >= xoff.at).unwrap();
     let pfc_bits_ns = ((xoff.frame.len() as u64 + WIRE_OVERHEAD_BYTES) * 8 * 1000).div_ceil(100_000);
     assert!(
         (xoff.at.as_ns() + pfc_bits_ns + DELAY..=xoff.at.as_ns() + pfc_bits_ns + DELAY + 1)
@@ -362,14 +368,14 @@ BUFFER_QUEUE: { "Ethernet0,Ethernet4,Ethernet8|3": { profile: egress_lossless_pr
     let released = sim
         .delivered
         .iter()
-        .filter(|d| d.to == (a, 0) && d.at > got.at)
+        .filter(|d| d.to == a.port(0) && d.at > got.at)
         .find(|d| pfc_quanta3(&d.frame).is_some_and(|(ce, q)| ce & 8 != 0 && q == 0))
         .map_or(got.at.as_ns() + 100_000, |d| d.at.as_ns());
     let data_while_paused = sim
         .sent
         .iter()
         .filter(|s| {
-            s.from == (a, 0) && s.at >= got.at && s.at.as_ns() < released && link::is_roce_data(&s.frame)
+            s.from == a.port(0) && s.at >= got.at && s.at.as_ns() < released && link::is_roce_data(&s.frame)
         })
         .count();
     assert_eq!(data_while_paused, 0, "A sent data between {} and {released}", got.at.as_ns());
@@ -390,18 +396,18 @@ fn a_link_down_loses_what_is_put_on_it_and_the_flow_resumes_when_it_is_back() {
     let mut sim = pair();
     // A is sending; at 2 µs the link goes down (a frame may be on the wire: it is lost too).
     sim.run_until(Instant::from_ns(2_000));
-    assert!(sim.link_is_up((0, 0)));
-    assert!(sim.set_link_up((1, 0), false), "either end names the link");
-    assert!(!sim.link_is_up((0, 0)) && !sim.link_is_up((1, 0)));
+    assert!(sim.link_is_up(A.port(0)));
+    assert!(sim.set_link_up(B.port(0), false), "either end names the link");
+    assert!(!sim.link_is_up(A.port(0)) && !sim.link_is_up(B.port(0)));
     let delivered = sim.delivered.len();
     sim.run_until(Instant::from_ns(3_000_000));
     assert_eq!(sim.delivered.len(), delivered, "nothing crosses a down link");
-    let lost = sim.link_stats((0, 0)).unwrap().lost + sim.link_stats((1, 0)).unwrap().lost;
+    let lost = sim.link_stats(A.port(0)).unwrap().lost + sim.link_stats(B.port(0)).unwrap().lost;
     assert!(lost > 0, "A's frames (retransmissions included) were lost");
-    assert!(sim.nic(0).flow_stats(1).unwrap().acked_bytes < 10 * 1024);
+    assert!(sim.nic(A).flow_stats(1).unwrap().acked_bytes < 10 * 1024);
     // Back up: go-back-N brings every message through.
-    assert!(sim.set_link_up((0, 0), true));
+    assert!(sim.set_link_up(A.port(0), true));
     sim.run_until(Instant::from_ns(60_000_000));
-    assert_eq!(sim.nic(0).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
-    assert!(!sim.set_link_up((0, 5), false), "a port without a link");
+    assert_eq!(sim.nic(A).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
+    assert!(!sim.set_link_up(A.port(5), false), "a port without a link");
 }
