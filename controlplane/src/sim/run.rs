@@ -10,8 +10,8 @@ use crate::lab::scenario::{ActionKind, SAMPLE_INTERVAL_MS, Scenario};
 use crate::lab::topology::resolve_switch_config;
 use anyhow::bail;
 use lossless_dataplane::io::runtime::TimedEvent;
-use lossless_dataplane::model::PortId;
 use lossless_dataplane::model::config::ConfigDb;
+use lossless_dataplane::model::{Event, PortId};
 use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_dataplane::server::{CountersSnapshot, event_to_proto, fdb_to_proto, neighbors_to_proto};
 use lossless_dataplane::sim::{Device, Endpoint};
@@ -307,15 +307,33 @@ fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<Endpoint>, St
 }
 
 /// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms), and
-/// each switch's first XOFF and first CE marks.
+/// each switch's first XOFF and first CE marks. Only those are converted to the API's form (which formats a
+/// message): a congested fabric raises and clears XOFF all the time (every pause of a 128-host Clos
+/// shuffle), and converting every XON and every later XOFF was a twentieth of such a run.
 fn collect_events(f: &mut Fabric, out: &mut Vec<pb::SwitchEvent>, firsts: &mut BTreeMap<String, Firsts>) {
     for (at, node, event) in std::mem::take(&mut f.sim.events) {
         let at_ns = at.as_ns();
         if !matches!(f.sim.device(node), Device::Switch(_)) {
             continue;
         }
+        let name = f.switches.iter().find(|(_, id)| **id == node).map(|(n, _)| n);
+        if let Some(name) = name
+            && !firsts.contains_key(name)
+        {
+            firsts.insert(name.clone(), Firsts::default());
+        }
+        let kept = match &event {
+            Event::PfcXoff { .. } => name.is_some_and(|n| firsts[n].xoff.is_none()),
+            Event::EcnFirstMark { .. } | Event::PfcStormDetected { .. } | Event::PfcStormRestored { .. } => {
+                true
+            }
+            _ => false,
+        };
+        if !kept {
+            continue;
+        }
         let mut e = event_to_proto(&TimedEvent { at_ns, event });
-        if let Some(name) = f.switches.iter().find(|(_, id)| **id == node).map(|(n, _)| n) {
+        if let Some(name) = name {
             firsts.entry(name.clone()).or_default().note(&e);
         }
         if e.kind.starts_with("pfc_storm") {

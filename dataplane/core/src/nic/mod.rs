@@ -126,6 +126,9 @@ pub struct Nic {
     schedules: Vec<FlowSchedule>,
     /// The schedules indexed by instant, so that the NIC's scans cost log(flows) (`flow_index.rs`).
     index: FlowIndex,
+    /// The flows' local QP numbers, sorted, with each flow's position in `flows`: an ACK or CNP finds
+    /// its flow by binary search instead of a scan of every flow (127 per host in a 128-host shuffle).
+    by_qp: Vec<(u32, usize)>,
     /// Buffers of frames the NIC handled, to build frames in (no allocation per frame in a simulation).
     spare_frames: Vec<Vec<u8>>,
     rr_next: usize,
@@ -158,6 +161,7 @@ impl Nic {
             flows: Vec::new(),
             schedules: Vec::new(),
             index: FlowIndex::default(),
+            by_qp: Vec::new(),
             spare_frames: Vec::new(),
             rr_next: 0,
             receivers: BTreeMap::new(),
@@ -210,7 +214,7 @@ impl Nic {
                 return bad(format!("{name} {v:#x} does not fit 24 bits"));
             }
         }
-        let qp_in_use = |qp: u32| self.flows.iter().any(|f| f.src_qp == qp);
+        let qp_in_use = |qp: u32| self.flow_of_qp(qp).is_some();
         let src_qp = if flow.src_qp == 0 {
             (FIRST_AUTO_QP..=packet::PSN_MASK).find(|&q| !qp_in_use(q)).unwrap_or(FIRST_AUTO_QP)
         } else if qp_in_use(flow.src_qp) {
@@ -229,7 +233,7 @@ impl Nic {
         );
         self.schedules.push(send.schedule(self.now, self.cfg.window_packets));
         self.flows.push(send);
-        self.rebuild_index();
+        self.index_added_flow();
         Ok(src_qp)
     }
 
@@ -384,8 +388,17 @@ impl Nic {
                 mode: self.cfg.retransmit,
             };
             let key = RxKey { src_ip: p.src_ip, qp: p.bth.dest_qp, src_qp: header.src_qp };
-            self.open_receiving_qp(key, implied_initial_psn(p.bth.psn, &header), now);
-            let Some(rx) = self.receivers.get_mut(&key) else { return };
+            let initial_psn = implied_initial_psn(p.bth.psn, &header);
+            self.expire_idle(now);
+            // Nearly always the live QP of this incarnation: one lookup.
+            let rx = match self.receivers.get_mut(&key) {
+                Some(rx) if rx.initial_psn() == initial_psn => rx,
+                _ => {
+                    self.open_receiving_qp(key, initial_psn, now);
+                    let Some(rx) = self.receivers.get_mut(&key) else { return };
+                    rx
+                }
+            };
             rx.peer_mac = p.src_mac;
             rx.udp_src_port = p.udp_src_port;
             rx.dscp = p.dscp;
@@ -405,7 +418,9 @@ impl Nic {
             return;
         }
         let qp = p.bth.dest_qp;
-        let Some(i) = self.flows.iter().position(|f| f.src_qp == qp && f.cfg.dst_ip == p.src_ip) else {
+        let i = self.flow_of_qp(qp).filter(|&i| self.flows[i].cfg.dst_ip == p.src_ip);
+        debug_assert_eq!(i, self.flows.iter().position(|f| f.src_qp == qp && f.cfg.dst_ip == p.src_ip));
+        let Some(i) = i else {
             if matches!(p.bth.opcode, Opcode::RcAck | Opcode::Cnp) {
                 self.counters.rx_unknown_qp += 1;
             } else {

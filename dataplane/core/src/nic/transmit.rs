@@ -14,6 +14,10 @@ use crate::wire::mac_control;
 use crate::wire::{ArpPacket, EtherType, EthernetAddress, MacControlRepr, arp, ethernet, vlan};
 use std::net::Ipv4Addr;
 
+/// The buffer an ACK, NAK or CNP is built in holds this much: any of them (at most 82 bytes with a tag
+/// and a CNP's 16-byte payload).
+const CONTROL_LEN: usize = 96;
+
 impl Nic {
     /// When the line is free (its ps timer rounded up).
     pub(super) fn line_free_at(&self) -> Instant {
@@ -96,7 +100,7 @@ impl Nic {
             // The flow is paced from the instant its first bit leaves, which needs the frame length; the
             // line start does not depend on it.
             let start_ps = self.line_start_ps(now);
-            let buffer = self.spare_frame();
+            let buffer = self.spare_frame(self.data_frame_max_len());
             let frame = self.flows[i].transmit(now, start_ps, &local, buffer);
             self.reschedule_flow(i);
             self.occupy_line(now, frame.len());
@@ -106,11 +110,28 @@ impl Nic {
         None
     }
 
-    /// A buffer to build a frame in: one the NIC received and is done with, or a new one. Received frames
-    /// (data on the receiving side, ACKs on the sending side) come back through [`Nic::recycle`], so a
-    /// simulated host builds most frames without an allocation.
-    fn spare_frame(&mut self) -> Vec<u8> {
-        self.spare_frames.pop().unwrap_or_default()
+    /// A buffer to build a frame of up to `len` bytes in: of the frames the NIC received and is done
+    /// with, the smallest that holds it, else a new one. Received frames (data on the receiving side, ACKs
+    /// on the sending side) come back through [`Nic::recycle`], so a simulated host builds most frames
+    /// without an allocation; best fit keeps the large buffers for data frames (an ACK built in the last
+    /// buffer received, whatever its size, left data frames to grow small ones: an allocation and a
+    /// copy).
+    fn spare_frame(&mut self, len: usize) -> Vec<u8> {
+        let best = (self.spare_frames.iter().enumerate())
+            .filter(|(_, f)| f.capacity() >= len)
+            .min_by_key(|(_, f)| f.capacity())
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => self.spare_frames.swap_remove(i),
+            None => Vec::with_capacity(len),
+        }
+    }
+
+    /// The longest data frame this NIC sends (a full packet; a message's last may be shorter).
+    fn data_frame_max_len(&self) -> usize {
+        let l2 = ethernet::HEADER_LEN + if self.cfg.vlan_id.is_some() { vlan::HEADER_LEN } else { 0 };
+        let payload = (self.cfg.payload_per_packet() as usize).max(packet::DataHeader::LEN);
+        (l2 + packet::IP_OVERHEAD + payload).max(ethernet::MIN_FRAME_LEN)
     }
 
     /// Takes back a frame the NIC has handled, to build a later one in.
@@ -219,7 +240,9 @@ impl Nic {
                 };
                 let bth = packet::bth(Opcode::RcAck, rx.requester_qp, psn, false);
                 let frame =
-                    packet::rocev2_frame_in(self.spare_frame(), &env, &bth, Aeth::LEN, |p| aeth.emit(p));
+                    packet::rocev2_frame_in(self.spare_frame(CONTROL_LEN), &env, &bth, Aeth::LEN, |p| {
+                        aeth.emit(p)
+                    });
                 if is_nak {
                     self.counters.tx_nak_frames += 1;
                 } else {
@@ -266,7 +289,13 @@ impl Nic {
                 };
                 let bth = packet::bth(Opcode::Cnp, rx.requester_qp, 0, false);
                 self.counters.tx_cnp_frames += 1;
-                Some(packet::rocev2_frame_in(self.spare_frame(), &env, &bth, bth::CNP_PAYLOAD_LEN, |_| {}))
+                Some(packet::rocev2_frame_in(
+                    self.spare_frame(CONTROL_LEN),
+                    &env,
+                    &bth,
+                    bth::CNP_PAYLOAD_LEN,
+                    |_| {},
+                ))
             }
         }
     }
