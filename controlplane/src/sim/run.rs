@@ -216,7 +216,7 @@ pub fn run_observed(
         }
         if t == next_sample {
             for (name, &id) in &f.switches {
-                let c = CountersSnapshot::take(f.sim.switch(id), t).to_proto();
+                let c = virtual_counters(f.sim.switch(id), t);
                 samples.entry(name.clone()).or_default().push(c);
             }
             next_sample += sample_ns;
@@ -236,7 +236,7 @@ pub fn run_observed(
     let mut paused_at_end: BTreeMap<String, BTreeMap<String, u8>> = BTreeMap::new();
     for (name, &id) in &f.switches {
         let switch = f.sim.switch(id);
-        finals.insert(name.clone(), CountersSnapshot::take(switch, now).to_proto());
+        finals.insert(name.clone(), virtual_counters(switch, now));
         tables.insert(name.clone(), (fdb_to_proto(switch), neighbors_to_proto(switch)));
         let paused = paused_at_end.entry(name.clone()).or_default();
         for (p, port) in switch.config().ports.iter().enumerate() {
@@ -304,6 +304,14 @@ fn capture_ends(f: &mut Fabric, spec: &str) -> anyhow::Result<(Vec<Endpoint>, St
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
         .collect();
     Ok((vec![ep, other], format!("{file}.pcap")))
+}
+
+/// A switch's counters at virtual time `at_ns`, dated like its events: virtual time has no wall clock, so
+/// the wall time is the virtual time (not this process's clock, which would make runs differ).
+fn virtual_counters(switch: &lossless_dataplane::model::Switch, at_ns: u64) -> pb::GetCountersResponse {
+    let mut c = CountersSnapshot::take(switch, at_ns).to_proto();
+    c.wall_time_unix_ns = at_ns;
+    c
 }
 
 /// The switches' PFC watchdog events, as a lab's Subscribe stream gives them (the report keeps storms), and
