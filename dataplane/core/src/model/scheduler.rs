@@ -84,6 +84,17 @@ pub const DEFAULT_BURST_PACKETS: u64 = 1;
 const QUEUES: usize = 8;
 /// 1 bit at 1 Mb/s lasts 1 µs = 1e6 ps.
 const PS_PER_BIT_AT_1_MBPS: u128 = 1_000_000;
+/// 1 byte at 1 Mb/s lasts 8 µs.
+const PS_PER_BYTE_AT_1_MBPS: u64 = 8 * 1_000_000;
+
+/// The picoseconds a byte occupies the line at `speed_mbps` when that is a whole number (every usual speed:
+/// 1, 10, 25, 40, 50, 100, 200, 400, 800 Gb/s all divide 8e6), else 0. With a whole number the division of
+/// [`Scheduler::occupy_line`] is exact and leaves its remainder as it was, so a multiplication gives the
+/// same result.
+fn whole_ps_per_byte(speed_mbps: u32) -> u64 {
+    let speed = u64::from(speed_mbps.max(1));
+    if PS_PER_BYTE_AT_1_MBPS.is_multiple_of(speed) { PS_PER_BYTE_AT_1_MBPS / speed } else { 0 }
+}
 
 /// How one egress queue is scheduled (from its `QUEUE|<port>|<q>` `scheduler`).
 pub use super::config::SchedulerParams as QueueSettings;
@@ -177,6 +188,8 @@ impl<T> QueueState<T> {
 #[derive(Debug, Clone)]
 pub struct Scheduler<T: Queued> {
     speed_mbps: u32,
+    /// [`whole_ps_per_byte`] of the speed: 0 when the line's time needs the general division.
+    ps_per_byte: u64,
     queues: [QueueState<T>; QUEUES],
     port_shaper: Option<TokenBucket>,
     unit: CreditUnit,
@@ -199,13 +212,25 @@ pub struct Scheduler<T: Queued> {
     strict_queues: u8,
     weighted_queues: u8,
     metered_queues: u8,
+    /// Queues without a dequeue-time shaper, none at all when the port has a port shaper: a queue of these
+    /// with items is ready as soon as the line is free.
+    unshaped_queues: u8,
+    /// Of [`Scheduler::unshaped_queues`], those without a minimum-bandwidth meter either: when such a queue is
+    /// the only one open, the choice is that queue, decided by [`Scheduler::pick_only`] without the steps.
+    plain_queues: u8,
 }
+
+/// What the choice of the next queue reads and moves: each weighted queue's deficit, the DRR turn and the
+/// round's position. Debug builds compare a fast choice with the full one from the same state.
+#[cfg(debug_assertions)]
+type ChoiceState = ([u64; QUEUES], Option<usize>, usize);
 
 impl<T: Queued> Scheduler<T> {
     pub fn new(settings: PortSettings) -> Self {
         let PortSettings { speed_mbps, queues, shaper } = settings;
         Scheduler {
             speed_mbps,
+            ps_per_byte: whole_ps_per_byte(speed_mbps),
             queues: std::array::from_fn(|q| QueueState::new(queues[q], Instant::ZERO)),
             port_shaper: shaper
                 .and_then(|(meter, pir, pbs)| TokenBucket::new(meter, pir, Some(pbs), Instant::ZERO)),
@@ -221,6 +246,8 @@ impl<T: Queued> Scheduler<T> {
             strict_queues: 0,
             weighted_queues: 0,
             metered_queues: 0,
+            unshaped_queues: 0,
+            plain_queues: 0,
         }
         .with_masks()
     }
@@ -242,6 +269,8 @@ impl<T: Queued> Scheduler<T> {
             mask(|s| s.min_bandwidth.is_some()),
         );
         (self.strict_queues, self.weighted_queues, self.metered_queues) = (strict, weighted, metered);
+        self.unshaped_queues = if self.port_shaper.is_some() { 0 } else { mask(|s| s.shaper.is_none()) };
+        self.plain_queues = self.unshaped_queues & !metered;
     }
 
     /// Applies new settings, keeping queued items, the line state and (where the meter type is unchanged)
@@ -255,6 +284,7 @@ impl<T: Queued> Scheduler<T> {
             self.line_remainder = 0;
             self.line_free = self.exact_line_free();
             self.speed_mbps = speed_mbps;
+            self.ps_per_byte = whole_ps_per_byte(speed_mbps);
         }
         let unit = CreditUnit::of(&queues);
         for (q, new) in queues.into_iter().enumerate() {
@@ -278,6 +308,7 @@ impl<T: Queued> Scheduler<T> {
 
     /// Appends an item to a queue. `Err(item)` when the queue is a policed STRICT queue whose bucket cannot
     /// pay for the frame (the caller counts the drop).
+    #[inline]
     pub fn enqueue(&mut self, queue: u8, item: T, now: Instant) -> Result<(), T> {
         let state = &mut self.queues[index(queue)];
         let wire_len = item.wire_len();
@@ -297,11 +328,17 @@ impl<T: Queued> Scheduler<T> {
     /// The next item to put on the line, if the line is free at `now` and some queue not in `blocked`
     /// (bit q = queue q paused by PFC or held) is eligible under its shapers. Marks the line busy for the
     /// frame's serialisation time.
+    #[inline]
     pub fn dequeue(&mut self, now: Instant, blocked: u8) -> Option<(u8, T)> {
         if self.total_len == 0 || now < self.line_free_at() {
             return None;
         }
-        let (q, step) = self.pick(now, blocked)?;
+        let open = self.nonempty & !blocked;
+        let (q, step) = if open.is_power_of_two() && open & self.plain_queues != 0 {
+            self.pick_only(open.trailing_zeros() as usize, now, blocked)
+        } else {
+            self.pick(now, blocked)?
+        };
         let unit = self.unit;
         let state = &mut self.queues[q];
         let item = state.items.pop_front()?;
@@ -342,13 +379,26 @@ impl<T: Queued> Scheduler<T> {
             self.line_remainder = 0;
         }
         // Otherwise it follows the previous frame from the exact instant that one ends.
-        let bits = (wire_len as u128 + u128::from(WIRE_OVERHEAD_BYTES)) * 8;
-        let speed = u128::from(self.speed_mbps.max(1));
-        let scaled = bits * PS_PER_BIT_AT_1_MBPS + u128::from(self.line_remainder);
-        let (whole, remainder) = crate::ps::div_rem(scaled, speed as u64);
+        let bytes = wire_len as u128 + u128::from(WIRE_OVERHEAD_BYTES);
+        let (whole, remainder) = if self.ps_per_byte != 0 {
+            // (bytes × 8e6 + remainder) / speed with speed dividing 8e6 and remainder < speed.
+            let exact = (bytes * u128::from(self.ps_per_byte), self.line_remainder);
+            debug_assert_eq!(exact, self.line_time(bytes), "whole ps per byte at {} Mb/s", self.speed_mbps);
+            exact
+        } else {
+            self.line_time(bytes)
+        };
         self.line_free_at_ps += whole;
         self.line_remainder = remainder;
         self.line_free = self.exact_line_free();
+    }
+
+    /// A frame's time on the line in whole ps, and the new remainder: `(bytes × 8 bits × 1e6 + remainder) /
+    /// speed`.
+    fn line_time(&self, bytes: u128) -> (u128, u64) {
+        let speed = u128::from(self.speed_mbps.max(1));
+        let scaled = bytes * 8 * PS_PER_BIT_AT_1_MBPS + u128::from(self.line_remainder);
+        crate::ps::div_rem(scaled, speed as u64)
     }
 
     /// When the frame on the line ends, rounded up to the ns.
@@ -373,6 +423,17 @@ impl<T: Queued> Scheduler<T> {
             "non-empty queue mask"
         );
         let open = self.nonempty & !blocked;
+        if open & self.unshaped_queues != 0 {
+            // A queue with items and no shaper on a port without a port shaper: ready when the line is.
+            let ready = self.line_free_at().max(now);
+            debug_assert_eq!(Some(ready), self.next_ready_at_by_queue(now, open), "unshaped queue ready");
+            return Some(ready);
+        }
+        self.next_ready_at_by_queue(now, open)
+    }
+
+    /// [`Scheduler::next_ready_at`] from each open queue's shaper and the port shaper.
+    fn next_ready_at_by_queue(&self, now: Instant, open: u8) -> Option<Instant> {
         let queue_ready = (0..QUEUES)
             .filter(|&q| open & (1 << q) != 0)
             .filter_map(|q| {
@@ -443,6 +504,57 @@ impl<T: Queued> Scheduler<T> {
         (!shaped).then_some(head)
     }
 
+    /// The choice when queue `q`, without shaper or meter on a port without port shaper, is the only open
+    /// queue: the minimum-bandwidth step has nothing to serve, and the strict step serves `q` if it is STRICT;
+    /// otherwise the weighted round has `q` as its one candidate, which continues its turn while its head fits
+    /// the deficit, else gets the visits its head needs (what [`Scheduler::pick_weighted`] does with one
+    /// candidate). Debug builds compare with the full choice from the same state.
+    #[cfg_attr(not(debug_assertions), allow(unused_variables))]
+    fn pick_only(&mut self, q: usize, now: Instant, blocked: u8) -> (usize, Step) {
+        #[cfg(debug_assertions)]
+        let full = {
+            let before = self.choice_state();
+            let full = self.pick(now, blocked);
+            let after = self.choice_state();
+            self.restore_choice_state(before);
+            (full, after)
+        };
+        let step = if self.strict_queues & (1 << q) != 0 {
+            Step::Strict
+        } else {
+            let unit = self.unit;
+            let turn = self.turn;
+            let state = &mut self.queues[q];
+            let cost = state.items.front().map_or(0, |head| unit.cost(head.wire_len()));
+            if turn != Some(q) || cost > state.deficit {
+                let quantum = unit.quantum(state.settings.weight);
+                let missing = cost.saturating_sub(state.deficit);
+                let visits = if missing <= quantum { 1 } else { missing.div_ceil(quantum) };
+                state.deficit = state.deficit.saturating_add(visits.saturating_mul(quantum));
+                self.turn = Some(q);
+                self.last_visited = q;
+            }
+            Step::Weighted
+        };
+        #[cfg(debug_assertions)]
+        assert_eq!((Some((q, step)), self.choice_state()), full, "the one open queue's choice");
+        (q, step)
+    }
+
+    #[cfg(debug_assertions)]
+    fn choice_state(&self) -> ChoiceState {
+        (std::array::from_fn(|q| self.queues[q].deficit), self.turn, self.last_visited)
+    }
+
+    #[cfg(debug_assertions)]
+    fn restore_choice_state(&mut self, (deficits, turn, last_visited): ChoiceState) {
+        for (state, deficit) in self.queues.iter_mut().zip(deficits) {
+            state.deficit = deficit;
+        }
+        (self.turn, self.last_visited) = (turn, last_visited);
+    }
+
+    #[inline(never)]
     fn pick(&mut self, now: Instant, blocked: u8) -> Option<(usize, Step)> {
         if self.port_shaper.as_ref().is_some_and(|shaper| !shaper.is_open(now)) {
             return None;

@@ -561,3 +561,4 @@ fn reconfigure_keeps_items_and_flush_empties() {
 }
 
 mod properties;
+mod reference;

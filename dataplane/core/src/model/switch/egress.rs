@@ -355,25 +355,13 @@ impl Switch {
         if state.egress.line_free_at() > now || !state.oper_up || (!pfc_due && state.egress.is_empty()) {
             return None;
         }
-        let cfg = self.config.ports.get(port.index())?;
-        let (speed, mac) = (cfg.speed_mbps, cfg.mac);
-        let quanta = self.config.asic.pfc_pause_quanta;
-        let refresh_percent = self.config.asic.pfc_refresh_percent;
         self.touch_port(port);
-        let state = &mut self.ports[port.index()];
         // Without a PFC frame due, `poll_frame` would change nothing and return `None`: the refresh
         // interval (a division) is computed only when one is.
-        if pfc_due {
-            let refresh =
-                Nanos::from_ns(mac_control::quanta_to_ns(quanta, speed)) * u64::from(refresh_percent) / 100;
-            if let Some(repr) = state.pfc.poll_frame(now, quanta, refresh) {
-                let mut frame = vec![0u8; mac_control::FRAME_LEN];
-                MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
-                state.egress.occupy_line(now, frame.len());
-                return Some(Transmit { frame, queue: None });
-            }
+        if pfc_due && let Some(transmit) = self.poll_pfc_frame(port, now) {
+            return Some(transmit);
         }
-        if state.egress.is_empty() {
+        if self.ports[port.index()].egress.is_empty() {
             return None;
         }
         let blocked = self.blocked_queues(port, now);
@@ -405,6 +393,22 @@ impl Switch {
         c.queues[usize::from(queue)].packets += 1;
         c.queues[usize::from(queue)].bytes += len;
         Some(Transmit { frame: item.frame, queue: Some(queue) })
+    }
+
+    /// The PFC frame due on a port, if its state still calls for one: it takes the line.
+    fn poll_pfc_frame(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
+        let cfg = self.config.ports.get(port.index())?;
+        let (speed, mac) = (cfg.speed_mbps, cfg.mac);
+        let quanta = self.config.asic.pfc_pause_quanta;
+        let refresh_percent = self.config.asic.pfc_refresh_percent;
+        let refresh =
+            Nanos::from_ns(mac_control::quanta_to_ns(quanta, speed)) * u64::from(refresh_percent) / 100;
+        let state = &mut self.ports[port.index()];
+        let repr = state.pfc.poll_frame(now, quanta, refresh)?;
+        let mut frame = vec![0u8; mac_control::FRAME_LEN];
+        MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
+        state.egress.occupy_line(now, frame.len());
+        Some(Transmit { frame, queue: None })
     }
 
     /// The earliest instant at which something is due on a port: a PFC frame, or a queue that becomes

@@ -111,7 +111,7 @@ fn checked_dequeue(
 /// Cases for a property suite whose budget is `n` at the default of 256 cases: `PROPTEST_CASES` (which
 /// proptest reads for suites on its default config) scales it by the same factor, so that
 /// `PROPTEST_CASES=2560` runs every suite 10x (nightly-style mode). Unset or unparsable: `n`.
-fn proptest_cases(n: u32) -> u32 {
+pub(super) fn proptest_cases(n: u32) -> u32 {
     match std::env::var("PROPTEST_CASES").ok().and_then(|v| v.trim().parse::<u64>().ok()) {
         Some(cases) => u32::try_from(u64::from(n) * cases / 256).unwrap_or(u32::MAX).max(1),
         None => n,
