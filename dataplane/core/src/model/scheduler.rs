@@ -354,12 +354,14 @@ impl<T: Queued> Scheduler<T> {
         if let Some(shaper) = &mut self.port_shaper {
             shaper.charge(now, wire_len, true);
         }
+        let emptied = state.items.is_empty();
         match step {
             Step::MinBandwidth => self.min_bandwidth_last = q,
-            Step::Weighted => state.deficit -= unit.cost(wire_len),
-            Step::Strict => {}
+            // An emptied queue loses its deficit below: [`Scheduler::pick_only`] does not credit it.
+            Step::Weighted if !emptied => state.deficit -= unit.cost(wire_len),
+            Step::Weighted | Step::Strict => {}
         }
-        if state.items.is_empty() {
+        if emptied {
             self.nonempty &= !(1 << q);
             state.deficit = 0;
             if self.turn == Some(q) {
@@ -372,6 +374,7 @@ impl<T: Queued> Scheduler<T> {
 
     /// The line carries a frame that is not from a queue (a PFC frame): busy for its serialisation time from
     /// max(now, line free).
+    #[inline]
     pub fn occupy_line(&mut self, now: Instant, wire_len: usize) {
         if now > self.line_free_at() {
             // The line was idle: the frame starts now.
@@ -508,7 +511,10 @@ impl<T: Queued> Scheduler<T> {
     /// queue: the minimum-bandwidth step has nothing to serve, and the strict step serves `q` if it is STRICT;
     /// otherwise the weighted round has `q` as its one candidate, which continues its turn while its head fits
     /// the deficit, else gets the visits its head needs (what [`Scheduler::pick_weighted`] does with one
-    /// candidate). Debug builds compare with the full choice from the same state.
+    /// candidate). When the head is the queue's last frame, the dequeue empties the queue, which then loses
+    /// its deficit and turn (classic DRR): the visits are not counted, only the round's position moves.
+    /// Debug builds compare with the full choice from the same state.
+    #[inline]
     #[cfg_attr(not(debug_assertions), allow(unused_variables))]
     fn pick_only(&mut self, q: usize, now: Instant, blocked: u8) -> (usize, Step) {
         #[cfg(debug_assertions)]
@@ -522,22 +528,31 @@ impl<T: Queued> Scheduler<T> {
         let step = if self.strict_queues & (1 << q) != 0 {
             Step::Strict
         } else {
-            let unit = self.unit;
-            let turn = self.turn;
+            let (unit, turn) = (self.unit, self.turn);
             let state = &mut self.queues[q];
             let cost = state.items.front().map_or(0, |head| unit.cost(head.wire_len()));
-            if turn != Some(q) || cost > state.deficit {
+            let continues = turn == Some(q) && cost <= state.deficit;
+            if !continues && state.items.len() > 1 {
                 let quantum = unit.quantum(state.settings.weight);
                 let missing = cost.saturating_sub(state.deficit);
                 let visits = if missing <= quantum { 1 } else { missing.div_ceil(quantum) };
                 state.deficit = state.deficit.saturating_add(visits.saturating_mul(quantum));
+            }
+            if !continues {
                 self.turn = Some(q);
                 self.last_visited = q;
             }
             Step::Weighted
         };
         #[cfg(debug_assertions)]
-        assert_eq!((Some((q, step)), self.choice_state()), full, "the one open queue's choice");
+        {
+            let (full_pick, mut full_after) = full;
+            if self.queues[q].items.len() == 1 {
+                // Dropped by this dequeue: the shortcut above leaves it uncounted.
+                full_after.0[q] = self.queues[q].deficit;
+            }
+            assert_eq!((Some((q, step)), self.choice_state()), (full_pick, full_after), "one open queue's choice");
+        }
         (q, step)
     }
 

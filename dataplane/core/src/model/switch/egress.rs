@@ -413,6 +413,7 @@ impl Switch {
 
     /// The earliest instant at which something is due on a port: a PFC frame, or a queue that becomes
     /// sendable (line free, shaper tokens, pause expiry).
+    #[inline]
     pub(super) fn port_ready_at(&self, port: PortId, now: Instant) -> Option<Instant> {
         let state = &self.ports[port.index()];
         let line = state.egress.line_free_at();
