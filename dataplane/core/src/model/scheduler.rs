@@ -551,7 +551,11 @@ impl<T: Queued> Scheduler<T> {
                 // Dropped by this dequeue: the shortcut above leaves it uncounted.
                 full_after.0[q] = self.queues[q].deficit;
             }
-            assert_eq!((Some((q, step)), self.choice_state()), (full_pick, full_after), "one open queue's choice");
+            assert_eq!(
+                (Some((q, step)), self.choice_state()),
+                (full_pick, full_after),
+                "one open queue's choice"
+            );
         }
         (q, step)
     }

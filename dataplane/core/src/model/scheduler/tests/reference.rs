@@ -106,7 +106,12 @@ fn plain_queue() -> BoxedStrategy<QueueSettings> {
         0u8..=100,
         proptest::option::of(0u8..=3),
     )
-        .prop_map(|(kind, weight, priority)| QueueSettings { kind, weight, priority, ..QueueSettings::default() })
+        .prop_map(|(kind, weight, priority)| QueueSettings {
+            kind,
+            weight,
+            priority,
+            ..QueueSettings::default()
+        })
         .boxed()
 }
 
