@@ -117,14 +117,14 @@ impl Allocation {
 /// (reserved, shared, headroom).
 #[derive(Debug, Clone, Copy)]
 struct IngressPlan {
-    pool: PoolId,
+    pool: AllocPool,
     regions: (u64, u64, u64),
 }
 
 /// What admission planned on the egress side: the pool and (reserved, shared) cells.
 #[derive(Debug, Clone, Copy)]
 struct EgressPlan {
-    pool: PoolId,
+    pool: AllocPool,
     regions: (u64, u64),
 }
 
@@ -141,6 +141,8 @@ pub enum Refusal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct CellProfile {
     pool: PoolId,
+    /// The same in 32 bits, for allocations (converted once, when the configuration is applied).
+    alloc_pool: AllocPool,
     reserved: u64,
     threshold: CellThreshold,
     xon: u64,
@@ -340,22 +342,33 @@ impl Mmu {
         ingress: Option<(PortId, u8)>,
         egress: (PortId, u8),
     ) -> Result<(Allocation, bool), Refusal> {
-        if !self.manages(ingress, egress) {
+        let (out, queue) = (egress.0, egress.1 & 7);
+        // Each side's state and profile, looked up once: a side without a profile is not managed.
+        let pg_side = ingress.and_then(|(port, pg)| {
+            let state = &self.ports.get(port.index())?.pgs[usize::from(pg & 7)];
+            Some((port, pg & 7, state, state.profile.as_ref()?))
+        });
+        let queue_side = self.ports.get(out.index()).and_then(|p| {
+            let state = &p.queues[usize::from(queue)];
+            Some((state, state.profile.as_ref()?))
+        });
+        if pg_side.is_none() && queue_side.is_none() {
             // Neither side has a profile: admitted without limits and counted nowhere (what planning both
             // sides would conclude, without the partition and the plans).
             return Ok((Allocation { cells, ..Allocation::default() }, false));
         }
         let c = u64::from(cells);
-        let partition = self.partition(ingress.map(|(port, _)| port), egress.0);
-        let (out, queue) = (egress.0, egress.1 & 7);
-        let plan_egress = |mmu: &Self| {
-            if out.index() < mmu.ports.len() { mmu.plan_egress(c, out, queue, partition) } else { Ok(None) }
+        let partition = self.partition(ingress.map(|(port, _)| port), out);
+        let plan_egress = |mmu: &Self| match queue_side {
+            Some((state, prof)) => mmu.plan_egress(c, out, state, prof, partition).map(Some),
+            None => Ok(None),
         };
         // Spectrum counts a frame both sides refuse as an egress drop: egress is asked first.
         let early_egress = if self.personality.egress_drop_first { Some(plan_egress(self)?) } else { None };
-        let ingress = ingress.filter(|(port, _)| port.index() < self.ports.len()).map(|(p, g)| (p, g & 7));
-        let ingress_plan = match ingress {
-            Some((port, pg)) => self.plan_ingress(c, port, pg, partition)?,
+        let ingress_plan = match pg_side {
+            Some((port, pg, state, prof)) => {
+                Some((port, pg, self.plan_ingress(c, port, state, prof, partition)?))
+            }
             None => None,
         };
         let egress_plan = match early_egress {
@@ -364,46 +377,35 @@ impl Mmu {
         };
         let mut alloc = Allocation { cells, partition, ..Allocation::default() };
         let mut xoff = false;
-        if let (Some(plan), Some((port, pg))) = (ingress_plan, ingress) {
+        if let Some((port, pg, plan)) = ingress_plan {
             alloc.sides |= Allocation::INGRESS;
-            (alloc.ingress_port, alloc.pg, alloc.ingress_pool) =
-                (port.index() as u32, pg, AllocPool::new(plan.pool));
+            (alloc.ingress_port, alloc.pg, alloc.ingress_pool) = (port.index() as u32, pg, plan.pool);
             xoff = self.take_ingress(port, pg, partition, plan);
         }
         if let Some(plan) = egress_plan {
             alloc.sides |= Allocation::EGRESS;
-            (alloc.egress_port, alloc.queue, alloc.egress_pool) =
-                (out.index() as u32, queue, AllocPool::new(plan.pool));
+            (alloc.egress_port, alloc.queue, alloc.egress_pool) = (out.index() as u32, queue, plan.pool);
             self.take_egress(out, queue, partition, plan);
         }
         Ok((alloc, xoff))
     }
 
-    /// Does a buffer profile manage the ingress PG or the egress queue of a frame?
-    fn manages(&self, ingress: Option<(PortId, u8)>, egress: (PortId, u8)) -> bool {
-        let pg =
-            ingress.and_then(|(port, pg)| self.ports.get(port.index()).map(|p| &p.pgs[usize::from(pg & 7)]));
-        let queue = self.ports.get(egress.0.index()).map(|p| &p.queues[usize::from(egress.1 & 7)]);
-        pg.is_some_and(|g| g.profile.is_some()) || queue.is_some_and(|q| q.profile.is_some())
-    }
-
-    /// The PG's regions for `c` cells (`pg` already masked to 0..8), or a refusal.
+    /// The PG's regions for `c` cells, or a refusal.
     fn plan_ingress(
         &self,
         c: u64,
         port: PortId,
-        pg: u8,
+        state: &PgState,
+        prof: &CellProfile,
         partition: u8,
-    ) -> Result<Option<IngressPlan>, Refusal> {
-        let state = &self.ports[port.index()].pgs[usize::from(pg)];
-        let Some(prof) = state.profile else { return Ok(None) };
+    ) -> Result<IngressPlan, Refusal> {
         if self.pooled_reserve {
-            return self.plan_ingress_shared_first(c, port, pg, partition, prof);
+            return self.plan_ingress_shared_first(c, port, state, prof, partition);
         }
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
         let rest = c - reserved;
         let plan = |shared: u64, headroom: u64| {
-            Ok(Some(IngressPlan { pool: prof.pool, regions: (reserved, shared, headroom) }))
+            Ok(IngressPlan { pool: prof.alloc_pool, regions: (reserved, shared, headroom) })
         };
         if rest == 0 {
             return plan(0, 0);
@@ -430,11 +432,10 @@ impl Mmu {
         &self,
         c: u64,
         port: PortId,
-        pg: u8,
+        state: &PgState,
+        prof: &CellProfile,
         partition: u8,
-        prof: CellProfile,
-    ) -> Result<Option<IngressPlan>, Refusal> {
-        let state = &self.ports[port.index()].pgs[usize::from(pg)];
+    ) -> Result<IngressPlan, Refusal> {
         let pool = &self.pools[prof.pool];
         let k = usize::from(partition);
         // Spectrum compares the usage before the frame with the limit (NVIDIA's generator counts L + 1
@@ -454,22 +455,21 @@ impl Mmu {
         } else {
             return Err(Refusal::Ingress);
         };
-        Ok(Some(IngressPlan { pool: prof.pool, regions }))
+        Ok(IngressPlan { pool: prof.alloc_pool, regions })
     }
 
-    /// The queue's regions for `c` cells (`queue` already masked to 0..8), or a refusal.
+    /// The queue's regions for `c` cells, or a refusal.
     fn plan_egress(
         &self,
         c: u64,
         port: PortId,
-        queue: u8,
+        state: &QueueState,
+        prof: &CellProfile,
         partition: u8,
-    ) -> Result<Option<EgressPlan>, Refusal> {
-        let state = &self.ports[port.index()].queues[usize::from(queue)];
-        let Some(prof) = state.profile else { return Ok(None) };
+    ) -> Result<EgressPlan, Refusal> {
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
         let rest = c - reserved;
-        let plan = |shared: u64| Ok(Some(EgressPlan { pool: prof.pool, regions: (reserved, shared) }));
+        let plan = |shared: u64| Ok(EgressPlan { pool: prof.alloc_pool, regions: (reserved, shared) });
         if rest == 0 {
             return plan(0);
         }
@@ -488,7 +488,7 @@ impl Mmu {
         let k = usize::from(partition);
         let pooled = shared + if self.pooled_reserve { reserved } else { 0 };
         let state = &mut self.ports[port.index()];
-        state.shared_by_pool[plan.pool] += pooled;
+        state.shared_by_pool[plan.pool.index()] += pooled;
         let g = &mut state.pgs[usize::from(pg)];
         g.reserved_used += reserved;
         g.shared_used += shared;
@@ -508,7 +508,7 @@ impl Mmu {
         // The raisable bit moves only when the PG's shared usage leaves zero; a PG in XOFF has its XON
         // threshold recomputed (`xoff.rs`). Otherwise `pg_changed` would write what is there.
         let changed = g.xoff || (shared > 0 && g.shared_used == shared);
-        let pool = &mut self.pools[plan.pool];
+        let pool = &mut self.pools[plan.pool.index()];
         pool.shared_used[k] += pooled;
         // The pool's watermarks can only rise when the frame took pool cells.
         if pooled > 0 {
@@ -528,7 +528,7 @@ impl Mmu {
         self.debug_check_pg_index(port, pg);
         let xoff = self.update_xoff(port, pg);
         if shared > 0 {
-            self.raise_crossed(port, pg, plan.pool, partition);
+            self.raise_crossed(port, pg, plan.pool.index(), partition);
         }
         xoff
     }
@@ -536,14 +536,14 @@ impl Mmu {
     fn take_egress(&mut self, port: PortId, queue: u8, partition: u8, plan: EgressPlan) {
         let (reserved, shared) = plan.regions;
         let state = &mut self.ports[port.index()];
-        state.shared_by_pool[plan.pool] += shared;
+        state.shared_by_pool[plan.pool.index()] += shared;
         let q = &mut state.queues[usize::from(queue)];
         q.reserved_used += reserved;
         q.shared_used += shared;
         q.partition = partition;
         if shared > 0 {
             q.wm_shared = q.wm_shared.map(|w| w.max(q.shared_used));
-            let pool = &mut self.pools[plan.pool];
+            let pool = &mut self.pools[plan.pool.index()];
             pool.shared_used[usize::from(partition)] += shared;
             let shared_total = pool.shared_total();
             pool.wm_shared = pool.wm_shared.map(|w| w.max(shared_total));

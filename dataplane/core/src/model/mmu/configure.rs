@@ -1,7 +1,7 @@
 //! [`Mmu::configure`]: the buffer configuration resolved to cells, pools matched by name across
 //! reconfigurations.
 
-use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, Pool, PoolId, PortState};
+use super::{AllocPool, CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, Pool, PoolId, PortState};
 use crate::model::config::asic::{PgLayout, cells, layout_cells, pool_shares};
 use crate::model::config::{SwitchConfig, Threshold};
 
@@ -51,6 +51,7 @@ impl Mmu {
             let (reserved, xoff) = layout_cells(layout, p.size_bytes, p.xoff_bytes, cell);
             CellProfile {
                 pool: pool_ids[p.pool],
+                alloc_pool: AllocPool::new(pool_ids[p.pool]),
                 reserved,
                 threshold: match p.threshold {
                     Threshold::Dynamic(n) => CellThreshold::Dynamic(n),

@@ -20,7 +20,6 @@
 
 use super::{CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
 use crate::model::config::PortId;
-use crate::model::config::asic::PgLayout;
 
 /// A slot index meaning "none" in [`PgState`]'s `xoff_slot` and `dynamic_slot`.
 pub(super) const NO_SLOT: u32 = u32::MAX;
@@ -45,23 +44,24 @@ impl Mmu {
 
     /// Asserts XOFF on a lossless PG whose usage went to headroom or reached its shared limit. Returns
     /// whether it newly asserted.
+    #[inline]
     pub(super) fn update_xoff(&mut self, port: PortId, pg: u8) -> bool {
         let state = self.pg(port, pg);
-        let Some(prof) = state.profile else { return false };
         if !state.lossless || state.xoff {
             return false;
         }
-        let limit = self.limit(prof.threshold, prof.pool, state.partition);
-        // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
-        let reserve_full = match self.personality.pg_layout {
-            PgLayout::SharedFirst { .. } => state.reserved_used >= prof.reserved,
-            _ => true,
+        // The profile by reference: this runs on every admission to a lossless PG.
+        let Some(prof) = &state.profile else { return false };
+        let due = state.headroom_used > 0 || {
+            let limit = self.limit(prof.threshold, prof.pool, state.partition);
+            // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
+            let reserve_full = !self.pooled_reserve || state.reserved_used >= prof.reserved;
+            state.shared_used >= limit && reserve_full
         };
-        if state.headroom_used > 0 || (state.shared_used >= limit && reserve_full) {
+        if due {
             self.enter_xoff(port, pg);
-            return true;
         }
-        false
+        due
     }
 
     fn enter_xoff(&mut self, port: PortId, pg: u8) {
@@ -93,7 +93,7 @@ impl Mmu {
         // The fields read, not a copy of the whole state (a profile and watermarks): this runs on every
         // admission and release of a managed PG.
         let state = self.pg(port, pg);
-        let (pool, partition, xoff) = (state.profile.map(|p| p.pool), state.partition, state.xoff);
+        let (pool, partition, xoff) = (state.profile.as_ref().map(|p| p.pool), state.partition, state.xoff);
         let (dynamic_slot, xoff_slot) = (state.dynamic_slot, state.xoff_slot as usize);
         let raisable = state.shared_used > 0 && !xoff;
         let xon_below = if xoff { self.xon_below(state) } else { 0 };
@@ -161,7 +161,7 @@ impl Mmu {
     /// The pool usage below which a PG in XOFF is at its XON point (see the module docs): 0 never,
     /// `u64::MAX` whatever the pool holds.
     fn xon_below(&self, state: &PgState) -> u64 {
-        let Some(prof) = state.profile else { return 0 };
+        let Some(prof) = &state.profile else { return 0 };
         if state.headroom_used > 0 {
             return 0;
         }
@@ -241,7 +241,7 @@ impl Mmu {
     /// Is a PG in XOFF back at its XON point? (The full computation.)
     fn xon_due(&self, port: PortId, pg: u8) -> bool {
         let state = self.pg(port, pg);
-        let Some(prof) = state.profile else { return false };
+        let Some(prof) = &state.profile else { return false };
         if !state.xoff || state.headroom_used > 0 {
             return false;
         }
