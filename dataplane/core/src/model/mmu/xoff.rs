@@ -18,7 +18,7 @@
 //!   costs a compare per partition it drained instead of a look at every pool.
 //!   Debug builds compare every cached answer with the full computation.
 
-use super::{CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
+use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
 use crate::model::config::PortId;
 
 /// A slot index meaning "none" in [`PgState`]'s `xoff_slot` and `dynamic_slot`.
@@ -44,24 +44,28 @@ impl Mmu {
 
     /// Asserts XOFF on a lossless PG whose usage went to headroom or reached its shared limit. Returns
     /// whether it newly asserted.
-    #[inline]
     pub(super) fn update_xoff(&mut self, port: PortId, pg: u8) -> bool {
+        let due = self.xoff_due(port, pg);
+        if due {
+            self.enter_xoff(port, pg);
+        }
+        due
+    }
+
+    /// Is a lossless PG not in XOFF at its XOFF point (headroom in use, or its shared usage at its limit)?
+    fn xoff_due(&self, port: PortId, pg: u8) -> bool {
         let state = self.pg(port, pg);
         if !state.lossless || state.xoff {
             return false;
         }
         // The profile by reference: this runs on every admission to a lossless PG.
         let Some(prof) = &state.profile else { return false };
-        let due = state.headroom_used > 0 || {
+        state.headroom_used > 0 || {
             let limit = self.limit(prof.threshold, prof.pool, state.partition);
             // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
             let reserve_full = !self.pooled_reserve || state.reserved_used >= prof.reserved;
             state.shared_used >= limit && reserve_full
-        };
-        if due {
-            self.enter_xoff(port, pg);
         }
-        due
     }
 
     fn enter_xoff(&mut self, port: PortId, pg: u8) {
@@ -196,13 +200,29 @@ impl Mmu {
     /// reach it assert XOFF without waiting for a frame of their own (sonic-mgmt's HdrmPoolSizeTest).
     pub(super) fn raise_crossed(&mut self, port: PortId, pg: u8, pool: PoolId, partition: u8) {
         self.debug_check_raisable(pool);
+        // The partition's free space, read once: each PG's dynamic limit is it times the PG's alpha.
+        let free = {
+            let p = &self.pools[pool];
+            p.size.saturating_sub(p.shared_used[usize::from(partition)])
+        };
         for w in 0..self.raisable[pool].len() {
             let mut word = self.raisable[pool][w];
             while word != 0 {
                 let i = w * 64 + word.trailing_zeros() as usize;
                 word &= word - 1;
                 let (other, other_pg) = self.dynamic_lossless[pool][i];
-                if (other, other_pg) == (port, pg) || self.pg(other, other_pg).partition != partition {
+                let state = self.pg(other, other_pg);
+                if (other, other_pg) == (port, pg) || state.partition != partition {
+                    continue;
+                }
+                // Most PGs are still under their limit: that answer without the full check (the same
+                // limit as `Mmu::limit`'s, as the PG's profile is dynamic in this pool and partition).
+                if let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool: p, .. }) = &state.profile
+                    && *p == pool
+                    && state.headroom_used == 0
+                    && state.shared_used < if *n >= 0 { free << *n } else { free >> -*n }
+                {
+                    debug_assert!(!self.xoff_due(other, other_pg), "{other:?} PG {other_pg} under its limit");
                     continue;
                 }
                 if self.update_xoff(other, other_pg) {
