@@ -217,7 +217,8 @@ impl Mmu {
                 }
                 // Most PGs are still under their limit: that answer without the full check (the same
                 // limit as `Mmu::limit`'s, as the PG's profile is dynamic in this pool and partition).
-                if let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool: p, .. }) = &state.profile
+                if let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool: p, .. }) =
+                    &state.profile
                     && *p == pool
                     && state.headroom_used == 0
                     && state.shared_used < if *n >= 0 { free << *n } else { free >> -*n }
