@@ -38,7 +38,7 @@
 //! feeding egress pipes in two partitions is counted once, against the partition of its latest frame).
 
 use super::config::PortId;
-use super::config::asic::{PgLayout, cells};
+use super::config::asic::cells;
 
 mod configure;
 mod observe;
@@ -74,35 +74,58 @@ impl AllocPool {
 pub const MAX_PARTITIONS: usize = super::config::asic::MAX_PARTITIONS;
 
 /// Where the cells of one admitted frame went, on both sides; released exactly on dequeue or drop.
+///
+/// Every queued frame carries one and the packet path moves it several times, so it is kept to 24 bytes:
+/// the side's port, pool and PG or queue, the partition (both sides are in the frame's partition) and the
+/// cell count (the same on both sides). Where the cells went at admission (reserved, shared, headroom) is
+/// not kept: a release gives back from the top of each level.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Allocation {
     pub cells: u32,
-    pub ingress: Option<IngressAlloc>,
-    pub egress: Option<EgressAlloc>,
+    ingress_port: u32,
+    ingress_pool: AllocPool,
+    egress_port: u32,
+    egress_pool: AllocPool,
+    pg: u8,
+    queue: u8,
+    partition: u8,
+    /// [`Allocation::INGRESS`] and [`Allocation::EGRESS`]: the sides a profile manages.
+    sides: u8,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IngressAlloc {
-    pub port: PortId,
-    pub pg: u8,
-    /// The [`PoolId`] in 32 bits ([`AllocPool::index`]): every queued frame carries its allocation.
-    pub pool: AllocPool,
-    /// The buffer partition the frame is in.
-    pub partition: u8,
-    pub cells: u32,
-    /// Where the cells went at admission (reserved, shared, headroom): for XOFF and watermarks.
-    pub regions: (u32, u32, u32),
+impl Allocation {
+    const INGRESS: u8 = 1;
+    const EGRESS: u8 = 2;
+
+    /// The (port, PG) whose cells the frame holds, if a profile manages its ingress PG.
+    pub fn ingress(&self) -> Option<(PortId, u8)> {
+        (self.sides & Self::INGRESS != 0).then(|| (PortId::new(self.ingress_port as usize), self.pg))
+    }
+
+    /// The (port, queue) whose cells the frame holds, if a profile manages its egress queue.
+    pub fn egress(&self) -> Option<(PortId, u8)> {
+        (self.sides & Self::EGRESS != 0).then(|| (PortId::new(self.egress_port as usize), self.queue))
+    }
+
+    /// Cells held on the egress queue (0 when no profile manages it).
+    pub fn egress_cells(&self) -> u32 {
+        if self.sides & Self::EGRESS != 0 { self.cells } else { 0 }
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EgressAlloc {
-    pub port: PortId,
-    pub queue: u8,
-    pub pool: AllocPool,
-    pub partition: u8,
-    pub cells: u32,
-    /// (reserved, shared) at admission.
-    pub regions: (u32, u32),
+/// What admission planned on the ingress side: the pool and the cells for each region
+/// (reserved, shared, headroom).
+#[derive(Debug, Clone, Copy)]
+struct IngressPlan {
+    pool: AllocPool,
+    regions: (u64, u64, u64),
+}
+
+/// What admission planned on the egress side: the pool and (reserved, shared) cells.
+#[derive(Debug, Clone, Copy)]
+struct EgressPlan {
+    pool: AllocPool,
+    regions: (u64, u64),
 }
 
 /// Why admission refused a frame.
@@ -118,6 +141,8 @@ pub enum Refusal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct CellProfile {
     pool: PoolId,
+    /// The same in 32 bits, for allocations (converted once, when the configuration is applied).
+    alloc_pool: AllocPool,
     reserved: u64,
     threshold: CellThreshold,
     xon: u64,
@@ -222,6 +247,8 @@ struct PortState {
     /// Port-level caps per pool (profile lists) and the port's shared usage of each pool, by pool id.
     caps: Vec<Option<CellThreshold>>,
     shared_by_pool: Vec<u64>,
+    /// Per PG, the PFC priorities that map to it (`pfc_to_pg_map`), as a mask.
+    pg_priorities: [u8; 8],
 }
 
 /// The buffer state of the whole switch.
@@ -245,6 +272,11 @@ pub struct Mmu {
     in_xoff: Vec<XoffEntry>,
     /// Per pool and partition: at least the XON threshold of every PG in XOFF there (`xoff.rs`).
     xon_bound: Vec<[u64; MAX_PARTITIONS]>,
+    /// Some pool partition's usage may be below its bound: [`Mmu::recheck_xon`] has a walk to make.
+    xon_dirty: bool,
+    /// Spectrum's layout: a PG's `size − xoff` lies above the shared space and counts in the pool (its
+    /// occupancy and watermark, not the PG's shared watermark), as NVIDIA's sonic-mgmt generator expects.
+    pooled_reserve: bool,
 }
 
 impl Mmu {
@@ -260,6 +292,12 @@ impl Mmu {
     /// Is this PG lossless (one of the port's `pfc_enable` priorities maps to it)?
     pub fn pg_is_lossless(&self, port: PortId, pg: u8) -> bool {
         self.ports.get(port.index()).is_some_and(|p| p.pgs[usize::from(pg & 7)].lossless)
+    }
+
+    /// The PFC priorities of a port that map to a PG (its `pfc_to_pg_map`), as a mask computed when the
+    /// configuration is applied.
+    pub fn pg_priorities(&self, port: PortId, pg: u8) -> u8 {
+        self.ports.get(port.index()).and_then(|p| p.pg_priorities.get(usize::from(pg)).copied()).unwrap_or(0)
     }
 
     /// The current shared limit of a threshold in a partition of a pool, in cells.
@@ -304,80 +342,73 @@ impl Mmu {
         ingress: Option<(PortId, u8)>,
         egress: (PortId, u8),
     ) -> Result<(Allocation, bool), Refusal> {
-        if !self.manages(ingress, egress) {
+        let (out, queue) = (egress.0, egress.1 & 7);
+        // Each side's state and profile, looked up once: a side without a profile is not managed.
+        let pg_side = ingress.and_then(|(port, pg)| {
+            let state = &self.ports.get(port.index())?.pgs[usize::from(pg & 7)];
+            Some((port, pg & 7, state, state.profile.as_ref()?))
+        });
+        let queue_side = self.ports.get(out.index()).and_then(|p| {
+            let state = &p.queues[usize::from(queue)];
+            Some((state, state.profile.as_ref()?))
+        });
+        if pg_side.is_none() && queue_side.is_none() {
             // Neither side has a profile: admitted without limits and counted nowhere (what planning both
             // sides would conclude, without the partition and the plans).
-            return Ok((Allocation { cells, ingress: None, egress: None }, false));
+            return Ok((Allocation { cells, ..Allocation::default() }, false));
         }
         let c = u64::from(cells);
-        let partition = self.partition(ingress.map(|(port, _)| port), egress.0);
-        let plan_egress = |mmu: &Self| {
-            if egress.0.index() < mmu.ports.len() {
-                mmu.plan_egress(c, egress.0, egress.1, partition)
-            } else {
-                Ok(None)
-            }
+        let partition = self.partition(ingress.map(|(port, _)| port), out);
+        let plan_egress = |mmu: &Self| match queue_side {
+            Some((state, prof)) => mmu.plan_egress(c, out, state, prof, partition).map(Some),
+            None => Ok(None),
         };
         // Spectrum counts a frame both sides refuse as an egress drop: egress is asked first.
         let early_egress = if self.personality.egress_drop_first { Some(plan_egress(self)?) } else { None };
-        let ingress_alloc = match ingress {
-            Some((port, pg)) if port.index() < self.ports.len() => {
-                self.plan_ingress(c, port, pg, partition)?
+        let ingress_plan = match pg_side {
+            Some((port, pg, state, prof)) => {
+                Some((port, pg, self.plan_ingress(c, port, state, prof, partition)?))
             }
-            _ => None,
+            None => None,
         };
-        let egress_alloc = match early_egress {
+        let egress_plan = match early_egress {
             Some(planned) => planned,
             None => plan_egress(self)?,
         };
-        let alloc = Allocation { cells, ingress: ingress_alloc, egress: egress_alloc };
+        let mut alloc = Allocation { cells, partition, ..Allocation::default() };
         let mut xoff = false;
-        if let Some(a) = ingress_alloc {
-            self.take_ingress(a);
-            self.pg_changed(a.port, a.pg);
-            xoff = self.update_xoff(a.port, a.pg);
-            if a.regions.1 > 0 {
-                self.raise_crossed(a.port, a.pg, a.pool.index(), a.partition);
-            }
+        if let Some((port, pg, plan)) = ingress_plan {
+            alloc.sides |= Allocation::INGRESS;
+            (alloc.ingress_port, alloc.pg, alloc.ingress_pool) = (port.index() as u32, pg, plan.pool);
+            xoff = self.take_ingress(port, pg, partition, plan);
         }
-        if let Some(a) = egress_alloc {
-            self.take_egress(a);
+        if let Some(plan) = egress_plan {
+            alloc.sides |= Allocation::EGRESS;
+            (alloc.egress_port, alloc.queue, alloc.egress_pool) = (out.index() as u32, queue, plan.pool);
+            self.take_egress(out, queue, partition, plan);
         }
         Ok((alloc, xoff))
     }
 
-    /// Does a buffer profile manage the ingress PG or the egress queue of a frame?
-    fn manages(&self, ingress: Option<(PortId, u8)>, egress: (PortId, u8)) -> bool {
-        let pg =
-            ingress.and_then(|(port, pg)| self.ports.get(port.index()).map(|p| &p.pgs[usize::from(pg & 7)]));
-        let queue = self.ports.get(egress.0.index()).map(|p| &p.queues[usize::from(egress.1 & 7)]);
-        pg.is_some_and(|g| g.profile.is_some()) || queue.is_some_and(|q| q.profile.is_some())
-    }
-
+    /// The PG's regions for `c` cells, or a refusal.
     fn plan_ingress(
         &self,
         c: u64,
         port: PortId,
-        pg: u8,
+        state: &PgState,
+        prof: &CellProfile,
         partition: u8,
-    ) -> Result<Option<IngressAlloc>, Refusal> {
-        let state = &self.ports[port.index()].pgs[usize::from(pg & 7)];
-        let Some(prof) = state.profile else { return Ok(None) };
-        if let PgLayout::SharedFirst { .. } = self.personality.pg_layout {
-            return self.plan_ingress_shared_first(c, port, pg, partition, prof);
+    ) -> Result<IngressPlan, Refusal> {
+        if self.pooled_reserve {
+            return self.plan_ingress_shared_first(c, port, state, prof, partition);
         }
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
         let rest = c - reserved;
-        let mut alloc = IngressAlloc {
-            port,
-            pg: pg & 7,
-            pool: AllocPool::new(prof.pool),
-            partition,
-            cells: c as u32,
-            regions: (reserved as u32, 0, 0),
+        let plan = |shared: u64, headroom: u64| {
+            Ok(IngressPlan { pool: prof.alloc_pool, regions: (reserved, shared, headroom) })
         };
         if rest == 0 {
-            return Ok(Some(alloc));
+            return plan(0, 0);
         }
         let pool = &self.pools[prof.pool];
         let k = usize::from(partition);
@@ -385,14 +416,12 @@ impl Mmu {
             && pool.shared_used[k] + rest <= pool.size
             && self.port_cap_allows(port, prof.pool, partition, rest)
         {
-            alloc.regions.1 = rest as u32;
-            return Ok(Some(alloc));
+            return plan(rest, 0);
         }
         if state.lossless && state.headroom_used + rest <= prof.xoff {
             let shp = pool.headroom_size > 0;
             if !shp || pool.headroom_used[k] + rest <= pool.headroom_size {
-                alloc.regions.2 = rest as u32;
-                return Ok(Some(alloc));
+                return plan(0, rest);
             }
         }
         Err(Refusal::Ingress)
@@ -403,16 +432,15 @@ impl Mmu {
         &self,
         c: u64,
         port: PortId,
-        pg: u8,
+        state: &PgState,
+        prof: &CellProfile,
         partition: u8,
-        prof: CellProfile,
-    ) -> Result<Option<IngressAlloc>, Refusal> {
-        let state = &self.ports[port.index()].pgs[usize::from(pg & 7)];
+    ) -> Result<IngressPlan, Refusal> {
         let pool = &self.pools[prof.pool];
         let k = usize::from(partition);
         // Spectrum compares the usage before the frame with the limit (NVIDIA's generator counts L + 1
         // frames into the shared space, `pkts_num_dismiss_pfc`).
-        let region = if state.shared_used <= self.limit(prof.threshold, prof.pool, partition)
+        let regions = if state.shared_used <= self.limit(prof.threshold, prof.pool, partition)
             && pool.shared_used[k] + c <= pool.size
             && self.port_cap_allows(port, prof.pool, partition, c)
         {
@@ -427,141 +455,132 @@ impl Mmu {
         } else {
             return Err(Refusal::Ingress);
         };
-        Ok(Some(IngressAlloc {
-            port,
-            pg: pg & 7,
-            pool: AllocPool::new(prof.pool),
-            partition,
-            cells: c as u32,
-            regions: (region.0 as u32, region.1 as u32, region.2 as u32),
-        }))
+        Ok(IngressPlan { pool: prof.alloc_pool, regions })
     }
 
+    /// The queue's regions for `c` cells, or a refusal.
     fn plan_egress(
         &self,
         c: u64,
         port: PortId,
-        queue: u8,
+        state: &QueueState,
+        prof: &CellProfile,
         partition: u8,
-    ) -> Result<Option<EgressAlloc>, Refusal> {
-        let state = &self.ports[port.index()].queues[usize::from(queue & 7)];
-        let Some(prof) = state.profile else { return Ok(None) };
+    ) -> Result<EgressPlan, Refusal> {
         let reserved = c.min(prof.reserved.saturating_sub(state.reserved_used));
         let rest = c - reserved;
-        let alloc = |shared: u64| EgressAlloc {
-            port,
-            queue: queue & 7,
-            pool: AllocPool::new(prof.pool),
-            partition,
-            cells: c as u32,
-            regions: (reserved as u32, shared as u32),
-        };
+        let plan = |shared: u64| Ok(EgressPlan { pool: prof.alloc_pool, regions: (reserved, shared) });
         if rest == 0 {
-            return Ok(Some(alloc(0)));
+            return plan(0);
         }
         let pool = &self.pools[prof.pool];
         let fits_pool = pool.shared_used[usize::from(partition)] + rest <= pool.size;
         let under_limit = state.shared_used + rest <= self.limit(prof.threshold, prof.pool, partition)
             && self.port_cap_allows(port, prof.pool, partition, rest);
-        if fits_pool && (under_limit || state.lossless) {
-            Ok(Some(alloc(rest)))
-        } else {
-            Err(Refusal::Egress)
-        }
+        if fits_pool && (under_limit || state.lossless) { plan(rest) } else { Err(Refusal::Egress) }
     }
 
-    fn take_ingress(&mut self, a: IngressAlloc) {
-        let partitions = self.personality.partitions();
-        let (reserved, shared, headroom) =
-            (u64::from(a.regions.0), u64::from(a.regions.1), u64::from(a.regions.2));
-        let shared_headroom = self.pools[a.pool.index()].headroom_size > 0;
-        let pooled_reserve = self.reserve_in_pool();
-        let port = &mut self.ports[a.port.index()];
-        let pooled = shared + if pooled_reserve { reserved } else { 0 };
-        port.shared_by_pool[a.pool.index()] += pooled;
-        let pg = &mut port.pgs[usize::from(a.pg)];
-        pg.reserved_used += reserved;
-        pg.shared_used += shared;
-        pg.headroom_used += headroom;
-        pg.partition = a.partition;
-        for k in 0..2 {
-            pg.wm_shared[k] = pg.wm_shared[k].max(pg.shared_used);
-            pg.wm_headroom[k] = pg.wm_headroom[k].max(pg.headroom_used);
+    /// Takes the planned cells on the PG, its port and its pool in one pass, then XOFF: returns whether
+    /// the PG newly asserted it. Watermarks are maxima that never fall below the usage they follow (a clear
+    /// resets them to it), so they can only rise when that usage grew: only then are they compared.
+    fn take_ingress(&mut self, port: PortId, pg: u8, partition: u8, plan: IngressPlan) -> bool {
+        let (reserved, shared, headroom) = plan.regions;
+        let k = usize::from(partition);
+        let pooled = shared + if self.pooled_reserve { reserved } else { 0 };
+        let state = &mut self.ports[port.index()];
+        state.shared_by_pool[plan.pool.index()] += pooled;
+        let g = &mut state.pgs[usize::from(pg)];
+        g.reserved_used += reserved;
+        g.shared_used += shared;
+        g.headroom_used += headroom;
+        g.partition = partition;
+        if shared > 0 {
+            g.wm_shared = g.wm_shared.map(|w| w.max(g.shared_used));
         }
-        let pool = &mut self.pools[a.pool.index()];
-        pool.shared_used[usize::from(a.partition)] += pooled;
-        if shared_headroom {
-            pool.headroom_used[usize::from(a.partition)] += headroom;
+        if headroom > 0 {
+            g.wm_headroom = g.wm_headroom.map(|w| w.max(g.headroom_used));
         }
+        debug_assert!(
+            g.wm_shared.iter().all(|&w| w >= g.shared_used)
+                && g.wm_headroom.iter().all(|&w| w >= g.headroom_used),
+            "a PG watermark below its usage"
+        );
+        // The raisable bit moves only when the PG's shared usage leaves zero; a PG in XOFF has its XON
+        // threshold recomputed (`xoff.rs`). Otherwise `pg_changed` would write what is there.
+        let changed = g.xoff || (shared > 0 && g.shared_used == shared);
+        let pool = &mut self.pools[plan.pool.index()];
+        pool.shared_used[k] += pooled;
         // The pool's watermarks can only rise when the frame took pool cells.
         if pooled > 0 {
             let shared_total = pool.shared_total();
-            for k in 0..2 {
-                pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
-            }
+            pool.wm_shared = pool.wm_shared.map(|w| w.max(shared_total));
         }
         if headroom > 0 {
-            let headroom_total = pool.headroom_reported(partitions);
-            for k in 0..2 {
-                pool.wm_headroom[k] = pool.wm_headroom[k].max(headroom_total);
+            if pool.headroom_size > 0 {
+                pool.headroom_used[k] += headroom;
             }
+            let headroom_total = pool.headroom_reported(self.personality.partitions());
+            pool.wm_headroom = pool.wm_headroom.map(|w| w.max(headroom_total));
         }
+        if changed {
+            self.pg_changed(port, pg);
+        }
+        self.debug_check_pg_index(port, pg);
+        let xoff = self.update_xoff(port, pg);
+        if shared > 0 {
+            self.raise_crossed(port, pg, plan.pool.index(), partition);
+        }
+        xoff
     }
 
-    /// Spectrum: a PG's `size − xoff` lies above the shared space and counts in the pool (its occupancy
-    /// and watermark, not the PG's shared watermark), as NVIDIA's sonic-mgmt generator expects.
-    fn reserve_in_pool(&self) -> bool {
-        matches!(self.personality.pg_layout, PgLayout::SharedFirst { .. })
-    }
-
-    fn take_egress(&mut self, a: EgressAlloc) {
-        let (reserved, shared) = (u64::from(a.regions.0), u64::from(a.regions.1));
-        let port = &mut self.ports[a.port.index()];
-        port.shared_by_pool[a.pool.index()] += shared;
-        let q = &mut port.queues[usize::from(a.queue)];
+    fn take_egress(&mut self, port: PortId, queue: u8, partition: u8, plan: EgressPlan) {
+        let (reserved, shared) = plan.regions;
+        let state = &mut self.ports[port.index()];
+        state.shared_by_pool[plan.pool.index()] += shared;
+        let q = &mut state.queues[usize::from(queue)];
         q.reserved_used += reserved;
         q.shared_used += shared;
-        q.partition = a.partition;
-        for k in 0..2 {
-            q.wm_shared[k] = q.wm_shared[k].max(q.shared_used);
-        }
-        let pool = &mut self.pools[a.pool.index()];
-        pool.shared_used[usize::from(a.partition)] += shared;
+        q.partition = partition;
         if shared > 0 {
+            q.wm_shared = q.wm_shared.map(|w| w.max(q.shared_used));
+            let pool = &mut self.pools[plan.pool.index()];
+            pool.shared_used[usize::from(partition)] += shared;
             let shared_total = pool.shared_total();
-            for k in 0..2 {
-                pool.wm_shared[k] = pool.wm_shared[k].max(shared_total);
-            }
+            pool.wm_shared = pool.wm_shared.map(|w| w.max(shared_total));
         }
     }
 
     /// Releases an allocation (frame transmitted or dropped after admission), from the top of each level.
     /// Returns the (port, PG) whose XOFF was released by it, if any.
     pub fn release(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
-        if let Some(a) = alloc.egress
-            && a.port.index() < self.ports.len()
-        {
-            let port = &mut self.ports[a.port.index()];
-            let q = &mut port.queues[usize::from(a.queue)];
-            let c = u64::from(a.cells);
+        let c = u64::from(alloc.cells);
+        let k = usize::from(alloc.partition);
+        if alloc.sides & Allocation::EGRESS != 0 && (alloc.egress_port as usize) < self.ports.len() {
+            let pool_id = alloc.egress_pool.index();
+            let port = &mut self.ports[alloc.egress_port as usize];
+            let q = &mut port.queues[usize::from(alloc.queue)];
             let shared = c.min(q.shared_used);
             sub(&mut q.shared_used, shared);
             sub(&mut q.reserved_used, c - shared);
-            sub(&mut port.shared_by_pool[a.pool.index()], shared);
-            sub(&mut self.pools[a.pool.index()].shared_used[usize::from(a.partition)], shared);
+            if shared > 0 {
+                sub(&mut port.shared_by_pool[pool_id], shared);
+                sub(&mut self.pools[pool_id].shared_used[k], shared);
+                self.note_pool_drained(pool_id, k);
+            }
         }
-        let a = alloc.ingress.filter(|a| a.port.index() < self.ports.len())?;
-        let k = usize::from(a.partition);
+        if alloc.sides & Allocation::INGRESS == 0 || alloc.ingress_port as usize >= self.ports.len() {
+            return None;
+        }
+        let (port_id, pg_index, pool_id) =
+            (PortId::new(alloc.ingress_port as usize), alloc.pg, alloc.ingress_pool.index());
         let shared_headroom =
-            self.pools[a.pool.index()].headroom_size > 0 || self.pools[a.pool.index()].headroom_used[k] > 0;
-        let pooled_reserve = self.reserve_in_pool();
-        let port = &mut self.ports[a.port.index()];
-        let pg = &mut port.pgs[usize::from(a.pg)];
-        let c = u64::from(a.cells);
+            self.pools[pool_id].headroom_size > 0 || self.pools[pool_id].headroom_used[k] > 0;
+        let port = &mut self.ports[alloc.ingress_port as usize];
+        let pg = &mut port.pgs[usize::from(pg_index)];
         let headroom = c.min(pg.headroom_used);
         // From the top of the PG's level: headroom, then what lies under it (Spectrum: the reserve above
         // the shared space; elsewhere the shared space above the reserve).
-        let (shared, reserved) = if let PgLayout::SharedFirst { .. } = self.personality.pg_layout {
+        let (shared, reserved) = if self.pooled_reserve {
             let reserved = (c - headroom).min(pg.reserved_used);
             (c - headroom - reserved, reserved)
         } else {
@@ -571,18 +590,29 @@ impl Mmu {
         sub(&mut pg.headroom_used, headroom);
         sub(&mut pg.shared_used, shared);
         sub(&mut pg.reserved_used, reserved);
-        let pooled = shared + if pooled_reserve { reserved } else { 0 };
-        sub(&mut port.shared_by_pool[a.pool.index()], pooled);
-        let pool = &mut self.pools[a.pool.index()];
+        // As on admission: only a PG in XOFF, or one whose shared usage fell to zero, has bookkeeping to
+        // update.
+        let (changed, in_xoff) = (pg.xoff || (shared > 0 && pg.shared_used == 0), pg.xoff);
+        let pooled = shared + if self.pooled_reserve { reserved } else { 0 };
+        sub(&mut port.shared_by_pool[pool_id], pooled);
+        let pool = &mut self.pools[pool_id];
         sub(&mut pool.shared_used[k], pooled);
         if shared_headroom {
             sub(&mut pool.headroom_used[k], headroom);
         }
-        self.pg_changed(a.port, a.pg);
-        self.update_xon(a.port, a.pg).then_some((a.port, a.pg))
+        if pooled > 0 {
+            self.note_pool_drained(pool_id, k);
+        }
+        if changed {
+            self.pg_changed(port_id, pg_index);
+        }
+        self.debug_check_pg_index(port_id, pg_index);
+        (in_xoff && self.own_xon_due(port_id, pg_index)).then(|| {
+            self.leave_xoff(port_id, pg_index);
+            (port_id, pg_index)
+        })
     }
 }
-
 /// Subtracts, never below zero (a release can only give back what was taken; debug builds check it).
 fn sub(value: &mut u64, amount: u64) {
     debug_assert!(*value >= amount, "buffer accounting would go negative: {value} - {amount}");

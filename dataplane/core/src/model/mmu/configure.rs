@@ -1,8 +1,8 @@
 //! [`Mmu::configure`]: the buffer configuration resolved to cells, pools matched by name across
 //! reconfigurations.
 
-use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, Pool, PoolId, PortState};
-use crate::model::config::asic::{cells, layout_cells, pool_shares};
+use super::{AllocPool, CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, Pool, PoolId, PortState};
+use crate::model::config::asic::{PgLayout, cells, layout_cells, pool_shares};
 use crate::model::config::{SwitchConfig, Threshold};
 
 impl Mmu {
@@ -20,6 +20,7 @@ impl Mmu {
         }
         self.cell_bytes = cell;
         self.personality = config.asic.personality;
+        self.pooled_reserve = matches!(self.personality.pg_layout, PgLayout::SharedFirst { .. });
         let shares = pool_shares(config, cell);
         self.port_pipe = config.ports.iter().map(|p| self.personality.pipe_of_lane(p.first_lane)).collect();
         for p in &mut self.pools {
@@ -50,6 +51,7 @@ impl Mmu {
             let (reserved, xoff) = layout_cells(layout, p.size_bytes, p.xoff_bytes, cell);
             CellProfile {
                 pool: pool_ids[p.pool],
+                alloc_pool: AllocPool::new(pool_ids[p.pool]),
                 reserved,
                 threshold: match p.threshold {
                     Threshold::Dynamic(n) => CellThreshold::Dynamic(n),
@@ -66,7 +68,11 @@ impl Mmu {
             let buffers = config.port_buffers.get(i).cloned().unwrap_or_default();
             let qos = &config.qos[i];
             let (mut lossless_pgs, mut lossless_queues) = (0u8, 0u8);
+            state.pg_priorities = [0; 8];
             for p in 0..8 {
+                if let Some(prios) = state.pg_priorities.get_mut(usize::from(qos.pfc_to_pg[p])) {
+                    *prios |= 1 << p;
+                }
                 if qos.pfc_enable & (1 << p) != 0 {
                     lossless_pgs |= 1 << qos.pfc_to_pg[p];
                     lossless_queues |= 1 << qos.pfc_to_queue[p];

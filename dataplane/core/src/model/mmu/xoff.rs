@@ -12,11 +12,14 @@
 //!   is below [`XoffEntry::xon_below`], recomputed when the PG's own state changes. Each pool partition
 //!   keeps an upper bound of its PGs' thresholds; a release re-checks the PGs in XOFF only when some
 //!   partition's usage is below its bound (the walk compares integers and makes the bound exact again).
+//!   After a walk every partition's usage is at or above its bound, and only two things can break that:
+//!   a release draining the partition ([`Mmu::note_pool_drained`], which looks at the partitions the
+//!   frame held cells in) and a threshold rising ([`Mmu::pg_changed`]); both raise one flag, so a release
+//!   costs a compare per partition it drained instead of a look at every pool.
 //!   Debug builds compare every cached answer with the full computation.
 
-use super::{CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
+use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
 use crate::model::config::PortId;
-use crate::model::config::asic::PgLayout;
 
 /// A slot index meaning "none" in [`PgState`]'s `xoff_slot` and `dynamic_slot`.
 pub(super) const NO_SLOT: u32 = u32::MAX;
@@ -42,22 +45,27 @@ impl Mmu {
     /// Asserts XOFF on a lossless PG whose usage went to headroom or reached its shared limit. Returns
     /// whether it newly asserted.
     pub(super) fn update_xoff(&mut self, port: PortId, pg: u8) -> bool {
+        let due = self.xoff_due(port, pg);
+        if due {
+            self.enter_xoff(port, pg);
+        }
+        due
+    }
+
+    /// Is a lossless PG not in XOFF at its XOFF point (headroom in use, or its shared usage at its limit)?
+    fn xoff_due(&self, port: PortId, pg: u8) -> bool {
         let state = self.pg(port, pg);
-        let Some(prof) = state.profile else { return false };
         if !state.lossless || state.xoff {
             return false;
         }
-        let limit = self.limit(prof.threshold, prof.pool, state.partition);
-        // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
-        let reserve_full = match self.personality.pg_layout {
-            PgLayout::SharedFirst { .. } => state.reserved_used >= prof.reserved,
-            _ => true,
-        };
-        if state.headroom_used > 0 || (state.shared_used >= limit && reserve_full) {
-            self.enter_xoff(port, pg);
-            return true;
+        // The profile by reference: this runs on every admission to a lossless PG.
+        let Some(prof) = &state.profile else { return false };
+        state.headroom_used > 0 || {
+            let limit = self.limit(prof.threshold, prof.pool, state.partition);
+            // Spectrum asserts XOFF once the shared space and the `size − xoff` above it are both full.
+            let reserve_full = !self.pooled_reserve || state.reserved_used >= prof.reserved;
+            state.shared_used >= limit && reserve_full
         }
-        false
     }
 
     fn enter_xoff(&mut self, port: PortId, pg: u8) {
@@ -70,7 +78,7 @@ impl Mmu {
         self.pg_changed(port, pg);
     }
 
-    fn leave_xoff(&mut self, port: PortId, pg: u8) {
+    pub(super) fn leave_xoff(&mut self, port: PortId, pg: u8) {
         let state = &mut self.ports[port.index()].pgs[usize::from(pg)];
         let slot = state.xoff_slot as usize;
         state.xoff = false;
@@ -89,7 +97,7 @@ impl Mmu {
         // The fields read, not a copy of the whole state (a profile and watermarks): this runs on every
         // admission and release of a managed PG.
         let state = self.pg(port, pg);
-        let (pool, partition, xoff) = (state.profile.map(|p| p.pool), state.partition, state.xoff);
+        let (pool, partition, xoff) = (state.profile.as_ref().map(|p| p.pool), state.partition, state.xoff);
         let (dynamic_slot, xoff_slot) = (state.dynamic_slot, state.xoff_slot as usize);
         let raisable = state.shared_used > 0 && !xoff;
         let xon_below = if xoff { self.xon_below(state) } else { 0 };
@@ -110,6 +118,46 @@ impl Mmu {
             if let Some(pool) = pool {
                 let bound = &mut self.xon_bound[pool][usize::from(partition)];
                 *bound = (*bound).max(xon_below);
+                if self.pools[pool].shared_used[usize::from(partition)] < xon_below {
+                    self.xon_dirty = true;
+                }
+            }
+        }
+    }
+
+    /// A release lowered a pool partition's shared usage: if it fell below the bound of the XON thresholds
+    /// there, [`Mmu::recheck_xon`] has a walk to make. Every other way a PG in XOFF can become due goes
+    /// through [`Mmu::pg_changed`], which flags it the same way, so a release needs to look only at the
+    /// partitions it drained, not at every pool.
+    pub(super) fn note_pool_drained(&mut self, pool: PoolId, partition: usize) {
+        if !self.in_xoff.is_empty()
+            && self.pools[pool].shared_used[partition] < self.xon_bound[pool][partition]
+        {
+            self.xon_dirty = true;
+        }
+    }
+
+    /// Is the PG (in XOFF, its entry just refreshed by [`Mmu::pg_changed`]) back at its XON point?
+    pub(super) fn own_xon_due(&self, port: PortId, pg: u8) -> bool {
+        let slot = self.pg(port, pg).xoff_slot as usize;
+        self.entry_xon_due(&self.in_xoff[slot])
+    }
+
+    /// Debug builds: the PG's raisable bit and XOFF entry are what [`Mmu::pg_changed`] would make them
+    /// (the packet path calls it only when they can have changed).
+    pub(super) fn debug_check_pg_index(&self, port: PortId, pg: u8) {
+        if cfg!(debug_assertions) {
+            let state = self.pg(port, pg);
+            if let (Some(prof), true) = (state.profile, state.dynamic_slot != NO_SLOT) {
+                let slot = state.dynamic_slot as usize;
+                let bit = self.raisable[prof.pool][slot / 64] & (1 << (slot % 64)) != 0;
+                assert_eq!(bit, state.shared_used > 0 && !state.xoff, "raisable bit of {port:?} PG {pg}");
+            }
+            if state.xoff {
+                let e = &self.in_xoff[state.xoff_slot as usize];
+                assert_eq!(e.pool, state.profile.map(|p| p.pool), "XOFF entry's pool");
+                assert_eq!(e.partition, state.partition, "XOFF entry's partition");
+                assert_eq!(e.xon_below, self.xon_below(state), "XOFF entry's XON threshold");
             }
         }
     }
@@ -117,7 +165,7 @@ impl Mmu {
     /// The pool usage below which a PG in XOFF is at its XON point (see the module docs): 0 never,
     /// `u64::MAX` whatever the pool holds.
     fn xon_below(&self, state: &PgState) -> u64 {
-        let Some(prof) = state.profile else { return 0 };
+        let Some(prof) = &state.profile else { return 0 };
         if state.headroom_used > 0 {
             return 0;
         }
@@ -152,13 +200,30 @@ impl Mmu {
     /// reach it assert XOFF without waiting for a frame of their own (sonic-mgmt's HdrmPoolSizeTest).
     pub(super) fn raise_crossed(&mut self, port: PortId, pg: u8, pool: PoolId, partition: u8) {
         self.debug_check_raisable(pool);
+        // The partition's free space, read once: each PG's dynamic limit is it times the PG's alpha.
+        let free = {
+            let p = &self.pools[pool];
+            p.size.saturating_sub(p.shared_used[usize::from(partition)])
+        };
         for w in 0..self.raisable[pool].len() {
             let mut word = self.raisable[pool][w];
             while word != 0 {
                 let i = w * 64 + word.trailing_zeros() as usize;
                 word &= word - 1;
                 let (other, other_pg) = self.dynamic_lossless[pool][i];
-                if (other, other_pg) == (port, pg) || self.pg(other, other_pg).partition != partition {
+                let state = self.pg(other, other_pg);
+                if (other, other_pg) == (port, pg) || state.partition != partition {
+                    continue;
+                }
+                // Most PGs are still under their limit: that answer without the full check (the same
+                // limit as `Mmu::limit`'s, as the PG's profile is dynamic in this pool and partition).
+                if let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool: p, .. }) =
+                    &state.profile
+                    && *p == pool
+                    && state.headroom_used == 0
+                    && state.shared_used < if *n >= 0 { free << *n } else { free >> -*n }
+                {
+                    debug_assert!(!self.xoff_due(other, other_pg), "{other:?} PG {other_pg} under its limit");
                     continue;
                 }
                 if self.update_xoff(other, other_pg) {
@@ -194,20 +259,10 @@ impl Mmu {
         !self.in_xoff.is_empty()
     }
 
-    /// Releases XOFF when no headroom is used and the total usage is at most
-    /// `max(xon, size + limit − xon_offset)`. Returns whether it released.
-    pub(super) fn update_xon(&mut self, port: PortId, pg: u8) -> bool {
-        if !self.xon_due(port, pg) {
-            return false;
-        }
-        self.leave_xoff(port, pg);
-        true
-    }
-
     /// Is a PG in XOFF back at its XON point? (The full computation.)
     fn xon_due(&self, port: PortId, pg: u8) -> bool {
         let state = self.pg(port, pg);
-        let Some(prof) = state.profile else { return false };
+        let Some(prof) = &state.profile else { return false };
         if !state.xoff || state.headroom_used > 0 {
             return false;
         }
@@ -229,15 +284,11 @@ impl Mmu {
     /// its PGs' XON thresholds; then one walk over the PGs in XOFF. Allocates nothing once `released` has
     /// grown.
     pub fn recheck_xon(&mut self, released: &mut Vec<(PortId, u8)>) {
-        let may_be_due = self
-            .xon_bound
-            .iter()
-            .zip(&self.pools)
-            .any(|(bound, pool)| (0..MAX_PARTITIONS).any(|k| pool.shared_used[k] < bound[k]));
-        if !may_be_due {
+        if !self.xon_dirty {
             debug_assert!(self.in_xoff.iter().all(|e| !self.entry_xon_due(e)), "a PG past its XON point");
             return;
         }
+        self.xon_dirty = false;
         for bound in &mut self.xon_bound {
             *bound = [0; MAX_PARTITIONS];
         }
@@ -271,6 +322,7 @@ impl Mmu {
         self.in_xoff.clear();
         self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
         self.xon_bound = vec![[0; MAX_PARTITIONS]; self.pools.len()];
+        self.xon_dirty = false;
         for p in 0..self.ports.len() {
             for g in 0..8 {
                 let (port, pg) = (PortId::new(p), g as u8);

@@ -142,7 +142,7 @@ impl Switch {
             let profile = &self.config.wred_profiles[w];
             let ahead = self
                 .queue_occupancy_bytes(out, queue)
-                .saturating_sub(alloc.egress.map_or(0, |a| u64::from(a.cells) * self.mmu.cell_bytes()));
+                .saturating_sub(u64::from(alloc.egress_cells()) * self.mmu.cell_bytes());
             let queue_bytes = self.ports[out.index()].wred[usize::from(queue)].observe(ahead, profile.weight);
             let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
             match wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) {
@@ -222,8 +222,14 @@ impl Switch {
 
     /// The PFC priorities of a port that map to a PG.
     fn pg_priorities(&self, port: PortId, pg: u8) -> u8 {
-        let qos = &self.config.qos[port.index()];
-        (0..8).filter(|&p| qos.pfc_to_pg[p] == pg).fold(0, |m, p| m | 1 << p)
+        // Computed when the configuration was applied (the MMU reads the same `pfc_to_pg_map`).
+        let prios = self.mmu.pg_priorities(port, pg);
+        debug_assert_eq!(
+            prios,
+            (0..8).filter(|&p| self.config.qos[port.index()].pfc_to_pg[p] == pg).fold(0, |m, p| m | 1 << p),
+            "priorities of {port:?} PG {pg}"
+        );
+        prios
     }
 
     /// The port's `pfc_enable`, less the priorities the watchdog switched off.
