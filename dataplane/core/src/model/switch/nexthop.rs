@@ -80,7 +80,7 @@ impl NextHopCache {
 }
 
 impl Switch {
-    fn next_hop_stamp(&self) -> Stamp {
+    pub(super) fn next_hop_stamp(&self) -> Stamp {
         Stamp { generation: self.generation, fdb: self.fdb.version(), neighbors: self.neighbors.version() }
     }
 
@@ -101,7 +101,7 @@ impl Switch {
 
     /// What the cache would hold for `dst`, computed the full way (no side effects): the outcome of the
     /// route lookup, neighbour and FDB when it is one the cache keeps, else `None`.
-    fn next_hop_uncached(&self, dst: IpAddr) -> Option<NextHop> {
+    pub(super) fn next_hop_uncached(&self, dst: IpAddr) -> Option<NextHop> {
         let (next_hop, rif) = match self.derived.routes.lookup(dst)? {
             RouteAction::Connected(rif) => (dst, *rif),
             RouteAction::NextHops(hops) if hops.len() == 1 => hops[0],
