@@ -53,13 +53,12 @@ pub(super) struct FlowAction {
 struct FlowSlot {
     key: u64,
     stamp: Stamp,
-    /// `None`: the full way, every time, while the stamp holds.
-    action: Option<FlowAction>,
+    action: FlowAction,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct FlowTable {
-    /// Empty until the first insert, then [`SLOTS`] long.
+    /// Empty until the first insert, then [`SLOTS`] long; a slot whose key is [`EMPTY`] is unused.
     slots: Vec<FlowSlot>,
     /// Tests compare the switch with and without the fast path, and count the frames it forwarded.
     #[cfg(test)]
@@ -108,15 +107,19 @@ fn checksum_ok(frame: &[u8]) -> bool {
 }
 
 impl FlowTable {
-    fn get(&self, key: u64) -> Option<&FlowSlot> {
-        self.slots.get(slot_of(key)).filter(|s| s.key == key)
+    /// The slot of `key`, if it holds an entry for it under `stamp`.
+    fn find(&self, key: u64, stamp: Stamp) -> Option<usize> {
+        let at = slot_of(key);
+        self.slots.get(at).is_some_and(|s| s.key == key && s.stamp == stamp).then_some(at)
     }
 
-    fn insert(&mut self, key: u64, stamp: Stamp, action: Option<FlowAction>) {
+    fn insert(&mut self, key: u64, stamp: Stamp, action: FlowAction) -> usize {
         if self.slots.is_empty() {
-            self.slots = vec![FlowSlot { key: EMPTY, stamp, action: None }; SLOTS];
+            self.slots = vec![FlowSlot { key: EMPTY, stamp, action }; SLOTS];
         }
-        self.slots[slot_of(key)] = FlowSlot { key, stamp, action };
+        let at = slot_of(key);
+        self.slots[at] = FlowSlot { key, stamp, action };
+        at
     }
 }
 
@@ -131,23 +134,28 @@ impl Switch {
         let Some((dst, dscp, ttl)) = fixed_ipv4(&frame) else { return Some(frame) };
         let key = flow_key(port, dst, dscp);
         let stamp = self.next_hop_stamp();
-        let action = match self.flows.get(key) {
-            Some(slot) if slot.stamp == stamp => {
+        let at = match self.flows.find(key, stamp) {
+            Some(at) => {
                 debug_assert_eq!(
-                    slot.action,
-                    self.flow_action(port, Ipv4Addr::from(dst), dscp, false),
+                    Some(self.flows.slots[at].action),
+                    self.next_hop_uncached(IpAddr::V4(Ipv4Addr::from(dst)))
+                        .and_then(|hop| self.flow_action(port, dscp, hop)),
                     "flow entry of port {port:?} to {} DSCP {dscp}",
                     Ipv4Addr::from(dst)
                 );
-                slot.action
+                at
             }
-            _ => {
-                let action = self.flow_action(port, Ipv4Addr::from(dst), dscp, true);
-                self.flows.insert(key, stamp, action);
-                action
+            None => {
+                // Only what the fast path serves is kept: a destination it does not serve is remembered
+                // by the next-hop cache, so it costs a probe there, not a computation per packet.
+                let Some(hop) = self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) else {
+                    return Some(frame);
+                };
+                let Some(action) = self.flow_action(port, dscp, hop) else { return Some(frame) };
+                self.flows.insert(key, stamp, action)
             }
         };
-        let Some(flow) = action else { return Some(frame) };
+        let flow = &self.flows.slots[at].action;
         if frame.len() > flow.max_len
             || frame[..6] != flow.router_mac
             || frame[6] & 1 != 0
@@ -177,31 +185,40 @@ impl Switch {
         {
             self.flows.hits += 1;
         }
-        self.forward_flow(port, frame, &flow, now);
+        let (out, vid, class, macs) = (flow.out, flow.vid, flow.class, flow.macs);
+        self.forward_flow(port, frame, out, vid, class, macs, now);
         None
     }
 
     /// What the full way does with a frame the fast path reads: counters, TTL and MACs, on to the queue.
-    fn forward_flow(&mut self, port: PortId, mut frame: Vec<u8>, flow: &FlowAction, now: Instant) {
+    #[allow(clippy::too_many_arguments)]
+    fn forward_flow(
+        &mut self,
+        port: PortId,
+        mut frame: Vec<u8>,
+        out: PortId,
+        vid: Option<u16>,
+        class: Classification,
+        macs: [u8; 12],
+        now: Instant,
+    ) {
         let len = frame.len() as u64;
         self.ledger.received += 1;
         let counters = &mut self.ports[port.index()].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
-        let pg = &mut counters.pgs[usize::from(flow.class.pg)];
+        let pg = &mut counters.pgs[usize::from(class.pg)];
         pg.packets += 1;
         pg.bytes += len;
-        frame[..12].copy_from_slice(&flow.macs);
+        frame[..12].copy_from_slice(&macs);
         Ipv4Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]).decrement_ttl();
-        let meta = Meta { ingress: Some(port), class: flow.class, pcp: None };
-        self.deliver([(flow.out, flow.vid, frame)], meta, now);
+        self.deliver([(out, vid, frame)], Meta { ingress: Some(port), class, pcp: None }, now);
     }
 
-    /// The fast path's decision for an untagged IPv4 packet to `dst` with `dscp` arriving on `port`
-    /// (addressed to the router, from a unicast source), computed from the tables as the full way
-    /// decides it; `None` when the full way must take it. `cached`: the next hop may come from the
-    /// next-hop cache (debug builds compare hits with the computation without it).
-    fn flow_action(&self, port: PortId, dst: Ipv4Addr, dscp: u8, cached: bool) -> Option<FlowAction> {
+    /// The fast path's decision for an untagged IPv4 packet with `dscp` arriving on `port` (addressed
+    /// to the router, from a unicast source) whose destination's route has the single next hop `hop`,
+    /// computed from the tables as the full way decides it; `None` when the full way must take it.
+    fn flow_action(&self, port: PortId, dscp: u8, hop: NextHop) -> Option<FlowAction> {
         let port_cfg = self.config.ports.get(port.index())?;
         if !port_cfg.admin_up {
             return None;
@@ -221,12 +238,7 @@ impl Switch {
         if class.drop || class.set_dscp.is_some() {
             return None;
         }
-        let dst = IpAddr::V4(dst);
-        let NextHop { out, vid, src_mac, dst_mac } = if cached {
-            self.cached_next_hop(dst).or_else(|| self.next_hop_uncached(dst))?
-        } else {
-            self.next_hop_uncached(dst)?
-        };
+        let NextHop { out, vid, src_mac, dst_mac } = hop;
         let out_cfg = &self.config.ports[out.index()];
         if !out_cfg.admin_up {
             return None;
