@@ -212,7 +212,12 @@ impl Switch {
         pg.bytes += len;
         frame[..12].copy_from_slice(&macs);
         Ipv4Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]).decrement_ttl();
-        self.deliver([(out, vid, frame)], Meta { ingress: Some(port), class, pcp: None }, now);
+        // What `deliver` does with one copy, without its iterator.
+        if self.enqueue(out, vid, frame, Meta { ingress: Some(port), class, pcp: None }, now) {
+            self.ledger.forwarded += 1;
+        } else {
+            self.ledger.dropped += 1;
+        }
     }
 
     /// The fast path's decision for an untagged IPv4 packet with `dscp` arriving on `port` (addressed
