@@ -93,9 +93,9 @@ fn fixed_ipv4(frame: &[u8]) -> Option<(u32, u8, u8)> {
     Some((dst, header[1] >> 2, header[8]))
 }
 
-/// The IPv4 header checksum of a frame `fixed_ipv4` accepted verifies.
-fn checksum_ok(frame: &[u8]) -> bool {
-    let Some(header) = frame.get(ethernet::HEADER_LEN..ethernet::HEADER_LEN + 20) else { return false };
+/// The IPv4 header checksum verifies.
+#[inline]
+fn checksum_ok(header: &[u8; 20]) -> bool {
     // Five 32-bit words summed in 64 bits: the 16-bit one's complement sum folds out of it unchanged.
     let sum: u64 =
         header.chunks_exact(4).map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))).sum();
@@ -156,18 +156,20 @@ impl Switch {
             }
         };
         let flow = &self.flows.slots[at].action;
+        // `fixed_ipv4` read 34 bytes: Ethernet and the IPv4 header, at fixed offsets from here on.
+        let Some(head) = frame.first_chunk::<34>() else { return Some(frame) };
         if frame.len() > flow.max_len
-            || frame[..6] != flow.router_mac
-            || frame[6] & 1 != 0
+            || head[..6] != flow.router_mac
+            || head[6] & 1 != 0
             || ttl <= 1
             || self.wd_masks[port.index()].dropping_ingress & (1 << flow.class.tc) != 0
             || !self.ports[flow.out.index()].oper_up
-            || !checksum_ok(&frame)
+            || !checksum_ok(head[14..].try_into().expect("20 bytes"))
         {
             return Some(frame);
         }
         if let Some(v) = flow.learn_vid {
-            let src = EthernetAddress(frame[6..12].try_into().expect("6 bytes"));
+            let src = EthernetAddress(head[6..12].try_into().expect("6 bytes"));
             // The only learning left to do: a refresh of the entry already on this port.
             if !self.fdb.refresh(v, src, port, now) {
                 return Some(frame);
@@ -185,23 +187,9 @@ impl Switch {
         {
             self.flows.hits += 1;
         }
+        // What the full way does with such a frame once decided: counters, TTL and MACs, the queue.
         let (out, vid, class, macs) = (flow.out, flow.vid, flow.class, flow.macs);
-        self.forward_flow(port, frame, out, vid, class, macs, now);
-        None
-    }
-
-    /// What the full way does with a frame the fast path reads: counters, TTL and MACs, on to the queue.
-    #[allow(clippy::too_many_arguments)]
-    fn forward_flow(
-        &mut self,
-        port: PortId,
-        mut frame: Vec<u8>,
-        out: PortId,
-        vid: Option<u16>,
-        class: Classification,
-        macs: [u8; 12],
-        now: Instant,
-    ) {
+        let mut frame = frame;
         let len = frame.len() as u64;
         self.ledger.received += 1;
         let counters = &mut self.ports[port.index()].counters;
@@ -218,6 +206,7 @@ impl Switch {
         } else {
             self.ledger.dropped += 1;
         }
+        None
     }
 
     /// The fast path's decision for an untagged IPv4 packet with `dscp` arriving on `port` (addressed
