@@ -26,9 +26,9 @@ use crate::time::Instant;
 use crate::wire::{self, EthernetAddress, Ipv4Packet, ethernet, vlan};
 use std::net::{IpAddr, Ipv4Addr};
 
-/// Slots of the table (a power of two): a leaf's (port, destination, DSCP) triples are a few hundred to
-/// a few thousand; a collision only costs a recomputation.
-const SLOTS: usize = 1024;
+/// Slots of the table (a power of two): a spine of the 128-host Clos sees 16 ports × 128 destinations;
+/// a collision only costs a recomputation.
+const SLOTS: usize = 4096;
 /// A key no frame has (a DSCP is 6 bits): an unused slot.
 const EMPTY: u64 = u64::MAX;
 
@@ -46,7 +46,7 @@ pub(super) struct FlowAction {
     /// The ingress VLAN (an untagged member with a VLAN interface), where the source MAC is learnt.
     pub(super) learn_vid: Option<u16>,
     /// The longest frame that passes the ingress port's L2 MTU and the egress port's L3 MTU.
-    pub(super) max_len: usize,
+    pub(super) max_len: u32,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -72,8 +72,9 @@ fn flow_key(port: PortId, dst: u32, dscp: u8) -> u64 {
 }
 
 fn slot_of(key: u64) -> usize {
-    // Fibonacci hashing: the top bits of the product mix every bit of the key.
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize
+    // Fibonacci hashing of the port and destination (the top bits of the product mix every bit): a
+    // flow's DSCPs share a slot (its data and ACKs have one; a CNP, rarer, replaces it for a while).
+    ((key >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize
 }
 
 /// The fields of an untagged IPv4 frame without options the fast path reads, when its lengths hold as
@@ -158,7 +159,7 @@ impl Switch {
         let flow = &self.flows.slots[at].action;
         // `fixed_ipv4` read 34 bytes: Ethernet and the IPv4 header, at fixed offsets from here on.
         let Some(head) = frame.first_chunk::<34>() else { return Some(frame) };
-        if frame.len() > flow.max_len
+        if frame.len() > flow.max_len as usize
             || head[..6] != flow.router_mac
             || head[6] & 1 != 0
             || ttl <= 1
@@ -249,7 +250,7 @@ impl Switch {
             macs,
             router_mac: router_mac.0,
             learn_vid,
-            max_len: l2_max.min(l3_max),
+            max_len: l2_max.min(l3_max).try_into().unwrap_or(u32::MAX),
         })
     }
 }

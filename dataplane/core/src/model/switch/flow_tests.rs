@@ -322,3 +322,9 @@ proptest! {
         prop_assert_eq!(checksum_ok(frame[14..34].try_into().unwrap()), Ipv4Packet::new_unchecked(&frame[14..]).verify_checksum());
     }
 }
+
+#[test]
+fn a_flow_slot_stays_small() {
+    // 4096 of them per switch, probed at random: a guard against the entry growing.
+    assert!(std::mem::size_of::<FlowSlot>() <= 80, "{} bytes", std::mem::size_of::<FlowSlot>());
+}
