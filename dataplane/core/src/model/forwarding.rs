@@ -73,6 +73,20 @@ impl Fdb {
         }
     }
 
+    /// What [`Fdb::learn`] does when it changes nothing but the entry's age: refreshes a dynamic entry
+    /// already on `port` (a static entry is left alone) and returns true; returns false, changing
+    /// nothing, when learning would add or move an entry.
+    pub fn refresh(&mut self, vid: u16, mac: EthernetAddress, port: PortId, now: Instant) -> bool {
+        match self.entries.get_mut(&fdb_key(vid, mac)) {
+            Some(e) if e.is_static => true,
+            Some(e) if e.port == port => {
+                e.last_seen = now;
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn insert_static(&mut self, vid: u16, mac: EthernetAddress, port: PortId) {
         self.entries.insert(fdb_key(vid, mac), FdbEntry { port, last_seen: Instant::ZERO, is_static: true });
         self.version += 1;

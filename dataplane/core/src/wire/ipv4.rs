@@ -226,6 +226,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     ///
     /// The caller drops packets whose TTL is 0 or 1 before forwarding, so the TTL is positive here; a
     /// TTL of 0 is left at 0 (saturating, so a packet can never gain hops by wrapping to 255).
+    #[inline]
     pub fn decrement_ttl(&mut self) -> u8 {
         let ttl = self.ttl();
         if ttl == 0 {

@@ -24,6 +24,7 @@ use std::net::IpAddr;
 
 mod derived;
 mod egress;
+mod flow;
 mod ingress;
 mod nexthop;
 mod ready;
@@ -251,6 +252,8 @@ pub struct Switch {
     readiness: ready::Readiness,
     /// Routed destinations' next hops, kept while the tables they come from are unchanged (`nexthop.rs`).
     next_hops: nexthop::NextHopCache,
+    /// The routed fast path's entries per (ingress port, destination, DSCP) (`flow.rs`).
+    flows: flow::FlowTable,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
     /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
@@ -312,6 +315,7 @@ impl Switch {
             pg_scratch: Vec::new(),
             readiness: ready::Readiness::default(),
             next_hops: nexthop::NextHopCache::default(),
+            flows: flow::FlowTable::default(),
             wd_masks: Vec::new(),
             drop_log: None,
         }

@@ -7,7 +7,9 @@
 //! way, with its side effects, every time. An entry holds while what it was computed from is unchanged:
 //! the configuration (its generation: routes, interfaces, VLANs), the FDB and the neighbour table (their
 //! versions count entries added, moved or removed; a refresh does not change an answer). Checks that
-//! depend on the port's state (up, MTU) are made on every packet, after the cache. Debug builds compare
+//! depend on the port's state (up, MTU) are made on every packet, after the cache. The routed fast path
+//! (`flow.rs`) also keeps the other outcomes, as empty entries, so that a destination it does not serve
+//! (an ECMP group, above all) costs it one probe; the full way treats them as misses. Debug builds compare
 //! every hit with the full computation.
 
 use super::Switch;
@@ -44,7 +46,8 @@ pub(super) struct Stamp {
 struct Slot {
     dst: IpAddr,
     stamp: Stamp,
-    hop: NextHop,
+    /// `None`: not an outcome the cache keeps (the full way decides).
+    hop: Option<NextHop>,
 }
 
 #[derive(Debug, Default)]
@@ -66,12 +69,13 @@ fn slot_of(dst: IpAddr) -> usize {
 }
 
 impl NextHopCache {
-    fn get(&self, dst: IpAddr, stamp: Stamp) -> Option<NextHop> {
+    /// `Some(hop)` when the slot holds `dst` under `stamp` (`hop` is `None` for an outcome not kept).
+    fn get(&self, dst: IpAddr, stamp: Stamp) -> Option<Option<NextHop>> {
         let slot = self.slots.get(slot_of(dst))?.as_ref()?;
         (slot.dst == dst && slot.stamp == stamp).then_some(slot.hop)
     }
 
-    fn insert(&mut self, dst: IpAddr, stamp: Stamp, hop: NextHop) {
+    fn insert(&mut self, dst: IpAddr, stamp: Stamp, hop: Option<NextHop>) {
         if self.slots.is_empty() {
             self.slots = vec![None; SLOTS];
         }
@@ -80,15 +84,27 @@ impl NextHopCache {
 }
 
 impl Switch {
-    fn next_hop_stamp(&self) -> Stamp {
+    pub(super) fn next_hop_stamp(&self) -> Stamp {
         Stamp { generation: self.generation, fdb: self.fdb.version(), neighbors: self.neighbors.version() }
     }
 
     /// The cached next hop of `dst`, if it holds.
     pub(super) fn cached_next_hop(&self, dst: IpAddr) -> Option<NextHop> {
-        let hop = self.next_hops.get(dst, self.next_hop_stamp())?;
+        let hop = self.next_hops.get(dst, self.next_hop_stamp())??;
         debug_assert_eq!(Some(hop), self.next_hop_uncached(dst), "cached next hop of {dst}");
         Some(hop)
+    }
+
+    /// The next hop of `dst` when it is an outcome the cache keeps, from the cache or computed (and then
+    /// kept, either way): for the fast path, where a destination the full way must take costs one probe.
+    pub(super) fn next_hop_kept(&mut self, dst: IpAddr, stamp: Stamp) -> Option<NextHop> {
+        if let Some(hop) = self.next_hops.get(dst, stamp) {
+            debug_assert_eq!(hop, self.next_hop_uncached(dst), "cached next hop of {dst}");
+            return hop;
+        }
+        let hop = self.next_hop_uncached(dst);
+        self.next_hops.insert(dst, stamp, hop);
+        hop
     }
 
     /// Remembers the next hop the full computation found for `dst` (`route` calls it only for a route
@@ -96,12 +112,12 @@ impl Switch {
     pub(super) fn cache_next_hop(&mut self, dst: IpAddr, hop: NextHop) {
         debug_assert_eq!(Some(hop), self.next_hop_uncached(dst), "next hop to cache for {dst}");
         let stamp = self.next_hop_stamp();
-        self.next_hops.insert(dst, stamp, hop);
+        self.next_hops.insert(dst, stamp, Some(hop));
     }
 
     /// What the cache would hold for `dst`, computed the full way (no side effects): the outcome of the
     /// route lookup, neighbour and FDB when it is one the cache keeps, else `None`.
-    fn next_hop_uncached(&self, dst: IpAddr) -> Option<NextHop> {
+    pub(super) fn next_hop_uncached(&self, dst: IpAddr) -> Option<NextHop> {
         let (next_hop, rif) = match self.derived.routes.lookup(dst)? {
             RouteAction::Connected(rif) => (dst, *rif),
             RouteAction::NextHops(hops) if hops.len() == 1 => hops[0],

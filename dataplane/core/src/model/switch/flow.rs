@@ -1,0 +1,260 @@
+//! The routed fast path: a table of flow entries, one per (ingress port, IPv4 destination, DSCP), each
+//! holding the whole ingress decision for the common packet of a RoCE fabric (an untagged IPv4 packet
+//! without options, addressed to the ingress router interface's MAC, routed to a single resolved next
+//! hop): its classification, its egress port and VLAN, the MACs to write and the longest frame both MTU
+//! checks pass. Such a packet is read at fixed offsets, found in one probe and forwarded without the
+//! layer-by-layer parse, the L2 domain and router-interface checks, the classification, the route and
+//! neighbour lookups that [`Switch::receive`](super::Switch) makes for any other frame.
+//!
+//! An entry holds while what it was computed from is unchanged: the configuration (its generation:
+//! ports' admin state and MTUs, interfaces, VLANs, QoS maps, routes), the FDB and the neighbour table
+//! (their versions, as in `nexthop.rs`). What can change without those is checked on every packet: the
+//! frame's length, IPv4 header checksum and lengths, destination and source MAC, TTL, the watchdog's
+//! ingress drop, the egress port's link, and the learning of the source MAC when the ingress port is in
+//! a VLAN (the FDB entry must already be on this port: its aging is refreshed in place, which is all the
+//! full path's learning does then). Anything else, or any check failing, goes the full way with its
+//! drops, traps, learning events, ARP and floods; nothing is changed before the fast path is sure.
+//! An outcome the fast path does not serve (ECMP, a trap, a drop, an unresolved neighbour) is kept as an
+//! empty entry under the same stamp, so the full way is not preceded by a futile computation per packet.
+//! Debug builds compare every hit with the full computation and the frame's fields with `wire::transit`.
+
+use super::nexthop::{NextHop, Stamp};
+use super::{Meta, Switch};
+use crate::model::PortId;
+use crate::model::classify::Classification;
+use crate::time::Instant;
+use crate::wire::{self, EthernetAddress, Ipv4Packet, ethernet, vlan};
+use std::net::{IpAddr, Ipv4Addr};
+
+/// Slots of the table (a power of two): a spine of the 128-host Clos sees 16 ports × 128 destinations;
+/// a collision only costs a recomputation.
+const SLOTS: usize = 4096;
+/// A key no frame has (a DSCP is 6 bits): an unused slot.
+const EMPTY: u64 = u64::MAX;
+
+/// What the fast path does with a routed packet of one flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FlowAction {
+    pub(super) out: PortId,
+    /// The VLAN it leaves in (a VLAN router interface), for the egress tag.
+    pub(super) vid: Option<u16>,
+    pub(super) class: Classification,
+    /// The neighbour's MAC then the egress interface's: the frame's first 12 bytes after routing.
+    pub(super) macs: [u8; 12],
+    /// The ingress router interface's MAC: a frame to any other MAC is not routed.
+    pub(super) router_mac: [u8; 6],
+    /// The ingress VLAN (an untagged member with a VLAN interface), where the source MAC is learnt.
+    pub(super) learn_vid: Option<u16>,
+    /// The longest frame that passes the ingress port's L2 MTU and the egress port's L3 MTU.
+    pub(super) max_len: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FlowSlot {
+    key: u64,
+    stamp: Stamp,
+    action: FlowAction,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct FlowTable {
+    /// Empty until the first insert, then [`SLOTS`] long; a slot whose key is [`EMPTY`] is unused.
+    slots: Vec<FlowSlot>,
+    /// Tests compare the switch with and without the fast path, and count the frames it forwarded.
+    #[cfg(test)]
+    pub(super) disabled: bool,
+    #[cfg(test)]
+    pub(super) hits: u64,
+}
+
+fn flow_key(port: PortId, dst: u32, dscp: u8) -> u64 {
+    u64::from(dst) << 32 | (port.index() as u64) << 8 | u64::from(dscp)
+}
+
+fn slot_of(key: u64) -> usize {
+    // Fibonacci hashing of the port and destination (the top bits of the product mix every bit): a
+    // flow's DSCPs share a slot (its data and ACKs have one; a CNP, rarer, replaces it for a while).
+    ((key >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+/// The fields of an untagged IPv4 frame without options the fast path reads, when its lengths hold as
+/// `wire::transit` requires (the checksum is verified apart, only for a frame the table has an entry
+/// for): (destination address, DSCP, TTL).
+fn fixed_ipv4(frame: &[u8]) -> Option<(u32, u8, u8)> {
+    const IP: usize = ethernet::HEADER_LEN;
+    let header: &[u8; 20] = frame.get(IP..IP + 20)?.try_into().ok()?;
+    if frame[12..14] != [0x08, 0x00] || header[0] != 0x45 {
+        return None;
+    }
+    let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
+    if total_len < 20 || total_len > frame.len() - IP {
+        return None;
+    }
+    let dst = u32::from_be_bytes([header[16], header[17], header[18], header[19]]);
+    Some((dst, header[1] >> 2, header[8]))
+}
+
+/// The IPv4 header checksum verifies.
+#[inline]
+fn checksum_ok(header: &[u8; 20]) -> bool {
+    // Five 32-bit words summed in 64 bits: the 16-bit one's complement sum folds out of it unchanged.
+    let sum: u64 =
+        header.chunks_exact(4).map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))).sum();
+    let sum = (sum & 0xffff_ffff) + (sum >> 32);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
+    sum == 0xffff
+}
+
+impl FlowTable {
+    /// The slot of `key`, if it holds an entry for it under `stamp`.
+    fn find(&self, key: u64, stamp: Stamp) -> Option<usize> {
+        let at = slot_of(key);
+        self.slots.get(at).is_some_and(|s| s.key == key && s.stamp == stamp).then_some(at)
+    }
+
+    fn insert(&mut self, key: u64, stamp: Stamp, action: FlowAction) -> usize {
+        if self.slots.is_empty() {
+            self.slots = vec![FlowSlot { key: EMPTY, stamp, action }; SLOTS];
+        }
+        let at = slot_of(key);
+        self.slots[at] = FlowSlot { key, stamp, action };
+        at
+    }
+}
+
+impl Switch {
+    /// Forwards `frame` by its flow entry, if it is a packet the fast path serves and every per-packet
+    /// check passes; else hands it back untouched for the full way.
+    pub(super) fn forward_by_flow(&mut self, port: PortId, frame: Vec<u8>, now: Instant) -> Option<Vec<u8>> {
+        #[cfg(test)]
+        if self.flows.disabled {
+            return Some(frame);
+        }
+        let Some((dst, dscp, ttl)) = fixed_ipv4(&frame) else { return Some(frame) };
+        let key = flow_key(port, dst, dscp);
+        let stamp = self.next_hop_stamp();
+        let at = match self.flows.find(key, stamp) {
+            Some(at) => {
+                debug_assert_eq!(
+                    Some(self.flows.slots[at].action),
+                    self.next_hop_uncached(IpAddr::V4(Ipv4Addr::from(dst)))
+                        .and_then(|hop| self.flow_action(port, dscp, hop)),
+                    "flow entry of port {port:?} to {} DSCP {dscp}",
+                    Ipv4Addr::from(dst)
+                );
+                at
+            }
+            None => {
+                // Only what the fast path serves is kept: a destination it does not serve is remembered
+                // by the next-hop cache, so it costs a probe there, not a computation per packet.
+                let Some(hop) = self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) else {
+                    return Some(frame);
+                };
+                let Some(action) = self.flow_action(port, dscp, hop) else { return Some(frame) };
+                self.flows.insert(key, stamp, action)
+            }
+        };
+        let flow = &self.flows.slots[at].action;
+        // `fixed_ipv4` read 34 bytes: Ethernet and the IPv4 header, at fixed offsets from here on.
+        let Some(head) = frame.first_chunk::<34>() else { return Some(frame) };
+        if frame.len() > flow.max_len as usize
+            || head[..6] != flow.router_mac
+            || head[6] & 1 != 0
+            || ttl <= 1
+            || self.wd_masks[port.index()].dropping_ingress & (1 << flow.class.tc) != 0
+            || !self.ports[flow.out.index()].oper_up
+            || !checksum_ok(head[14..].try_into().expect("20 bytes"))
+        {
+            return Some(frame);
+        }
+        if let Some(v) = flow.learn_vid {
+            let src = EthernetAddress(head[6..12].try_into().expect("6 bytes"));
+            // The only learning left to do: a refresh of the entry already on this port.
+            if !self.fdb.refresh(v, src, port, now) {
+                return Some(frame);
+            }
+        }
+        debug_assert!(
+            wire::transit(&frame).is_ok_and(|v| v.vlan.is_none()
+                && v.dst_addr.0 == flow.router_mac
+                && v.ip.is_some_and(|ip| ip.dst_addr == IpAddr::from(Ipv4Addr::from(dst))
+                    && ip.dscp == dscp
+                    && ip.ttl == ttl)),
+            "the fixed-offset read disagrees with wire::transit"
+        );
+        #[cfg(test)]
+        {
+            self.flows.hits += 1;
+        }
+        // What the full way does with such a frame once decided: counters, TTL and MACs, the queue.
+        let (out, vid, class, macs) = (flow.out, flow.vid, flow.class, flow.macs);
+        let mut frame = frame;
+        let len = frame.len() as u64;
+        self.ledger.received += 1;
+        let counters = &mut self.ports[port.index()].counters;
+        counters.rx_ok += 1;
+        counters.rx_bytes += len;
+        let pg = &mut counters.pgs[usize::from(class.pg)];
+        pg.packets += 1;
+        pg.bytes += len;
+        frame[..12].copy_from_slice(&macs);
+        Ipv4Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]).decrement_ttl();
+        // What `deliver` does with one copy, without its iterator.
+        if self.enqueue(out, vid, frame, Meta { ingress: Some(port), class, pcp: None }, now) {
+            self.ledger.forwarded += 1;
+        } else {
+            self.ledger.dropped += 1;
+        }
+        None
+    }
+
+    /// The fast path's decision for an untagged IPv4 packet with `dscp` arriving on `port` (addressed
+    /// to the router, from a unicast source) whose destination's route has the single next hop `hop`,
+    /// computed from the tables as the full way decides it; `None` when the full way must take it.
+    fn flow_action(&self, port: PortId, dscp: u8, hop: NextHop) -> Option<FlowAction> {
+        let port_cfg = self.config.ports.get(port.index())?;
+        if !port_cfg.admin_up {
+            return None;
+        }
+        let learn_vid = self.derived.untagged_vlan[port.index()];
+        let rif_in = match learn_vid {
+            Some(v) => self.derived.vlan(v)?.rif?,
+            None => self.derived.rif_by_port[port.index()]?,
+        };
+        let router_mac = self.config.interfaces[rif_in.index()].mac;
+        // A multicast router MAC would count as non-unicast, or be trapped as link-local.
+        if router_mac.is_multicast() {
+            return None;
+        }
+        // Only a port whose table answers classification (no border rules: no drop, no DSCP rewrite).
+        let class = self.derived.dscp_class(port, dscp)?;
+        if class.drop || class.set_dscp.is_some() {
+            return None;
+        }
+        let NextHop { out, vid, src_mac, dst_mac } = hop;
+        let out_cfg = &self.config.ports[out.index()];
+        if !out_cfg.admin_up {
+            return None;
+        }
+        let mut macs = [0; 12];
+        macs[..6].copy_from_slice(&dst_mac.0);
+        macs[6..].copy_from_slice(&src_mac.0);
+        let l2_max = port_cfg.mtu as usize + ethernet::HEADER_LEN + vlan::HEADER_LEN;
+        let l3_max = out_cfg.mtu as usize + ethernet::HEADER_LEN;
+        Some(FlowAction {
+            out,
+            vid,
+            class,
+            macs,
+            router_mac: router_mac.0,
+            learn_vid,
+            max_len: l2_max.min(l3_max).try_into().unwrap_or(u32::MAX),
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "flow_tests.rs"]
+mod tests;
