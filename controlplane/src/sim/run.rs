@@ -561,20 +561,35 @@ impl Recorder {
                 traffic.iter().map(|flow| FlowSeries { host: f.hosts[&flow.from], ids: [None; 4] }).collect();
         }
         let interval = self.last_t.map(|l| t.saturating_sub(l)).filter(|&i| i > 0);
-        for (i, (flow, FlowSeries { host, ids })) in traffic.iter().zip(&mut self.flow_series).enumerate() {
-            let Some(stats) = f.sim.nic(*host).flow_stats(i as u32 + 1) else { continue };
-            let mut rec = |which: usize, value: f64| {
-                let key = || key(FLOW_SERIES[which], &flow.from, &format!("flow{i}"), usize::from(flow.priority));
-                series.record_lazy(&mut ids[which], key, t, value);
-            };
-            let (sent, acked) = self.flows[i].replace((stats.sent_bytes, stats.acked_bytes)).unwrap_or_default();
-            if let Some(ns) = interval {
-                let mbps = |bytes: u64| bytes as f64 * 8.0 * 1e3 / ns as f64;
-                rec(0, mbps(stats.sent_bytes - sent));
-                rec(1, mbps(stats.acked_bytes - acked));
+        // Flow i is flow id i + 1 of its sender (`fabric::build`); a NIC's flows are read in one pass.
+        for &host in f.hosts.values() {
+            let nic = f.sim.nic(host);
+            for sample in nic.flow_samples() {
+                let Some(i) = (sample.id as usize).checked_sub(1) else { continue };
+                let Some(FlowSeries { host: sender, ids }) = self.flow_series.get_mut(i) else { continue };
+                if *sender != host {
+                    continue;
+                }
+                debug_assert!(nic.flow_stats(sample.id).is_some_and(|s| {
+                    (s.sent_bytes, s.acked_bytes, s.cnps_received)
+                        == (sample.sent_bytes, sample.acked_bytes, sample.cnps_received)
+                        && s.dcqcn.map(|d| d.current_rate_mbps) == sample.dcqcn_rate_mbps
+                }));
+                let flow = &traffic[i];
+                let mut rec = |which: usize, value: f64| {
+                    let key = || key(FLOW_SERIES[which], &flow.from, &format!("flow{i}"), usize::from(flow.priority));
+                    series.record_lazy(&mut ids[which], key, t, value);
+                };
+                let (sent, acked) =
+                    self.flows[i].replace((sample.sent_bytes, sample.acked_bytes)).unwrap_or_default();
+                if let Some(ns) = interval {
+                    let mbps = |bytes: u64| bytes as f64 * 8.0 * 1e3 / ns as f64;
+                    rec(0, mbps(sample.sent_bytes - sent));
+                    rec(1, mbps(sample.acked_bytes - acked));
+                }
+                rec(2, sample.dcqcn_rate_mbps.unwrap_or(0.0));
+                rec(3, sample.cnps_received as f64);
             }
-            rec(2, stats.dcqcn.map_or(0.0, |d| d.current_rate_mbps));
-            rec(3, stats.cnps_received as f64);
         }
         self.last_t = Some(t);
     }
