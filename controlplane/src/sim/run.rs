@@ -512,7 +512,8 @@ impl Recorder {
                 let pid = PortId::new(p);
                 for q in 0..8u8 {
                     let i = usize::from(q);
-                    let mut rec = |which: usize, value: f64| port_series.record(series, name, which, i, t, value);
+                    let mut rec =
+                        |which: usize, value: f64| port_series.record(series, name, which, i, t, value);
                     let cells = sw.mmu().queue_cells(pid, q);
                     rec(QUEUE_FRAMES, sw.queue_depth(pid, q) as f64);
                     rec(QUEUE_CELLS, cells as f64);
@@ -577,7 +578,9 @@ impl Recorder {
                 }));
                 let flow = &traffic[i];
                 let mut rec = |which: usize, value: f64| {
-                    let key = || key(FLOW_SERIES[which], &flow.from, &format!("flow{i}"), usize::from(flow.priority));
+                    let key = || {
+                        key(FLOW_SERIES[which], &flow.from, &format!("flow{i}"), usize::from(flow.priority))
+                    };
                     series.record_lazy(&mut ids[which], key, t, value);
                 };
                 let (sent, acked) =

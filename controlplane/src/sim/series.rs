@@ -90,7 +90,13 @@ impl Series {
 
     /// [`Series::record`] of a series interned only when it starts (at its first non-zero value): `slot`
     /// keeps its id, `key` names it. Before that, a sample of zero changes nothing but the last instant.
-    pub fn record_lazy(&mut self, slot: &mut Option<SeriesId>, key: impl FnOnce() -> Key, t: u64, value: f64) {
+    pub fn record_lazy(
+        &mut self,
+        slot: &mut Option<SeriesId>,
+        key: impl FnOnce() -> Key,
+        t: u64,
+        value: f64,
+    ) {
         let id = match *slot {
             Some(id) => id,
             None if value != 0.0 => *slot.insert(self.id(key())),

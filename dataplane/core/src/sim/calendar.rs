@@ -28,7 +28,10 @@ pub(super) type Entry = (Instant, u64, Wake);
 enum Place {
     Absent,
     /// In the wheel's bucket of its instant, between `prev` and `next` (slots, or `ABSENT`).
-    Wheel { prev: u32, next: u32 },
+    Wheel {
+        prev: u32,
+        next: u32,
+    },
     /// In the heap, at this position.
     Far(u32),
 }

@@ -66,7 +66,8 @@ impl Readiness {
     /// Stores a port's fresh value and brings the minima above it up to date.
     fn set(&mut self, port: usize, at: Option<Instant>) {
         let last = Some(Instant::MAX);
-        self.at_last_instant = self.at_last_instant + usize::from(at == last) - usize::from(self.at[port] == last);
+        self.at_last_instant =
+            self.at_last_instant + usize::from(at == last) - usize::from(self.at[port] == last);
         self.at[port] = at;
         self.stale[port] = false;
         let mut i = self.leaves + port;
