@@ -87,7 +87,7 @@ fn slot_of(wake: Wake) -> usize {
 }
 
 fn wake_of(slot: usize) -> Wake {
-    if slot % 2 == 0 { Wake::Node(super::NodeId::new(slot / 2)) } else { Wake::Link(slot / 2) }
+    if slot.is_multiple_of(2) { Wake::Node(super::NodeId::new(slot / 2)) } else { Wake::Link(slot / 2) }
 }
 
 fn bucket(at: Instant) -> usize {
