@@ -2,7 +2,7 @@
 //! counters sampled for the report and the time series, then the same evaluation as `swctl lab run`.
 
 use super::fabric::{self, Fabric, ORIGIN_NS};
-use super::series::{Key, Series};
+use super::series::{Key, Series, SeriesId};
 use crate::lab::scenario::report::{ActionRecord, Observed, ScenarioReport, evaluate};
 use crate::lab::scenario::run::merge;
 use crate::lab::scenario::timed::{Firsts, FlowBytes, FlowSnapshots};
@@ -415,108 +415,184 @@ fn act(
     Ok(ActionRecord { step: a.step.clone(), at_ms: a.at_ms, done_ms, action, result })
 }
 
-/// Samples the time series; remembers what per-interval rates need.
+/// Samples the time series; remembers what per-interval rates need. A sample of the 128-host Clos records
+/// some 80,000 values, and looking each one up by its key (strings compared down a B-tree) cost more than
+/// simulating the 100 µs between samples: each series is found by an id kept here instead, interned in
+/// the [`Series`] at its first non-zero value (most never have one, and would only take memory).
 #[derive(Default)]
 struct Recorder {
     /// Per flow: (sent bytes, acked bytes) at the previous sample.
-    flows: BTreeMap<usize, (u64, u64)>,
+    flows: Vec<Option<(u64, u64)>>,
     last_t: Option<u64>,
+    /// Per switch (in `Fabric::switches` order): the configuration generation its ports were listed
+    /// for, and their series.
+    switches: Vec<(u64, Vec<PortSeries>)>,
+    /// Per host (in `Fabric::hosts` order): its `pfc_paused` series per priority.
+    hosts: Vec<[Lazy; 8]>,
+    /// Per flow of the scenario: its sender and series.
+    flow_series: Vec<FlowSeries>,
+}
+
+/// A series' id once it has started.
+type Lazy = Option<SeriesId>;
+
+/// The series of a switch port, per queue, PG or priority (`[series][index]`, series as in `PORT_SERIES`).
+struct PortSeries {
+    port: String,
+    ids: [[Lazy; 8]; PORT_SERIES.len()],
+}
+
+const PORT_SERIES: [&str; 10] = [
+    "queue_frames",
+    "queue_cells",
+    "queue_bytes",
+    "pg_bytes",
+    "pg_headroom_bytes",
+    "pg_xoff_bytes",
+    "pg_xon_bytes",
+    "pfc_xoff_sent",
+    "pfc_paused",
+    "ecn_marked",
+];
+const QUEUE_FRAMES: usize = 0;
+const QUEUE_CELLS: usize = 1;
+const QUEUE_BYTES: usize = 2;
+const PG_BYTES: usize = 3;
+const PG_HEADROOM_BYTES: usize = 4;
+const PG_XOFF_BYTES: usize = 5;
+const PG_XON_BYTES: usize = 6;
+const PFC_XOFF_SENT: usize = 7;
+const PFC_PAUSED: usize = 8;
+const ECN_MARKED: usize = 9;
+
+impl PortSeries {
+    /// Records series `which` (of `PORT_SERIES`), index `i`, of this port of switch `node`.
+    fn record(&mut self, series: &mut Series, node: &str, which: usize, i: usize, t: u64, value: f64) {
+        let port = &self.port;
+        series.record_lazy(&mut self.ids[which][i], || key(PORT_SERIES[which], node, port, i), t, value);
+    }
+
+    fn started(&self, series: &Series, which: usize, i: usize) -> bool {
+        self.ids[which][i].is_some_and(|id| series.has_started(id))
+    }
+}
+
+/// The series of one flow, and the node that sends it.
+struct FlowSeries {
+    host: lossless_dataplane::sim::NodeId,
+    /// `flow_tx_mbps`, `flow_acked_mbps`, `flow_dcqcn_rate_mbps`, `flow_cnps`.
+    ids: [Lazy; 4],
+}
+
+const FLOW_SERIES: [&str; 4] = ["flow_tx_mbps", "flow_acked_mbps", "flow_dcqcn_rate_mbps", "flow_cnps"];
+
+fn key(series: &'static str, node: &str, port: &str, index: usize) -> Key {
+    Key { series, node: node.to_owned(), port: port.to_owned(), index: index as u8 }
 }
 
 impl Recorder {
     fn record(&mut self, f: &mut Fabric, scenario: &Scenario, series: &mut Series, t: u64) {
-        let key = |series: &'static str, node: &str, port: &str, index: usize| Key {
-            series,
-            node: node.to_owned(),
-            port: port.to_owned(),
-            index: index as u8,
-        };
-        for (name, &id) in &f.switches {
+        if self.switches.len() != f.switches.len() {
+            self.switches = f.switches.keys().map(|_| (u64::MAX, Vec::new())).collect();
+        }
+        for ((name, &id), (generation, ports)) in f.switches.iter().zip(&mut self.switches) {
             let sw = f.sim.switch(id);
+            // An apply may have changed the ports: their series are found again, by name.
+            if *generation != sw.generation() {
+                *generation = sw.generation();
+                *ports = sw
+                    .config()
+                    .ports
+                    .iter()
+                    .map(|p| PortSeries { port: p.name.clone(), ids: [[None; 8]; PORT_SERIES.len()] })
+                    .collect();
+            }
             let cell = sw.mmu().cell_bytes();
-            for (p, port) in sw.config().ports.iter().enumerate() {
+            for (p, port_series) in ports.iter_mut().enumerate() {
                 let pid = PortId::new(p);
                 for q in 0..8u8 {
+                    let i = usize::from(q);
+                    let mut rec =
+                        |which: usize, value: f64| port_series.record(series, name, which, i, t, value);
                     let cells = sw.mmu().queue_cells(pid, q);
-                    series.record(
-                        key("queue_frames", name, &port.name, q.into()),
-                        t,
-                        sw.queue_depth(pid, q) as f64,
-                    );
-                    series.record(key("queue_cells", name, &port.name, q.into()), t, cells as f64);
-                    series.record(key("queue_bytes", name, &port.name, q.into()), t, (cells * cell) as f64);
+                    rec(QUEUE_FRAMES, sw.queue_depth(pid, q) as f64);
+                    rec(QUEUE_CELLS, cells as f64);
+                    rec(QUEUE_BYTES, (cells * cell) as f64);
                     let occupancy = sw.mmu().pg_occupancy(pid, q);
                     let used = occupancy.reserved_bytes + occupancy.shared_bytes + occupancy.headroom_bytes;
-                    series.record(key("pg_bytes", name, &port.name, q.into()), t, used as f64);
-                    series.record(
-                        key("pg_headroom_bytes", name, &port.name, q.into()),
-                        t,
-                        occupancy.headroom_bytes as f64,
-                    );
-                    let tracked = series.get(&key("pg_xoff_bytes", name, &port.name, q.into())).is_some();
+                    rec(PG_BYTES, used as f64);
+                    rec(PG_HEADROOM_BYTES, occupancy.headroom_bytes as f64);
+                    // Where the PG trips and releases, once it has held something.
+                    let tracked = port_series.started(series, PG_XOFF_BYTES, i);
                     if (used > 0 || tracked)
                         && let Some(th) = sw.mmu().pg_thresholds(pid, q)
                     {
-                        series.record(
-                            key("pg_xoff_bytes", name, &port.name, q.into()),
-                            t,
-                            th.xoff_bytes as f64,
-                        );
-                        series.record(
-                            key("pg_xon_bytes", name, &port.name, q.into()),
-                            t,
-                            th.xon_bytes as f64,
-                        );
+                        port_series.record(series, name, PG_XOFF_BYTES, i, t, th.xoff_bytes as f64);
+                        port_series.record(series, name, PG_XON_BYTES, i, t, th.xon_bytes as f64);
                     }
                 }
                 if let Some((asserted, paused)) = sw.pfc_state(pid) {
                     for prio in 0..8usize {
                         let bit = |m: u8| f64::from((m >> prio) & 1);
-                        series.record(key("pfc_xoff_sent", name, &port.name, prio), t, bit(asserted));
-                        series.record(key("pfc_paused", name, &port.name, prio), t, bit(paused));
+                        port_series.record(series, name, PFC_XOFF_SENT, prio, t, bit(asserted));
+                        port_series.record(series, name, PFC_PAUSED, prio, t, bit(paused));
                     }
                 }
                 if let Some(c) = sw.port_counters(pid) {
                     for (q, qc) in c.queues.iter().enumerate() {
-                        series.record(
-                            key("ecn_marked", name, &port.name, q),
-                            t,
-                            qc.ecn_marked_packets as f64,
-                        );
+                        port_series.record(series, name, ECN_MARKED, q, t, qc.ecn_marked_packets as f64);
                     }
                 }
             }
         }
-        for (name, &id) in &f.hosts {
+        if self.hosts.len() != f.hosts.len() {
+            self.hosts = vec![[None; 8]; f.hosts.len()];
+        }
+        for ((name, &id), ids) in f.hosts.iter().zip(&mut self.hosts) {
             let paused = f.sim.nic(id).paused_priorities();
-            for prio in 0..8usize {
-                series.record(key("pfc_paused", name, "eth", prio), t, f64::from((paused >> prio) & 1));
+            for (prio, slot) in ids.iter_mut().enumerate() {
+                let key = || key("pfc_paused", name, "eth", prio);
+                series.record_lazy(slot, key, t, f64::from((paused >> prio) & 1));
             }
         }
+        let traffic = &scenario.topology.traffic;
+        if self.flow_series.len() != traffic.len() {
+            self.flows = vec![None; traffic.len()];
+            self.flow_series =
+                traffic.iter().map(|flow| FlowSeries { host: f.hosts[&flow.from], ids: [None; 4] }).collect();
+        }
         let interval = self.last_t.map(|l| t.saturating_sub(l)).filter(|&i| i > 0);
-        for (i, flow) in scenario.topology.traffic.iter().enumerate() {
-            let id = f.hosts[&flow.from];
-            let Some(stats) = f.sim.nic(id).flow_stats(i as u32 + 1) else { continue };
-            let label = format!("flow{i}");
-            let prio = usize::from(flow.priority);
-            let (sent, acked) =
-                self.flows.insert(i, (stats.sent_bytes, stats.acked_bytes)).unwrap_or_default();
-            if let Some(ns) = interval {
-                let mbps = |bytes: u64| bytes as f64 * 8.0 * 1e3 / ns as f64;
-                series.record(
-                    key("flow_tx_mbps", &flow.from, &label, prio),
-                    t,
-                    mbps(stats.sent_bytes - sent),
-                );
-                series.record(
-                    key("flow_acked_mbps", &flow.from, &label, prio),
-                    t,
-                    mbps(stats.acked_bytes - acked),
-                );
+        // Flow i is flow id i + 1 of its sender (`fabric::build`); a NIC's flows are read in one pass.
+        for &host in f.hosts.values() {
+            let nic = f.sim.nic(host);
+            for sample in nic.flow_samples() {
+                let Some(i) = (sample.id as usize).checked_sub(1) else { continue };
+                let Some(FlowSeries { host: sender, ids }) = self.flow_series.get_mut(i) else { continue };
+                if *sender != host {
+                    continue;
+                }
+                debug_assert!(nic.flow_stats(sample.id).is_some_and(|s| {
+                    (s.sent_bytes, s.acked_bytes, s.cnps_received)
+                        == (sample.sent_bytes, sample.acked_bytes, sample.cnps_received)
+                        && s.dcqcn.map(|d| d.current_rate_mbps) == sample.dcqcn_rate_mbps
+                }));
+                let flow = &traffic[i];
+                let mut rec = |which: usize, value: f64| {
+                    let key = || {
+                        key(FLOW_SERIES[which], &flow.from, &format!("flow{i}"), usize::from(flow.priority))
+                    };
+                    series.record_lazy(&mut ids[which], key, t, value);
+                };
+                let (sent, acked) =
+                    self.flows[i].replace((sample.sent_bytes, sample.acked_bytes)).unwrap_or_default();
+                if let Some(ns) = interval {
+                    let mbps = |bytes: u64| bytes as f64 * 8.0 * 1e3 / ns as f64;
+                    rec(0, mbps(sample.sent_bytes - sent));
+                    rec(1, mbps(sample.acked_bytes - acked));
+                }
+                rec(2, sample.dcqcn_rate_mbps.unwrap_or(0.0));
+                rec(3, sample.cnps_received as f64);
             }
-            let rate = stats.dcqcn.map_or(0.0, |d| d.current_rate_mbps);
-            series.record(key("flow_dcqcn_rate_mbps", &flow.from, &label, prio), t, rate);
-            series.record(key("flow_cnps", &flow.from, &label, prio), t, stats.cnps_received as f64);
         }
         self.last_t = Some(t);
     }

@@ -37,45 +37,99 @@ pub struct SeriesOut<'a> {
     pub points: &'a [(f64, f64)],
 }
 
+/// A series interned with [`Series::id`]: recording by id costs no key comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeriesId(usize);
+
 #[derive(Debug, Default)]
 pub struct Series {
     pub resolution_ns: u64,
-    /// Points per key, time in ns after the origin.
-    data: BTreeMap<Key, Vec<(u64, f64)>>,
+    /// Every series interned, by key: its position in `points`.
+    index: BTreeMap<Key, usize>,
+    /// Points per series, time in ns after the origin; empty until the series starts (a started series
+    /// has at least two points).
+    points: Vec<Vec<(u64, f64)>>,
     last_t: u64,
 }
 
 impl Series {
     pub fn new(resolution_ns: u64) -> Series {
-        Series { resolution_ns, data: BTreeMap::new(), last_t: 0 }
+        Series { resolution_ns, ..Series::default() }
+    }
+
+    /// The series of `key`, to record by id: a sampler interns its keys once, not at every sample.
+    pub fn id(&mut self, key: Key) -> SeriesId {
+        let next = self.points.len();
+        let i = *self.index.entry(key).or_insert(next);
+        if i == next {
+            self.points.push(Vec::new());
+        }
+        SeriesId(i)
     }
 
     /// The value of a series at `t` (ns after the origin).
     pub fn record(&mut self, key: Key, t: u64, value: f64) {
+        let id = self.id(key);
+        self.record_id(id, t, value);
+    }
+
+    /// [`Series::record`] by id.
+    pub fn record_id(&mut self, id: SeriesId, t: u64, value: f64) {
         self.last_t = self.last_t.max(t);
-        match self.data.get_mut(&key) {
-            Some(points) if points.last().is_some_and(|&(_, v)| v != value) => points.push((t, value)),
+        let points = &mut self.points[id.0];
+        match points.last() {
+            Some(&(_, v)) if v != value => points.push((t, value)),
             Some(_) => {}
             None if value != 0.0 => {
                 let before = t.saturating_sub(self.resolution_ns);
-                self.data.insert(key, vec![(before, 0.0), (t, value)]);
+                points.extend([(before, 0.0), (t, value)]);
             }
             None => {}
         }
     }
 
-    pub fn get(&self, key: &Key) -> Option<&[(u64, f64)]> {
-        self.data.get(key).map(Vec::as_slice)
+    /// [`Series::record`] of a series interned only when it starts (at its first non-zero value): `slot`
+    /// keeps its id, `key` names it. Before that, a sample of zero changes nothing but the last instant.
+    pub fn record_lazy(
+        &mut self,
+        slot: &mut Option<SeriesId>,
+        key: impl FnOnce() -> Key,
+        t: u64,
+        value: f64,
+    ) {
+        let id = match *slot {
+            Some(id) => id,
+            None if value != 0.0 => *slot.insert(self.id(key())),
+            None => {
+                self.last_t = self.last_t.max(t);
+                return;
+            }
+        };
+        self.record_id(id, t, value);
     }
 
+    /// Whether the series has started (had a non-zero sample).
+    pub fn has_started(&self, id: SeriesId) -> bool {
+        !self.points[id.0].is_empty()
+    }
+
+    pub fn get(&self, key: &Key) -> Option<&[(u64, f64)]> {
+        self.index.get(key).map(|&i| self.points[i].as_slice()).filter(|p| !p.is_empty())
+    }
+
+    /// The keys of the series that started, in key order.
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
-        self.data.keys()
+        self.started().map(|(k, _)| k)
+    }
+
+    /// The series that started, with their points, in key order.
+    fn started(&self) -> impl Iterator<Item = (&Key, &[(u64, f64)])> {
+        self.index.iter().map(|(k, &i)| (k, self.points[i].as_slice())).filter(|(_, p)| !p.is_empty())
     }
 
     /// Each series with a point at the last sample too, times in µs.
     fn finished(&self) -> Vec<(&Key, Vec<(f64, f64)>)> {
-        self.data
-            .iter()
+        self.started()
             .map(|(k, points)| {
                 let mut out: Vec<(f64, f64)> = points.iter().map(|&(t, v)| (us(t), v)).collect();
                 if let Some(&(t, v)) = points.last()

@@ -169,6 +169,16 @@ impl PfcPort {
         }
     }
 
+    /// Whether a pause is in progress (what [`PfcPort::settle`] may close).
+    pub fn pausing(&self) -> bool {
+        self.pausing != 0
+    }
+
+    /// Whether a pause in progress has expired by `now` ([`PfcPort::settle`] would close it).
+    pub fn has_expired_pause(&self, now: Instant) -> bool {
+        (0..8).any(|p| self.pause_started[p].is_some() && self.paused_until[p] <= now)
+    }
+
     /// Lifts every pause on these priorities (the watchdog stops honouring them).
     pub fn unpause(&mut self, priorities: u8, now: Instant) {
         for p in 0..8 {

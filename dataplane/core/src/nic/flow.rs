@@ -494,6 +494,29 @@ impl SendFlow {
     pub fn dcqcn(&self) -> Option<&Dcqcn> {
         self.dcqcn.as_ref()
     }
+
+    /// What a time-series sample reads of the flow ([`FlowSample`]).
+    pub fn sample(&self) -> FlowSample {
+        FlowSample {
+            id: self.cfg.id,
+            sent_bytes: self.stats.sent_bytes,
+            acked_bytes: self.stats.acked_bytes,
+            cnps_received: self.stats.cnps_received,
+            dcqcn_rate_mbps: self.dcqcn.as_ref().map(|d| d.rate_bps() as f64 / 1e6),
+        }
+    }
+}
+
+/// The part of a flow's [`FlowStats`] a simulator samples for its time series, every 100 µs for every
+/// flow: the same values, without the latency summary `FlowStats` computes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FlowSample {
+    pub id: u32,
+    pub sent_bytes: u64,
+    pub acked_bytes: u64,
+    pub cnps_received: u64,
+    /// [`DcqcnStats::current_rate_mbps`], when DCQCN is on.
+    pub dcqcn_rate_mbps: Option<f64>,
 }
 
 /// What a NIC's scans over its flows read of one flow, kept beside the flows (one small contiguous entry

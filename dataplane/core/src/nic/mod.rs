@@ -620,6 +620,12 @@ impl Nic {
         self.flows.iter().find(|f| f.cfg.id == id).map(|f| f.stats(self.now))
     }
 
+    /// Every flow's [`flow::FlowSample`], in one pass: what a time series reads of each flow at each
+    /// sample, without the search and the latency summary of [`Nic::flow_stats`].
+    pub fn flow_samples(&self) -> impl Iterator<Item = flow::FlowSample> + '_ {
+        self.flows.iter().map(SendFlow::sample)
+    }
+
     /// The DCQCN state of a flow (for inspection and tests).
     pub fn flow_dcqcn(&self, id: u32) -> Option<&Dcqcn> {
         self.flows.iter().find(|f| f.cfg.id == id)?.dcqcn()

@@ -1,121 +1,267 @@
 //! The simulator's calendar: the pending wake-ups, earliest first, ties in the order they were booked.
 //!
 //! A node has at most one pending wake-up (the instant its `poll_at` asked for) and so has a link (the
-//! arrival of the first frame on it), so the calendar is an indexed binary heap with one slot per node and
-//! per link: a node that asks for another instant moves its entry instead of adding one. A plain heap
-//! kept every superseded wake-up until its time came; with nodes rebooking on nearly every visit it was
-//! several times larger than the live set, and its pops a visible part of a run.
+//! arrival of the first frame on it), so the calendar has one slot per node and per link: a node that asks
+//! for another instant moves its entry instead of adding one.
+//!
+//! Nearly every wake-up falls within a few microseconds of now (a line frees up, a frame arrives), and a
+//! busy fabric has about one per nanosecond, so those go on a timing wheel of one-nanosecond buckets
+//! covering [`WHEEL_NS`] from the latest instant popped: booking, moving and popping an entry cost a few
+//! list and bit operations instead of a walk down a heap. A bucket holds the entries of one instant in a
+//! list in booking order, which is their order in the calendar since bookings come in increasing order
+//! (the simulator numbers them). Wake-ups further out (or, from a model's odd request, in the past) wait
+//! in an indexed binary heap; the earliest entry is the earlier of the wheel's first and the heap's top.
 
 use super::Wake;
 use crate::time::Instant;
 
 const ABSENT: u32 = u32::MAX;
 
+/// The wheel's span: one bucket per nanosecond.
+const WHEEL_NS: u64 = 4096;
+const WORDS: usize = WHEEL_NS as usize / 64;
+
 /// A pending wake-up: (instant, booking order, what).
 pub(super) type Entry = (Instant, u64, Wake);
 
-#[derive(Debug, Default)]
-pub(super) struct Calendar {
-    heap: Vec<Entry>,
-    /// Per slot (node `id` at `2 id`, link `l` at `2 l + 1`): its entry's position in `heap`, or `ABSENT`.
-    pos: Vec<u32>,
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    Absent,
+    /// In the wheel's bucket of its instant, between `prev` and `next` (slots, or `ABSENT`).
+    Wheel {
+        prev: u32,
+        next: u32,
+    },
+    /// In the heap, at this position.
+    Far(u32),
 }
 
-fn slot(wake: Wake) -> usize {
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    at: Instant,
+    order: u64,
+    place: Place,
+}
+
+const EMPTY: Slot = Slot { at: Instant::ZERO, order: 0, place: Place::Absent };
+
+#[derive(Debug)]
+pub(super) struct Calendar {
+    /// Per slot (node `id` at `2 id`, link `l` at `2 l + 1`): its pending entry.
+    slots: Vec<Slot>,
+    /// Every wheel entry is at or after `base` and before `base + WHEEL_NS`; `base` is at most the
+    /// earliest wheel entry (the latest instant popped, or 0).
+    base: Instant,
+    /// Per bucket (instant modulo `WHEEL_NS`): its first and last slot, or `ABSENT`.
+    head: Vec<u32>,
+    tail: Vec<u32>,
+    /// A bit per non-empty bucket, and a bit per non-zero word of those.
+    occupied: [u64; WORDS],
+    summary: u64,
+    /// Entries outside the wheel's span: (instant, order, slot), a binary heap.
+    far: Vec<(Instant, u64, u32)>,
+    /// The latest booking order (debug builds check that orders increase).
+    last_order: u64,
+}
+
+impl Default for Calendar {
+    fn default() -> Self {
+        Calendar {
+            slots: Vec::new(),
+            base: Instant::ZERO,
+            head: vec![ABSENT; WHEEL_NS as usize],
+            tail: vec![ABSENT; WHEEL_NS as usize],
+            occupied: [0; WORDS],
+            summary: 0,
+            far: Vec::new(),
+            last_order: 0,
+        }
+    }
+}
+
+fn slot_of(wake: Wake) -> usize {
     match wake {
         Wake::Node(id) => 2 * id.index(),
         Wake::Link(l) => 2 * l + 1,
     }
 }
 
+fn wake_of(slot: usize) -> Wake {
+    if slot.is_multiple_of(2) { Wake::Node(super::NodeId::new(slot / 2)) } else { Wake::Link(slot / 2) }
+}
+
+fn bucket(at: Instant) -> usize {
+    (at.as_ns() % WHEEL_NS) as usize
+}
+
 impl Calendar {
     /// The earliest entry.
     pub(super) fn peek(&self) -> Option<Entry> {
-        self.heap.first().copied()
+        let near = self.first_bucket().map(|b| {
+            let s = self.head[b] as usize;
+            (self.slots[s].at, self.slots[s].order, s)
+        });
+        let far = self.far.first().map(|&(at, order, s)| (at, order, s as usize));
+        let (at, order, s) = match (near, far) {
+            (Some(n), Some(f)) => n.min(f),
+            (n, f) => n.or(f)?,
+        };
+        Some((at, order, wake_of(s)))
     }
 
-    pub(super) fn pop(&mut self) -> Option<Entry> {
-        let first = self.peek()?;
-        self.remove_at(0);
+    #[cfg(test)]
+    fn pop(&mut self) -> Option<Entry> {
+        self.pop_due(Instant::MAX)
+    }
+
+    /// The earliest entry, removed, if it is due by `now`.
+    pub(super) fn pop_due(&mut self, now: Instant) -> Option<Entry> {
+        let first = self.peek().filter(|e| e.0 <= now)?;
+        self.remove(slot_of(first.2));
+        // Nothing is earlier than what was just popped: the wheel may start there.
+        self.base = self.base.max(first.0);
         Some(first)
     }
 
-    /// Books `wake` at `at` with booking order `order`, replacing its pending entry if it has one.
+    /// Books `wake` at `at` with booking order `order` (greater than every earlier booking's), replacing
+    /// its pending entry if it has one.
     pub(super) fn book(&mut self, wake: Wake, at: Instant, order: u64) {
-        let entry = (at, order, wake);
-        let s = slot(wake);
-        if self.pos.len() <= s {
-            self.pos.resize(s + 1, ABSENT);
+        debug_assert!(order > self.last_order || self.last_order == 0, "booking orders increase");
+        self.last_order = order;
+        let s = slot_of(wake);
+        if self.slots.len() <= s {
+            self.slots.resize(s + 1, EMPTY);
         }
-        match self.pos[s] {
-            ABSENT => {
-                self.heap.push(entry);
-                self.sift_up(self.heap.len() - 1, entry);
+        self.remove(s);
+        self.slots[s].at = at;
+        self.slots[s].order = order;
+        if at >= self.base && at.as_ns() - self.base.as_ns() < WHEEL_NS {
+            let b = bucket(at);
+            let last = self.tail[b];
+            self.slots[s].place = Place::Wheel { prev: last, next: ABSENT };
+            if last == ABSENT {
+                self.head[b] = s as u32;
+                self.occupied[b / 64] |= 1 << (b % 64);
+                self.summary |= 1 << (b / 64);
+            } else if let Place::Wheel { next, .. } = &mut self.slots[last as usize].place {
+                *next = s as u32;
             }
-            i => {
-                let i = i as usize;
-                if entry < self.heap[i] { self.sift_up(i, entry) } else { self.sift_down(i, entry) }
-            }
+            self.tail[b] = s as u32;
+        } else {
+            self.far.push((at, order, s as u32));
+            self.sift_up(self.far.len() - 1);
         }
     }
 
     /// Removes `wake`'s pending entry, if any.
     pub(super) fn cancel(&mut self, wake: Wake) {
-        if let Some(&i) = self.pos.get(slot(wake))
-            && i != ABSENT
-        {
-            self.remove_at(i as usize);
+        let s = slot_of(wake);
+        if s < self.slots.len() {
+            self.remove(s);
         }
     }
 
-    fn remove_at(&mut self, i: usize) {
-        let gone = self.heap[i];
-        self.pos[slot(gone.2)] = ABSENT;
-        let last = self.heap.pop().expect("an entry at i");
-        if i < self.heap.len() {
-            // The last entry fills the hole, moving up or down from there.
-            if i > 0 && last < self.heap[(i - 1) / 2] {
-                self.sift_up(i, last)
-            } else {
-                self.sift_down(i, last)
+    fn remove(&mut self, s: usize) {
+        match self.slots[s].place {
+            Place::Absent => {}
+            Place::Wheel { prev, next } => {
+                let b = bucket(self.slots[s].at);
+                match prev {
+                    ABSENT => self.head[b] = next,
+                    p => self.set_next(p as usize, next),
+                }
+                match next {
+                    ABSENT => self.tail[b] = prev,
+                    n => self.set_prev(n as usize, prev),
+                }
+                if self.head[b] == ABSENT {
+                    self.occupied[b / 64] &= !(1 << (b % 64));
+                    if self.occupied[b / 64] == 0 {
+                        self.summary &= !(1 << (b / 64));
+                    }
+                }
             }
+            Place::Far(i) => self.remove_far(i as usize),
+        }
+        self.slots[s].place = Place::Absent;
+    }
+
+    fn set_next(&mut self, s: usize, to: u32) {
+        if let Place::Wheel { next, .. } = &mut self.slots[s].place {
+            *next = to;
         }
     }
 
-    /// Places `entry` at or above the hole at `i`, moving larger parents down.
-    fn sift_up(&mut self, mut i: usize, entry: Entry) {
+    fn set_prev(&mut self, s: usize, to: u32) {
+        if let Place::Wheel { prev, .. } = &mut self.slots[s].place {
+            *prev = to;
+        }
+    }
+
+    /// The first non-empty bucket from `base`'s on, round the wheel (its entries are the earliest: every
+    /// wheel entry lies within one turn from `base`).
+    fn first_bucket(&self) -> Option<usize> {
+        if self.summary == 0 {
+            return None;
+        }
+        let from = bucket(self.base);
+        let (w, bit) = (from / 64, from % 64);
+        let here = self.occupied[w] & (!0u64 << bit);
+        if here != 0 {
+            return Some(w * 64 + here.trailing_zeros() as usize);
+        }
+        let later = if w + 1 < WORDS { self.summary & (!0u64 << (w + 1)) } else { 0 };
+        // Past the last word, round to the first: those buckets hold the instants after the wrap.
+        let w = if later != 0 { later } else { self.summary }.trailing_zeros() as usize;
+        Some(w * 64 + self.occupied[w].trailing_zeros() as usize)
+    }
+
+    fn remove_far(&mut self, i: usize) {
+        let last = self.far.pop().expect("an entry at i");
+        if i < self.far.len() {
+            // The last entry fills the hole, moving up or down from there.
+            self.far[i] = last;
+            self.slots[last.2 as usize].place = Place::Far(i as u32);
+            if i > 0 && last < self.far[(i - 1) / 2] { self.sift_up(i) } else { self.sift_down(i) }
+        }
+    }
+
+    /// Moves the heap entry at `i` up to its place.
+    fn sift_up(&mut self, mut i: usize) {
+        let entry = self.far[i];
         while i > 0 {
             let parent = (i - 1) / 2;
-            if entry >= self.heap[parent] {
+            if entry >= self.far[parent] {
                 break;
             }
-            self.place(i, self.heap[parent]);
+            self.place_far(i, self.far[parent]);
             i = parent;
         }
-        self.place(i, entry);
+        self.place_far(i, entry);
     }
 
-    /// Places `entry` at or below the hole at `i`, moving smaller children up.
-    fn sift_down(&mut self, mut i: usize, entry: Entry) {
-        let len = self.heap.len();
+    /// Moves the heap entry at `i` down to its place.
+    fn sift_down(&mut self, mut i: usize) {
+        let entry = self.far[i];
+        let len = self.far.len();
         loop {
             let left = 2 * i + 1;
             if left >= len {
                 break;
             }
-            let child = if left + 1 < len && self.heap[left + 1] < self.heap[left] { left + 1 } else { left };
-            if entry <= self.heap[child] {
+            let child = if left + 1 < len && self.far[left + 1] < self.far[left] { left + 1 } else { left };
+            if entry <= self.far[child] {
                 break;
             }
-            self.place(i, self.heap[child]);
+            self.place_far(i, self.far[child]);
             i = child;
         }
-        self.place(i, entry);
+        self.place_far(i, entry);
     }
 
-    fn place(&mut self, i: usize, entry: Entry) {
-        self.heap[i] = entry;
-        self.pos[slot(entry.2)] = i as u32;
+    fn place_far(&mut self, i: usize, entry: (Instant, u64, u32)) {
+        self.far[i] = entry;
+        self.slots[entry.2 as usize].place = Place::Far(i as u32);
     }
 }
 
@@ -124,36 +270,59 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    proptest! {
-        /// Against a sorted list of the live entries, after any sequence of bookings, cancellations and pops.
-        #[test]
-        fn pops_the_live_entries_in_order(
-            ops in prop::collection::vec((0u8..4, 0usize..6, 0u64..20), 0..200),
-        ) {
-            let mut calendar = Calendar::default();
-            let mut live: Vec<Entry> = Vec::new();
-            for (order, (op, slot, at)) in ops.into_iter().enumerate() {
-                let wake = if slot % 2 == 0 { Wake::Node(crate::sim::NodeId::new(slot / 2)) } else { Wake::Link(slot / 2) };
-                match op {
-                    0 | 1 => {
-                        live.retain(|e| e.2 != wake);
-                        let at = Instant::from_ns(at);
-                        live.push((at, order as u64, wake));
-                        calendar.book(wake, at, order as u64);
-                    }
-                    2 => {
-                        live.retain(|e| e.2 != wake);
-                        calendar.cancel(wake);
-                    }
-                    _ => {
-                        live.sort();
-                        let expected = (!live.is_empty()).then(|| live.remove(0));
-                        prop_assert_eq!(calendar.pop(), expected);
+    /// Against a sorted list of the live entries, after any sequence of bookings, cancellations and
+    /// pops, with instants close together (the wheel), far apart (the heap) and before the latest pop.
+    fn check(ops: Vec<(u8, usize, u64)>) -> Result<(), TestCaseError> {
+        let mut calendar = Calendar::default();
+        let mut live: Vec<Entry> = Vec::new();
+        let mut popped = 0;
+        for (order, (op, slot, at)) in ops.into_iter().enumerate() {
+            let wake = wake_of(slot);
+            let order = order as u64 + 1;
+            match op {
+                0 | 1 => {
+                    live.retain(|e| e.2 != wake);
+                    // Mostly at or after the latest pop, as the simulator books.
+                    let at = Instant::from_ns(if op == 0 { popped + at } else { at });
+                    live.push((at, order, wake));
+                    calendar.book(wake, at, order);
+                }
+                2 => {
+                    live.retain(|e| e.2 != wake);
+                    calendar.cancel(wake);
+                }
+                _ => {
+                    live.sort();
+                    let expected = (!live.is_empty()).then(|| live.remove(0));
+                    let got = calendar.pop();
+                    prop_assert_eq!(got, expected);
+                    if let Some((at, _, _)) = got {
+                        popped = popped.max(at.as_ns());
                     }
                 }
-                live.sort();
-                prop_assert_eq!(calendar.peek(), live.first().copied());
             }
+            live.sort();
+            prop_assert_eq!(calendar.peek(), live.first().copied());
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn pops_the_live_entries_in_order(
+            ops in prop::collection::vec((0u8..4, 0usize..8, 0u64..20), 0..200),
+        ) {
+            check(ops)?;
+        }
+
+        #[test]
+        fn pops_in_order_across_the_wheel_and_the_heap(
+            ops in prop::collection::vec(
+                (0u8..4, 0usize..12, prop_oneof![0u64..3 * WHEEL_NS, WHEEL_NS - 2..WHEEL_NS + 2]),
+                0..300,
+            ),
+        ) {
+            check(ops)?;
         }
     }
 }

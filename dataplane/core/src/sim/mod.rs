@@ -461,11 +461,7 @@ impl Sim {
     /// runs its timers and transmits what it can at `now`.
     fn step(&mut self) {
         let now = self.now;
-        while let Some((t, _, wake)) = self.calendar.peek() {
-            if t > now {
-                break;
-            }
-            self.calendar.pop();
+        while let Some((t, _, wake)) = self.calendar.pop_due(now) {
             self.wakeups += 1;
             match wake {
                 Wake::Node(id) => {

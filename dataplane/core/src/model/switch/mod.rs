@@ -583,9 +583,7 @@ impl Switch {
     /// Runs whatever is due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.note_time(now);
-        for state in &mut self.ports {
-            state.pfc.settle(now);
-        }
+        self.settle_pauses(now);
         if self.watchdog.next_poll_at().is_some_and(|t| t <= now) {
             self.poll_watchdog(now);
         }

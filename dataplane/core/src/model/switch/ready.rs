@@ -1,5 +1,6 @@
-//! Per-port transmit readiness kept between calls, so that [`Switch::poll_at`] and a driver's choice of
-//! ports to poll ([`Switch::next_port_to_poll`]) cost the ports that changed, not every port.
+//! Per-port transmit readiness kept between calls, so that [`Switch::poll_at`], a driver's choice of ports
+//! to poll ([`Switch::next_port_to_poll`]) and [`Switch::handle_timeout`] cost the ports that changed, not
+//! every port.
 //!
 //! A port's readiness ([`Switch::port_ready_at`]: when it next has a PFC frame or an eligible queue with
 //! the line free) depends on its queues, its line, its PFC state, its holds and the configuration, and on
@@ -7,11 +8,21 @@
 //! value at t1 when none of those inputs changed (a pause expiring, a refresh or a shaper filling up in
 //! between would have made the value itself that early). So each port keeps the value computed after its
 //! latest change; every change marks the port stale ([`Switch::touch_port`]); a stale port, or one whose
-//! value has come due, is computed afresh. Debug builds check every answer against the full computation.
+//! value has come due, is computed afresh.
+//!
+//! The values sit in a tournament tree (each inner node the minimum of its two children), so the earliest
+//! of them is read at the root, and the first port from a given one on whose value has come due is found
+//! by one walk up and down the tree, whatever the number of ports. The ports with a pause in progress
+//! (the only ones whose PFC state [`Switch::handle_timeout`] has to settle) are kept as a set too: a port
+//! starts pausing only when a PFC frame arrives on it, which marks it stale, and every stale port is looked
+//! at before the set is used. Debug builds check every answer against the full computation.
 
 use super::Switch;
 use crate::model::PortId;
 use crate::time::Instant;
+
+/// A leaf's key for "never" (no readiness, or a port past the last).
+const NEVER: u64 = u64::MAX;
 
 /// The cache: per port, the readiness computed after its latest change, unless it changed since.
 #[derive(Debug, Default)]
@@ -19,6 +30,15 @@ pub(super) struct Readiness {
     at: Vec<Option<Instant>>,
     stale: Vec<bool>,
     stale_ports: Vec<PortId>,
+    /// Tournament tree over `at` (`None` as [`NEVER`]): leaves from `leaves` on, node `i`'s children at
+    /// `2i` and `2i + 1`, the root at 1. Stale ports keep their last value in it until refreshed.
+    tree: Vec<u64>,
+    leaves: usize,
+    /// Ports whose value is `Some(Instant::MAX)`, which the tree cannot tell from `None`.
+    at_last_instant: usize,
+    /// Ports that may have a pause in progress (a superset of those that do), each once.
+    pausing: Vec<PortId>,
+    is_pausing: Vec<bool>,
 }
 
 impl Readiness {
@@ -27,6 +47,11 @@ impl Readiness {
         self.at = vec![None; ports];
         self.stale = vec![true; ports];
         self.stale_ports = PortId::all(ports).collect();
+        self.leaves = ports.next_power_of_two();
+        self.tree = vec![NEVER; 2 * self.leaves];
+        self.at_last_instant = 0;
+        self.pausing.clear();
+        self.is_pausing = vec![false; ports];
     }
 
     fn mark(&mut self, port: PortId) {
@@ -35,6 +60,59 @@ impl Readiness {
         {
             *stale = true;
             self.stale_ports.push(port);
+        }
+    }
+
+    /// Stores a port's fresh value and brings the minima above it up to date.
+    fn set(&mut self, port: usize, at: Option<Instant>) {
+        let last = Some(Instant::MAX);
+        self.at_last_instant =
+            self.at_last_instant + usize::from(at == last) - usize::from(self.at[port] == last);
+        self.at[port] = at;
+        self.stale[port] = false;
+        let mut i = self.leaves + port;
+        self.tree[i] = at.map_or(NEVER, Instant::as_ns);
+        while i > 1 {
+            i /= 2;
+            let min = self.tree[2 * i].min(self.tree[2 * i + 1]);
+            if self.tree[i] == min {
+                break;
+            }
+            self.tree[i] = min;
+        }
+    }
+
+    /// The first port from `from` on whose stored value is at or before `now`.
+    fn first_due(&self, from: usize, now: Instant) -> Option<usize> {
+        if from >= self.leaves {
+            return None;
+        }
+        let now = now.as_ns();
+        let mut i = self.leaves + from;
+        // Up while the subtree at `i` has nothing due, moving right past it (from a right child, up first).
+        while self.tree[i] > now {
+            while i & 1 == 1 {
+                i /= 2;
+            }
+            if i == 0 {
+                return None;
+            }
+            i += 1;
+        }
+        // Down to the leftmost leaf due.
+        while i < self.leaves {
+            i *= 2;
+            if self.tree[i] > now {
+                i += 1;
+            }
+        }
+        Some(i - self.leaves)
+    }
+
+    fn note_pausing(&mut self, port: PortId) {
+        if !self.is_pausing[port.index()] {
+            self.is_pausing[port.index()] = true;
+            self.pausing.push(port);
         }
     }
 }
@@ -53,22 +131,78 @@ impl Switch {
 
     /// Computes the readiness of the ports that changed, at the latest time the switch was given.
     pub(super) fn refresh_readiness(&mut self) {
+        if self.readiness.stale_ports.is_empty() {
+            return;
+        }
         let now = self.now;
         let mut stale = std::mem::take(&mut self.readiness.stale_ports);
         for &port in &stale {
             let at = self.port_ready_at(port, now);
-            self.readiness.at[port.index()] = at;
-            self.readiness.stale[port.index()] = false;
+            self.readiness.set(port.index(), at);
+            if self.ports[port.index()].pfc.pausing() {
+                self.readiness.note_pausing(port);
+            }
         }
         stale.clear();
         self.readiness.stale_ports = stale;
     }
 
+    /// Closes the pauses that expired by `now` ([`PfcPort::settle`](crate::model::pfc::PfcPort::settle)) on
+    /// the ports that have one in progress; the others have nothing to settle.
+    pub(super) fn settle_pauses(&mut self, now: Instant) {
+        // A port that received a PFC frame since the readiness was last refreshed is stale: not yet known
+        // to be pausing.
+        for i in 0..self.readiness.stale_ports.len() {
+            let port = self.readiness.stale_ports[i];
+            if self.ports[port.index()].pfc.pausing() {
+                self.readiness.note_pausing(port);
+            }
+        }
+        let mut i = 0;
+        while i < self.readiness.pausing.len() {
+            let port = self.readiness.pausing[i];
+            let pfc = &mut self.ports[port.index()].pfc;
+            pfc.settle(now);
+            if pfc.pausing() {
+                i += 1;
+            } else {
+                self.readiness.is_pausing[port.index()] = false;
+                self.readiness.pausing.swap_remove(i);
+            }
+        }
+        debug_assert!(
+            self.ports.iter().all(|s| !s.pfc.has_expired_pause(now)),
+            "a port with an expired pause left unsettled"
+        );
+    }
+
     /// The earliest [`port_ready_at`](Self::port_ready_at) of all ports at `now`, from the cache where
     /// it holds.
     pub(super) fn earliest_ready_at(&self, now: Instant) -> Option<Instant> {
+        let r = &self.readiness;
+        let root = r.tree.get(1).copied().unwrap_or(NEVER);
+        // Every value fresh and none due: the root is the answer (a root of NEVER may also be a port
+        // ready at the last instant, told apart by the full walk).
+        let earliest = if r.stale_ports.is_empty() && root > now.as_ns() && root != NEVER {
+            Some(Instant::from_ns(root))
+        } else if r.stale_ports.is_empty() && root == NEVER && r.at_last_instant == 0 {
+            None
+        } else {
+            self.earliest_ready_walk(now)
+        };
+        debug_assert_eq!(
+            earliest,
+            PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now)).min(),
+            "cached port readiness"
+        );
+        earliest
+    }
+
+    /// [`earliest_ready_at`](Self::earliest_ready_at) port by port: stale and due ports computed afresh.
+    fn earliest_ready_walk(&self, now: Instant) -> Option<Instant> {
+        let r = &self.readiness;
         let mut earliest: Option<Instant> = None;
-        for (port, (&at, &stale)) in self.readiness.at.iter().zip(&self.readiness.stale).enumerate() {
+        for (port, (&at, &stale)) in r.at.iter().zip(&r.stale).enumerate() {
             let ready = if !stale && at.is_none_or(|t| t > now) {
                 at
             } else {
@@ -79,11 +213,6 @@ impl Switch {
                 (a, b) => a.or(b),
             };
         }
-        debug_assert_eq!(
-            earliest,
-            PortId::all(self.ports.len()).filter_map(|p| self.port_ready_at(p, now)).min(),
-            "cached port readiness"
-        );
         earliest
     }
 
@@ -91,8 +220,16 @@ impl Switch {
     /// frame for: the ports passed over have nothing due (polling them would return `None` and change
     /// nothing). A driver polls these instead of every port.
     pub fn next_port_to_poll(&self, from: usize, now: Instant) -> Option<PortId> {
-        let (at, stale) = (&self.readiness.at, &self.readiness.stale);
-        let port = (from..at.len()).find(|&p| stale[p] || at[p].is_some_and(|t| t <= now))?;
+        let r = &self.readiness;
+        // A stale port's value in the tree is its old one: those ports are looked at apart.
+        let due = r.first_due(from, now);
+        let stale = r.stale_ports.iter().map(|p| p.index()).filter(|&p| p >= from).min();
+        let port = due.into_iter().chain(stale).min()?;
+        debug_assert_eq!(
+            Some(port),
+            (from..r.at.len()).find(|&p| r.stale[p] || r.at[p].is_some_and(|t| t <= now)),
+            "the tree's first port due"
+        );
         debug_assert!(
             (from..port).all(|p| self.port_ready_at(PortId::new(p), now).is_none_or(|t| t > now)),
             "a port passed over has something due"
