@@ -117,6 +117,30 @@ impl Counts {
     }
 }
 
+/// For each rank, the first entry of `counts` where their running sum reaches it (a rank is at least 1, so
+/// an empty entry never is the first to reach it); `None` where none does or there is no rank.
+fn first_reaching<T: Copy + Into<u64>, const N: usize>(counts: &[T], ranks: [Option<u64>; N]) -> [Option<usize>; N] {
+    let mut reached = [None; N];
+    let mut left = ranks.iter().filter(|r| r.is_some()).count();
+    let mut seen = 0u64;
+    for (j, &n) in counts.iter().enumerate() {
+        if left == 0 {
+            break;
+        }
+        seen += n.into();
+        for k in 0..N {
+            if let Some(rank) = ranks[k]
+                && reached[k].is_none()
+                && seen >= rank
+            {
+                reached[k] = Some(j);
+                left -= 1;
+            }
+        }
+    }
+    reached
+}
+
 impl Histogram {
     pub fn new() -> Histogram {
         Histogram::default()
@@ -262,6 +286,45 @@ impl Histogram {
     /// `ceil(count × numerator / denominator)` values are ≤ v, up to the bucket resolution (see the type).
     /// `None` when empty.
     pub fn quantile(&self, numerator: u64, denominator: u64) -> Option<u64> {
+        let [q] = self.quantiles([(numerator, denominator)]);
+        q
+    }
+
+    /// Several [`Histogram::quantile`]s, `numerator / denominator` each, in one pass over the buckets: a
+    /// simulation's sampler summarises every flow's histogram at every sample.
+    fn quantiles<const N: usize>(&self, fractions: [(u64, u64); N]) -> [Option<u64>; N] {
+        if self.count == 0 {
+            return [None; N];
+        }
+        // The rank of each (at most `count`, so the running sum below fits 64 bits); `None` for a zero
+        // denominator.
+        let ranks = fractions.map(|(numerator, denominator)| {
+            (denominator != 0).then(|| {
+                (u128::from(self.count) * u128::from(numerator.min(denominator)))
+                    .div_ceil(u128::from(denominator))
+                    .max(1) as u64
+            })
+        });
+        let walked = match &self.counts {
+            Counts::Narrow(v) => first_reaching(v, ranks),
+            Counts::Wide(v) => first_reaching(v, ranks),
+        };
+        let found = std::array::from_fn(|k| {
+            ranks[k].map(|_| match walked[k] {
+                Some(j) => Self::bucket_high(self.first as usize + j).clamp(self.min, self.max),
+                None => self.max,
+            })
+        });
+        if cfg!(debug_assertions) {
+            for (k, &(numerator, denominator)) in fractions.iter().enumerate() {
+                debug_assert_eq!(found[k], self.quantile_by_scan(numerator, denominator));
+            }
+        }
+        found
+    }
+
+    /// [`Histogram::quantile`] by a walk of the used buckets (debug builds check the one-pass walk with it).
+    fn quantile_by_scan(&self, numerator: u64, denominator: u64) -> Option<u64> {
         if self.count == 0 || denominator == 0 {
             return None;
         }
@@ -279,13 +342,14 @@ impl Histogram {
     }
 
     pub fn summary(&self) -> LatencySummary {
+        let [p50, p99, p999] = self.quantiles([(50, 100), (99, 100), (999, 1000)]);
         LatencySummary {
             count: self.count,
             min_ns: self.min().unwrap_or(0),
             mean_ns: self.mean().unwrap_or(0),
-            p50_ns: self.quantile(50, 100).unwrap_or(0),
-            p99_ns: self.quantile(99, 100).unwrap_or(0),
-            p999_ns: self.quantile(999, 1000).unwrap_or(0),
+            p50_ns: p50.unwrap_or(0),
+            p99_ns: p99.unwrap_or(0),
+            p999_ns: p999.unwrap_or(0),
             max_ns: self.max().unwrap_or(0),
         }
     }

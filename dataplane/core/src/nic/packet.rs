@@ -183,10 +183,10 @@ pub fn rocev2_frame_in(
     // sends is zero-padded): checking 4 KiB is a fraction of the cost of zeroing them again.
     let kept = frame.len().min(len);
     frame.truncate(kept);
-    frame[..p.min(kept)].fill(0);
-    if kept > p {
-        zero(&mut frame[p..]);
-    }
+    // The first bytes of the payload (a data packet's 44-byte header) are zeroed with the headers.
+    let head = (p + 64).min(kept);
+    frame[..head].fill(0);
+    zero(&mut frame[head..]);
     frame.resize(len, 0);
     debug_assert!(frame.iter().all(|&b| b == 0), "a frame is built on zeros");
     emit_l2(env, EtherType::Ipv4, &mut frame);
