@@ -119,7 +119,10 @@ impl Counts {
 
 /// For each rank, the first entry of `counts` where their running sum reaches it (a rank is at least 1, so
 /// an empty entry never is the first to reach it); `None` where none does or there is no rank.
-fn first_reaching<T: Copy + Into<u64>, const N: usize>(counts: &[T], ranks: [Option<u64>; N]) -> [Option<usize>; N] {
+fn first_reaching<T: Copy + Into<u64>, const N: usize>(
+    counts: &[T],
+    ranks: [Option<u64>; N],
+) -> [Option<usize>; N] {
     let mut reached = [None; N];
     let mut left = ranks.iter().filter(|r| r.is_some()).count();
     let mut seen = 0u64;

@@ -76,9 +76,9 @@ use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, Ro
 use flow::{FlowSchedule, SendFlow};
 use flow_index::FlowIndex;
 use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
+use rustc_hash::FxHashMap;
 use rx_pipeline::RxPipeline;
 pub use rx_pipeline::{RxPipelineConfig, RxPipelineStats};
-use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
