@@ -75,8 +75,7 @@ use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
 use flow::{FlowSchedule, SendFlow};
 use flow_index::FlowIndex;
-use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
-use rustc_hash::FxHashMap;
+use receiver::{RxKey, RxParams, RxQp, RxTable, data_position, implied_initial_psn};
 use rx_pipeline::RxPipeline;
 pub use rx_pipeline::{RxPipelineConfig, RxPipelineStats};
 use std::collections::VecDeque;
@@ -138,7 +137,7 @@ pub struct Nic {
     /// The live receiving QPs, hashed: a data packet, and each ACK, NAK or CNP it makes due, finds its QP
     /// in one probe (a B-tree of 127 QPs per host in the 128-host shuffle took a few cache misses each).
     /// Whatever reads them in order sorts their keys ([`Nic::rx_keys_sorted`]).
-    receivers: FxHashMap<RxKey, RxQp>,
+    receivers: RxTable,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
     retired: VecDeque<(RxKey, RxQp)>,
     /// The next sweep for idle receiving QPs.
@@ -171,7 +170,7 @@ impl Nic {
             by_id: Vec::new(),
             spare_frames: Vec::new(),
             rr_next: 0,
-            receivers: FxHashMap::default(),
+            receivers: RxTable::default(),
             retired: VecDeque::new(),
             next_expiry: Instant::ZERO,
             prober: None,
