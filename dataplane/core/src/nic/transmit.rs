@@ -134,9 +134,12 @@ impl Nic {
         (l2 + packet::IP_OVERHEAD + payload).max(ethernet::MIN_FRAME_LEN)
     }
 
-    /// Takes back a frame the NIC has handled, to build a later one in.
+    /// Takes back a frame the NIC has handled, to build a later one in. A buffer too small for any frame
+    /// the NIC builds in one (a received PFC frame's 60 bytes) is not kept: a host of a congested fabric
+    /// receives PFC frames by the thousand, and sixteen of them filled the spares for good, so that every
+    /// data frame was allocated and zeroed anew.
     pub fn recycle(&mut self, frame: Vec<u8>) {
-        if self.spare_frames.len() < SPARE_FRAMES {
+        if self.spare_frames.len() < SPARE_FRAMES && frame.capacity() >= CONTROL_LEN {
             self.spare_frames.push(frame);
         }
     }
