@@ -117,28 +117,19 @@ impl Counts {
     }
 }
 
-/// For each rank, the first entry of `counts` where their running sum reaches it (a rank is at least 1, so
-/// an empty entry never is the first to reach it); `None` where none does or there is no rank.
-fn first_reaching<T: Copy + Into<u64>, const N: usize>(
-    counts: &[T],
-    ranks: [Option<u64>; N],
-) -> [Option<usize>; N] {
+/// For each of `ranks` (nondecreasing, each at least 1), the first entry of `counts` where their running
+/// sum reaches it (an empty entry never is the first to reach a rank); `None` where none does.
+fn first_reaching<T: Copy + Into<u64>, const N: usize>(counts: &[T], ranks: [u64; N]) -> [Option<usize>; N] {
     let mut reached = [None; N];
-    let mut left = ranks.iter().filter(|r| r.is_some()).count();
-    let mut seen = 0u64;
+    let (mut k, mut seen) = (0, 0u64);
     for (j, &n) in counts.iter().enumerate() {
-        if left == 0 {
-            break;
-        }
         seen += n.into();
-        for k in 0..N {
-            if let Some(rank) = ranks[k]
-                && reached[k].is_none()
-                && seen >= rank
-            {
-                reached[k] = Some(j);
-                left -= 1;
-            }
+        while k < N && seen >= ranks[k] {
+            reached[k] = Some(j);
+            k += 1;
+        }
+        if k == N {
+            break;
         }
     }
     reached
@@ -289,31 +280,33 @@ impl Histogram {
     /// `ceil(count × numerator / denominator)` values are ≤ v, up to the bucket resolution (see the type).
     /// `None` when empty.
     pub fn quantile(&self, numerator: u64, denominator: u64) -> Option<u64> {
+        if denominator == 0 {
+            return None;
+        }
         let [q] = self.quantiles([(numerator, denominator)]);
         q
     }
 
-    /// Several [`Histogram::quantile`]s, `numerator / denominator` each, in one pass over the buckets: a
-    /// simulation's sampler summarises every flow's histogram at every sample.
+    /// Several [`Histogram::quantile`]s, `numerator / denominator` each (nonzero denominators, in
+    /// increasing order), in one walk of the buckets: a simulation's sampler summarises every flow's
+    /// histogram at every sample.
     fn quantiles<const N: usize>(&self, fractions: [(u64, u64); N]) -> [Option<u64>; N] {
         if self.count == 0 {
             return [None; N];
         }
-        // The rank of each (at most `count`, so the running sum below fits 64 bits); `None` for a zero
-        // denominator.
+        // Each rank is at most `count`, so the running sum fits 64 bits.
         let ranks = fractions.map(|(numerator, denominator)| {
-            (denominator != 0).then(|| {
-                (u128::from(self.count) * u128::from(numerator.min(denominator)))
-                    .div_ceil(u128::from(denominator))
-                    .max(1) as u64
-            })
+            (u128::from(self.count) * u128::from(numerator.min(denominator)))
+                .div_ceil(u128::from(denominator))
+                .max(1) as u64
         });
+        debug_assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "quantiles in increasing order");
         let walked = match &self.counts {
             Counts::Narrow(v) => first_reaching(v, ranks),
             Counts::Wide(v) => first_reaching(v, ranks),
         };
-        let found = std::array::from_fn(|k| {
-            ranks[k].map(|_| match walked[k] {
+        let found = walked.map(|j| {
+            Some(match j {
                 Some(j) => Self::bucket_high(self.first as usize + j).clamp(self.min, self.max),
                 None => self.max,
             })

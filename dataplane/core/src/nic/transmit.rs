@@ -320,3 +320,37 @@ impl Nic {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nic::{FlowConfig, NicConfig};
+
+    /// A host of a congested fabric receives PFC frames by the thousand: they must not take the places of
+    /// the buffers its data frames are built in (they did: the 16 spares filled with PFC frames that no
+    /// frame fits, and every later buffer was dropped).
+    #[test]
+    fn pfc_frames_do_not_crowd_out_the_spare_buffers() {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, 1]);
+        let ip = Ipv4Addr::new(10, 0, 0, 1);
+        let mut nic = Nic::new(NicConfig { mac, ip, ..NicConfig::default() }).unwrap();
+        let dst_mac = EthernetAddress([2, 0, 0, 0, 0, 2]);
+        let flow = FlowConfig {
+            id: 1,
+            dst_ip: Ipv4Addr::new(10, 0, 0, 2),
+            dst_mac,
+            dst_qp: 0x11,
+            ..Default::default()
+        };
+        nic.add_flow(flow).unwrap();
+        for _ in 0..2 * SPARE_FRAMES {
+            nic.recycle(vec![0u8; mac_control::FRAME_LEN]);
+        }
+        let buffer = Vec::with_capacity(nic.data_frame_max_len());
+        let at = buffer.as_ptr();
+        nic.recycle(buffer);
+        let frame = nic.poll_transmit(Instant::ZERO).expect("a data frame at once");
+        assert_eq!(frame.as_ptr(), at, "the data frame is built in the recycled buffer");
+        assert!(frame.len() > 1000, "a data frame: {} bytes", frame.len());
+    }
+}
