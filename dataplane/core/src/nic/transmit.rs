@@ -117,8 +117,11 @@ impl Nic {
     /// buffer received, whatever its size, left data frames to grow small ones: an allocation and a
     /// copy).
     fn spare_frame(&mut self, len: usize) -> Vec<u8> {
+        // Nor more than twice as large: an ACK built in a data frame's buffer carries 4 KiB across the
+        // fabric and back into another NIC's spares (with no buffer clogging the spares, that raised the
+        // Clos shuffle's resident memory by a quarter).
         let best = (self.spare_frames.iter().enumerate())
-            .filter(|(_, f)| f.capacity() >= len)
+            .filter(|(_, f)| f.capacity() >= len && f.capacity() / 2 <= len)
             .min_by_key(|(_, f)| f.capacity())
             .map(|(i, _)| i);
         match best {
@@ -138,10 +141,16 @@ impl Nic {
     /// the NIC builds in one (a received PFC frame's 60 bytes) is not kept: a host of a congested fabric
     /// receives PFC frames by the thousand, and sixteen of them filled the spares for good, so that every
     /// data frame was allocated and zeroed anew.
+    /// When the spares are full the oldest goes, so that no buffer the NIC never picks (of a size between
+    /// its frames') stays for good either.
     pub fn recycle(&mut self, frame: Vec<u8>) {
-        if self.spare_frames.len() < SPARE_FRAMES && frame.capacity() >= CONTROL_LEN {
-            self.spare_frames.push(frame);
+        if frame.capacity() < CONTROL_LEN {
+            return;
         }
+        if self.spare_frames.len() >= SPARE_FRAMES {
+            self.spare_frames.remove(0);
+        }
+        self.spare_frames.push(frame);
     }
 
     fn local(&self) -> Local {
