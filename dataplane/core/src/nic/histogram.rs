@@ -117,6 +117,24 @@ impl Counts {
     }
 }
 
+/// For each of `ranks` (nondecreasing, each at least 1), the first entry of `counts` where their running
+/// sum reaches it (an empty entry never is the first to reach a rank); `None` where none does.
+fn first_reaching<T: Copy + Into<u64>, const N: usize>(counts: &[T], ranks: [u64; N]) -> [Option<usize>; N] {
+    let mut reached = [None; N];
+    let (mut k, mut seen) = (0, 0u64);
+    for (j, &n) in counts.iter().enumerate() {
+        seen += n.into();
+        while k < N && seen >= ranks[k] {
+            reached[k] = Some(j);
+            k += 1;
+        }
+        if k == N {
+            break;
+        }
+    }
+    reached
+}
+
 impl Histogram {
     pub fn new() -> Histogram {
         Histogram::default()
@@ -262,6 +280,47 @@ impl Histogram {
     /// `ceil(count × numerator / denominator)` values are ≤ v, up to the bucket resolution (see the type).
     /// `None` when empty.
     pub fn quantile(&self, numerator: u64, denominator: u64) -> Option<u64> {
+        if denominator == 0 {
+            return None;
+        }
+        let [q] = self.quantiles([(numerator, denominator)]);
+        q
+    }
+
+    /// Several [`Histogram::quantile`]s, `numerator / denominator` each (nonzero denominators, in
+    /// increasing order), in one walk of the buckets: a simulation's sampler summarises every flow's
+    /// histogram at every sample.
+    fn quantiles<const N: usize>(&self, fractions: [(u64, u64); N]) -> [Option<u64>; N] {
+        if self.count == 0 {
+            return [None; N];
+        }
+        // Each rank is at most `count`, so the running sum fits 64 bits.
+        let ranks = fractions.map(|(numerator, denominator)| {
+            (u128::from(self.count) * u128::from(numerator.min(denominator)))
+                .div_ceil(u128::from(denominator))
+                .max(1) as u64
+        });
+        debug_assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "quantiles in increasing order");
+        let walked = match &self.counts {
+            Counts::Narrow(v) => first_reaching(v, ranks),
+            Counts::Wide(v) => first_reaching(v, ranks),
+        };
+        let found = walked.map(|j| {
+            Some(match j {
+                Some(j) => Self::bucket_high(self.first as usize + j).clamp(self.min, self.max),
+                None => self.max,
+            })
+        });
+        if cfg!(debug_assertions) {
+            for (k, &(numerator, denominator)) in fractions.iter().enumerate() {
+                debug_assert_eq!(found[k], self.quantile_by_scan(numerator, denominator));
+            }
+        }
+        found
+    }
+
+    /// [`Histogram::quantile`] by a walk of the used buckets (debug builds check the one-pass walk with it).
+    fn quantile_by_scan(&self, numerator: u64, denominator: u64) -> Option<u64> {
         if self.count == 0 || denominator == 0 {
             return None;
         }
@@ -279,13 +338,14 @@ impl Histogram {
     }
 
     pub fn summary(&self) -> LatencySummary {
+        let [p50, p99, p999] = self.quantiles([(50, 100), (99, 100), (999, 1000)]);
         LatencySummary {
             count: self.count,
             min_ns: self.min().unwrap_or(0),
             mean_ns: self.mean().unwrap_or(0),
-            p50_ns: self.quantile(50, 100).unwrap_or(0),
-            p99_ns: self.quantile(99, 100).unwrap_or(0),
-            p999_ns: self.quantile(999, 1000).unwrap_or(0),
+            p50_ns: p50.unwrap_or(0),
+            p99_ns: p99.unwrap_or(0),
+            p999_ns: p999.unwrap_or(0),
             max_ns: self.max().unwrap_or(0),
         }
     }

@@ -75,10 +75,10 @@ use crate::wire::ip::Ecn;
 use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
 use flow::{FlowSchedule, SendFlow};
 use flow_index::FlowIndex;
-use receiver::{RxKey, RxParams, RxQp, data_position, implied_initial_psn};
+use receiver::{RxKey, RxParams, RxQp, RxTable, data_position, implied_initial_psn};
 use rx_pipeline::RxPipeline;
 pub use rx_pipeline::{RxPipelineConfig, RxPipelineStats};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 pub(crate) use config::mac_serde;
@@ -129,10 +129,15 @@ pub struct Nic {
     /// The flows' local QP numbers, sorted, with each flow's position in `flows`: an ACK or CNP finds
     /// its flow by binary search instead of a scan of every flow (127 per host in a 128-host shuffle).
     by_qp: Vec<(u32, usize)>,
+    /// The flows' ids, sorted, with each flow's position in `flows` (for [`Nic::flow_stats`]).
+    by_id: Vec<(u32, usize)>,
     /// Buffers of frames the NIC handled, to build frames in (no allocation per frame in a simulation).
     spare_frames: Vec<Vec<u8>>,
     rr_next: usize,
-    receivers: BTreeMap<RxKey, RxQp>,
+    /// The live receiving QPs, hashed: a data packet, and each ACK, NAK or CNP it makes due, finds its QP
+    /// in one probe (a B-tree of 127 QPs per host in the 128-host shuffle took a few cache misses each).
+    /// Whatever reads them in order sorts their keys ([`Nic::rx_keys_sorted`]).
+    receivers: RxTable,
     /// Closed receiving QPs, oldest first, at most [`RETIRED_RX_QPS`].
     retired: VecDeque<(RxKey, RxQp)>,
     /// The next sweep for idle receiving QPs.
@@ -162,9 +167,10 @@ impl Nic {
             schedules: Vec::new(),
             index: FlowIndex::default(),
             by_qp: Vec::new(),
+            by_id: Vec::new(),
             spare_frames: Vec::new(),
             rr_next: 0,
-            receivers: BTreeMap::new(),
+            receivers: RxTable::default(),
             retired: VecDeque::new(),
             next_expiry: Instant::ZERO,
             prober: None,
@@ -193,7 +199,7 @@ impl Nic {
     pub fn add_flow(&mut self, flow: FlowConfig) -> Result<u32, NicError> {
         let id = flow.id;
         let bad = |reason: String| Err(NicError::Flow { id, reason });
-        if self.flows.iter().any(|f| f.cfg.id == id) {
+        if self.flow_of_id(id).is_some() {
             return bad("duplicate flow id".into());
         }
         if flow.message_bytes == 0 {
@@ -239,7 +245,7 @@ impl Nic {
 
     /// Removes a flow (whatever it had in flight is forgotten); returns its final statistics.
     pub fn remove_flow(&mut self, id: u32) -> Option<FlowStats> {
-        let i = self.flows.iter().position(|f| f.cfg.id == id)?;
+        let i = self.flow_of_id(id)?;
         let stats = self.flows[i].stats(self.now);
         self.flows.remove(i);
         self.schedules.remove(i);
@@ -508,8 +514,10 @@ impl Nic {
             return;
         }
         self.next_expiry = now + (timeout / 8).max(Nanos::from_ns(1));
-        let idle: Vec<RxKey> =
+        let mut idle: Vec<RxKey> =
             self.receivers.iter().filter(|(_, rx)| rx.expired(now, timeout)).map(|(k, _)| *k).collect();
+        // Retired in key order, as the report lists them.
+        idle.sort_unstable();
         for key in idle {
             if let Some(rx) = self.receivers.remove(&key) {
                 self.counters.rx_qps_expired += 1;
@@ -617,7 +625,7 @@ impl Nic {
     }
 
     pub fn flow_stats(&self, id: u32) -> Option<FlowStats> {
-        self.flows.iter().find(|f| f.cfg.id == id).map(|f| f.stats(self.now))
+        self.flow_of_id(id).map(|i| self.flows[i].stats(self.now))
     }
 
     /// Every flow's [`flow::FlowSample`], in one pass: what a time series reads of each flow at each
@@ -628,7 +636,7 @@ impl Nic {
 
     /// The DCQCN state of a flow (for inspection and tests).
     pub fn flow_dcqcn(&self, id: u32) -> Option<&Dcqcn> {
-        self.flows.iter().find(|f| f.cfg.id == id)?.dcqcn()
+        self.flows[self.flow_of_id(id)?].dcqcn()
     }
 
     /// Every flow has acknowledged its last message and will start no other.
@@ -640,9 +648,12 @@ impl Nic {
     /// got data last (a live one before a closed one).
     fn rx_qp(&self, src_ip: Ipv4Addr, qp: u32) -> Option<&RxQp> {
         let matches = |k: &RxKey| k.src_ip == src_ip && k.qp == qp;
-        let live = self.receivers.iter().filter(|(k, _)| matches(k)).map(|(_, rx)| rx);
+        // Of two live QPs that got data last at the same instant, the one of the greater key (the last in
+        // key order, as `max_by_key` picks).
+        let live = self.receivers.iter().filter(|(k, _)| matches(k));
         let closed = self.retired.iter().filter(|(k, _)| matches(k)).map(|(_, rx)| rx);
-        live.max_by_key(|rx| rx.last_at()).or_else(|| closed.max_by_key(|rx| rx.last_at()))
+        (live.max_by_key(|(k, rx)| (rx.last_at(), **k)).map(|(_, rx)| rx))
+            .or_else(|| closed.max_by_key(|rx| rx.last_at()))
     }
 
     /// Receiver statistics of the QP `qp` of this NIC as fed by `src_ip` (see [`Nic::rx_keys`] for
@@ -653,7 +664,14 @@ impl Nic {
 
     /// The live receiving QPs: (source IP, QP, requester QP).
     pub fn rx_keys(&self) -> impl Iterator<Item = (Ipv4Addr, u32, u32)> + '_ {
-        self.receivers.keys().map(|k| (k.src_ip, k.qp, k.src_qp))
+        self.rx_keys_sorted().into_iter().map(|k| (k.src_ip, k.qp, k.src_qp))
+    }
+
+    /// The live receiving QPs' keys in order.
+    fn rx_keys_sorted(&self) -> Vec<RxKey> {
+        let mut keys: Vec<RxKey> = self.receivers.keys().copied().collect();
+        keys.sort_unstable();
+        keys
     }
 
     /// Per-packet one-way latency histogram of a receiving QP (to merge across QPs).
@@ -710,7 +728,7 @@ impl Nic {
                 .retired
                 .iter()
                 .map(|(_, rx)| rx)
-                .chain(self.receivers.values())
+                .chain(self.rx_keys_sorted().iter().filter_map(|k| self.receivers.get(k)))
                 .map(RxQp::stats)
                 .collect(),
             probes: self.probe_stats(),

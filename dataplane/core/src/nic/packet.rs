@@ -174,9 +174,22 @@ pub fn rocev2_frame_in(
     let l2 = ethernet::HEADER_LEN + if env.vlan.is_some() { vlan::HEADER_LEN } else { 0 };
     let udp_payload = bth::HEADER_LEN + payload_len + bth::ICRC_LEN;
     let ip_payload = udp::HEADER_LEN + udp_payload;
-    let len = l2 + ipv4::HEADER_LEN + ip_payload;
-    frame.clear();
-    frame.resize(len.max(ethernet::MIN_FRAME_LEN), 0);
+    let len = (l2 + ipv4::HEADER_LEN + ip_payload).max(ethernet::MIN_FRAME_LEN);
+    let p = l2 + ipv4::HEADER_LEN + udp::HEADER_LEN + bth::HEADER_LEN;
+    // The frame is a zeroed buffer with the headers and `fill`'s bytes written on it. A reused buffer
+    // is made so without writing all of it: its header bytes are zeroed (the emitters below set bit
+    // fields, so they need zeros under them), but from the payload on only where they are not zero
+    // already. A recycled data frame's payload is zeros but for its data header (every frame this model
+    // sends is zero-padded): checking 4 KiB is a fraction of the cost of zeroing them again.
+    let kept = frame.len().min(len);
+    frame.truncate(kept);
+    // The first bytes of the payload (a data packet's 44-byte header) are zeroed with the headers.
+    let head = (p + 64).min(kept);
+    frame[..head].fill(0);
+    zero(&mut frame[head..]);
+    // (Not checked per frame in debug builds: a byte loop over 4 KiB would slow every debug simulation;
+    // `a_reused_buffer_builds_the_same_frame` checks the builder on clean and dirty buffers.)
+    frame.resize(len, 0);
     emit_l2(env, EtherType::Ipv4, &mut frame);
     let ip = Ipv4Repr {
         src_addr: env.src_ip,
@@ -197,9 +210,20 @@ pub fn rocev2_frame_in(
     repr.emit(&mut UdpPacket::new_unchecked(&mut frame[u..]));
     let b = u + udp::HEADER_LEN;
     bth.emit(&mut BthHeader::new_unchecked(&mut frame[b..]));
-    let p = b + bth::HEADER_LEN;
     fill(&mut frame[p..p + payload_len]);
     frame
+}
+
+/// Zeroes `bytes` unless they are zeros already (compared a block at a time with a block of zeros, which
+/// reads them at the speed of `memcmp`).
+fn zero(bytes: &mut [u8]) {
+    const BLOCK: usize = 1024;
+    static ZEROS: [u8; BLOCK] = [0; BLOCK];
+    for chunk in bytes.chunks_mut(BLOCK) {
+        if *chunk != ZEROS[..chunk.len()] {
+            chunk.fill(0);
+        }
+    }
 }
 
 /// Writes the Ethernet header (and tag) of a frame of `ethertype`.
@@ -235,6 +259,51 @@ mod tests {
         assert_eq!(b, [0x1f, 0xff, 0xff, 0xff], "MSN is 24 bits");
         assert!(Aeth::parse(&b).unwrap().is_ack());
         assert_eq!(Aeth::parse(&b[..3]), None);
+    }
+
+    /// A frame built in a reused buffer is byte for byte the frame built in a new one, whatever the
+    /// buffer held: zeros past the header (a recycled data frame, where the builder skips zeroing), any
+    /// bytes there (a frame of another model), shorter or longer than the new frame.
+    #[test]
+    fn a_reused_buffer_builds_the_same_frame() {
+        let env = Envelope {
+            src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
+            dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
+            vlan: None,
+            priority: 3,
+            src_ip: Ipv4Addr::new(10, 0, 0, 1),
+            dst_ip: Ipv4Addr::new(10, 0, 0, 2),
+            dscp: 26,
+            ecn: Ecn::Ect0,
+            ident: 9,
+            ttl: 64,
+            udp_src_port: 49152,
+        };
+        let h = DataHeader { sent_ns: 7, seq: 3, flow_id: 5, app_len: 4000, ..DataHeader::default() };
+        let build = |buffer: Vec<u8>, payload_len: usize| {
+            rocev2_frame_in(buffer, &env, &bth(Opcode::RcSendMiddle, 0x11, 3, false), payload_len, |p| {
+                h.emit(p)
+            })
+        };
+        for payload_len in [DataHeader::LEN, 1000, 4000] {
+            let fresh = build(Vec::new(), payload_len);
+            assert!(fresh[fresh.len() - 4..].iter().all(|&b| b == 0), "zero ICRC");
+            for old_len in [0, 60, 1000, 2100, 4096, 5000] {
+                // A buffer of zeros past a header of ones (a recycled frame of this model), and one of
+                // arbitrary bytes (its payload must be zeroed).
+                let mut clean = vec![0u8; old_len];
+                clean.iter_mut().take(80).for_each(|b| *b = 0xff);
+                let dirty: Vec<u8> = (0..old_len).map(|i| (i % 251) as u8 | 1).collect();
+                assert_eq!(build(clean, payload_len), fresh, "{payload_len} B in a clean {old_len} B buffer");
+                assert_eq!(build(dirty, payload_len), fresh, "{payload_len} B in a dirty {old_len} B buffer");
+                // One stray byte deep in the payload (in the third block the builder compares).
+                let mut speck = vec![0u8; old_len];
+                if let Some(b) = speck.get_mut(2100 - 1) {
+                    *b = 1;
+                }
+                assert_eq!(build(speck, payload_len), fresh, "{payload_len} B, a byte left at 2099");
+            }
+        }
     }
 
     #[test]

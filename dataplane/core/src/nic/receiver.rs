@@ -36,6 +36,7 @@ use super::stats::{Histogram, RxStats};
 use crate::time::{Instant, Nanos};
 use crate::wire::EthernetAddress;
 use crate::wire::bth::Opcode;
+use rustc_hash::FxHashMap;
 use std::net::Ipv4Addr;
 
 /// Receiver parameters taken from the NIC configuration.
@@ -64,6 +65,58 @@ pub(crate) struct RxKey {
     pub src_ip: Ipv4Addr,
     pub qp: u32,
     pub src_qp: u32,
+}
+
+/// The live receiving QPs of a NIC, found by key with one hash probe. The QPs (about half a KiB each) are
+/// kept densely in a vector and the hash table holds only their positions: a table of the QPs themselves
+/// keeps up to twice as many slots as QPs, and a host of the 128-host shuffle has 127 of them. In no
+/// order: whatever reads them in order sorts their keys.
+#[derive(Debug, Default)]
+pub(crate) struct RxTable {
+    qps: Vec<(RxKey, RxQp)>,
+    slots: FxHashMap<RxKey, u32>,
+}
+
+impl RxTable {
+    pub fn get(&self, key: &RxKey) -> Option<&RxQp> {
+        let &i = self.slots.get(key)?;
+        Some(&self.qps[i as usize].1)
+    }
+
+    pub fn get_mut(&mut self, key: &RxKey) -> Option<&mut RxQp> {
+        let &i = self.slots.get(key)?;
+        Some(&mut self.qps[i as usize].1)
+    }
+
+    /// Adds the QP of `key`, or replaces it.
+    pub fn insert(&mut self, key: RxKey, rx: RxQp) {
+        match self.slots.get(&key) {
+            Some(&i) => self.qps[i as usize].1 = rx,
+            None => {
+                self.slots.insert(key, self.qps.len() as u32);
+                self.qps.push((key, rx));
+            }
+        }
+    }
+
+    /// Takes the QP of `key` out (the last QP moves into its place).
+    pub fn remove(&mut self, key: &RxKey) -> Option<RxQp> {
+        let i = self.slots.remove(key)? as usize;
+        let (_, rx) = self.qps.swap_remove(i);
+        if let Some((moved, _)) = self.qps.get(i) {
+            self.slots.insert(*moved, i as u32);
+        }
+        debug_assert!(self.qps.iter().enumerate().all(|(i, (k, _))| self.slots.get(k) == Some(&(i as u32))));
+        Some(rx)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&RxKey, &RxQp)> {
+        self.qps.iter().map(|(key, rx)| (key, rx))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &RxKey> {
+        self.qps.iter().map(|(key, _)| key)
+    }
 }
 
 /// The initial PSN a data packet implies: its PSN less its packet number (both mod 2^24).
