@@ -290,7 +290,12 @@ impl Switch {
                 }
                 _ => None,
             };
-            debug_assert_eq!(Some(*flow), full, "ECMP member of port {port:?} to {} DSCP {dscp}", ip.dst_addr);
+            debug_assert_eq!(
+                Some(*flow),
+                full,
+                "ECMP member of port {port:?} to {} DSCP {dscp}",
+                ip.dst_addr
+            );
         }
         #[cfg(test)]
         {
@@ -342,8 +347,9 @@ impl Switch {
     }
 
     /// The fast path's decision for an untagged IPv4 packet with `dscp` arriving on `port` (addressed
-    /// to the router, from a unicast source) whose destination's route has the single next hop `hop`,
-    /// computed from the tables as the full way decides it; `None` when the full way must take it.
+    /// to the router, from a unicast source) routed to `hop` (its route's single next hop, or the member
+    /// of its next-hop group a packet hashes to), computed from the tables as the full way decides it;
+    /// `None` when the full way must take it.
     fn flow_action(&self, port: PortId, dscp: u8, hop: NextHop) -> Option<FlowAction> {
         let port_cfg = self.config.ports.get(port.index())?;
         if !port_cfg.admin_up {
