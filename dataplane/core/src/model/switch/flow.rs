@@ -1,8 +1,8 @@
 //! The routed fast path: a table of flow entries, one per (ingress port, IPv4 destination, DSCP), each
 //! holding the whole ingress decision for the common packet of a RoCE fabric (an untagged IPv4 packet
 //! without options, addressed to the ingress router interface's MAC, routed to a single resolved next
-//! hop): its classification, its egress port and VLAN, the MACs to write and the longest frame both MTU
-//! checks pass. Such a packet is read at fixed offsets, found in one probe and forwarded without the
+//! hop, or to a next-hop group): its classification, its egress port and VLAN, the MACs to write and the
+//! longest frame both MTU checks pass; for a group, that decision for each member. Such a packet is read at fixed offsets, found in one probe and forwarded without the
 //! layer-by-layer parse, the L2 domain and router-interface checks, the classification, the route and
 //! neighbour lookups that [`Switch::receive`](super::Switch) makes for any other frame.
 //!
@@ -14,16 +14,26 @@
 //! a VLAN (the FDB entry must already be on this port: its aging is refreshed in place, which is all the
 //! full path's learning does then). Anything else, or any check failing, goes the full way with its
 //! drops, traps, learning events, ARP and floods; nothing is changed before the fast path is sure.
-//! An outcome the fast path does not serve (ECMP, a trap, a drop, an unresolved neighbour) is kept as an
-//! empty entry under the same stamp, so the full way is not preceded by a futile computation per packet.
+//! An outcome the fast path does not serve (a trap, a drop, an unresolved neighbour) is kept as an empty
+//! entry of the next-hop cache under the same stamp, so the full way is not preceded by a futile
+//! computation per packet.
+//!
+//! A group entry (a route with several next hops: a leaf's upward traffic in a Clos) chooses the member
+//! per packet as `Switch::ecmp_member` does: the flow hash with `ecmp_hash_seed` over the source and
+//! destination, the protocol and the UDP ports (read at fixed offsets, where `wire::transit` finds them),
+//! over the members whose port is oper up (all of them when none is). The members' link state is read on
+//! every packet, so a member leaving or rejoining the group needs no invalidation. A member whose outcome
+//! the fast path does not serve (an unresolved neighbour, above all) sends its flows the full way.
 //! Debug builds compare every hit with the full computation and the frame's fields with `wire::transit`.
 
 use super::nexthop::{NextHop, Stamp};
 use super::{Meta, Switch};
 use crate::model::PortId;
 use crate::model::classify::Classification;
+use crate::model::config::RifKind;
+use crate::model::forwarding::{FlowKey, RouteAction};
 use crate::time::Instant;
-use crate::wire::{self, EthernetAddress, Ipv4Packet, ethernet, vlan};
+use crate::wire::{self, EthernetAddress, Ipv4Packet, bth, ethernet, udp, vlan};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Slots of the table (a power of two): a spine of the 128-host Clos sees 16 ports × 128 destinations;
@@ -53,13 +63,32 @@ pub(super) struct FlowAction {
 struct FlowSlot {
     key: u64,
     stamp: Stamp,
-    action: FlowAction,
+    entry: Entry,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// A route with one next hop.
+    One(FlowAction),
+    /// A next-hop group: its members are the slot's [`FlowTable::groups`] (in the route's order).
+    Group,
+}
+
+/// One member of a next-hop group, as a group entry holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Member {
+    /// The port whose link decides membership (a port router interface's); `None`: always a member.
+    port: Option<PortId>,
+    /// What the fast path does with a packet hashed to this member; `None`: the full way decides.
+    action: Option<FlowAction>,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct FlowTable {
     /// Empty until the first insert, then [`SLOTS`] long; a slot whose key is [`EMPTY`] is unused.
     slots: Vec<FlowSlot>,
+    /// The members of a group entry, by slot (so their storage is reused, never grows past [`SLOTS`]).
+    groups: Vec<Vec<Member>>,
     /// Tests compare the switch with and without the fast path, and count the frames it forwarded.
     #[cfg(test)]
     pub(super) disabled: bool,
@@ -94,6 +123,37 @@ fn fixed_ipv4(frame: &[u8]) -> Option<(u32, u8, u8)> {
     Some((dst, header[1] >> 2, header[8]))
 }
 
+/// What the ECMP hash reads of a frame `fixed_ipv4` accepted, at fixed offsets as `wire::transit` reads
+/// it: (source address, protocol, UDP ports). The ports are (0, 0), as `route` takes them, unless the
+/// packet is UDP, not a fragment, and its UDP header parses (a length within the IPv4 payload, and a whole
+/// BTH after it when it goes to the RoCEv2 port).
+fn hash_fields(frame: &[u8]) -> (u32, u8, (u16, u16)) {
+    const IP: usize = ethernet::HEADER_LEN;
+    const UDP: usize = IP + 20;
+    let header = &frame[IP..UDP];
+    let src = u32::from_be_bytes([header[12], header[13], header[14], header[15]]);
+    let protocol = header[9];
+    let fragment = u16::from_be_bytes([header[6], header[7]]) & 0x3fff != 0;
+    let ports = || {
+        if protocol != 17 || fragment {
+            return None;
+        }
+        let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
+        let datagram = frame.get(UDP..IP + total_len)?;
+        let head = datagram.first_chunk::<{ udp::HEADER_LEN }>()?;
+        let len = usize::from(u16::from_be_bytes([head[4], head[5]]));
+        let dst = u16::from_be_bytes([head[2], head[3]]);
+        if len < udp::HEADER_LEN
+            || len > datagram.len()
+            || (dst == udp::ROCEV2_PORT && len - udp::HEADER_LEN < bth::HEADER_LEN)
+        {
+            return None;
+        }
+        Some((u16::from_be_bytes([head[0], head[1]]), dst))
+    };
+    (src, protocol, ports().unwrap_or((0, 0)))
+}
+
 /// The IPv4 header checksum verifies.
 #[inline]
 fn checksum_ok(header: &[u8; 20]) -> bool {
@@ -114,12 +174,13 @@ impl FlowTable {
         self.slots.get(at).is_some_and(|s| s.key == key && s.stamp == stamp).then_some(at)
     }
 
-    fn insert(&mut self, key: u64, stamp: Stamp, action: FlowAction) -> usize {
+    fn insert(&mut self, key: u64, stamp: Stamp, entry: Entry) -> usize {
         if self.slots.is_empty() {
-            self.slots = vec![FlowSlot { key: EMPTY, stamp, action }; SLOTS];
+            self.slots = vec![FlowSlot { key: EMPTY, stamp, entry: Entry::Group }; SLOTS];
+            self.groups = vec![Vec::new(); SLOTS];
         }
         let at = slot_of(key);
-        self.slots[at] = FlowSlot { key, stamp, action };
+        self.slots[at] = FlowSlot { key, stamp, entry };
         at
     }
 }
@@ -137,26 +198,61 @@ impl Switch {
         let stamp = self.next_hop_stamp();
         let at = match self.flows.find(key, stamp) {
             Some(at) => {
-                debug_assert_eq!(
-                    Some(self.flows.slots[at].action),
-                    self.next_hop_uncached(IpAddr::V4(Ipv4Addr::from(dst)))
-                        .and_then(|hop| self.flow_action(port, dscp, hop)),
-                    "flow entry of port {port:?} to {} DSCP {dscp}",
-                    Ipv4Addr::from(dst)
-                );
+                #[cfg(debug_assertions)]
+                if let Entry::One(action) = self.flows.slots[at].entry {
+                    debug_assert_eq!(
+                        Some(action),
+                        self.next_hop_uncached(IpAddr::V4(Ipv4Addr::from(dst)))
+                            .and_then(|hop| self.flow_action(port, dscp, hop)),
+                        "flow entry of port {port:?} to {} DSCP {dscp}",
+                        Ipv4Addr::from(dst)
+                    );
+                }
                 at
             }
             None => {
                 // Only what the fast path serves is kept: a destination it does not serve is remembered
                 // by the next-hop cache, so it costs a probe there, not a computation per packet.
-                let Some(hop) = self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) else {
-                    return Some(frame);
-                };
-                let Some(action) = self.flow_action(port, dscp, hop) else { return Some(frame) };
-                self.flows.insert(key, stamp, action)
+                match self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) {
+                    Some(hop) => {
+                        let Some(action) = self.flow_action(port, dscp, hop) else { return Some(frame) };
+                        self.flows.insert(key, stamp, Entry::One(action))
+                    }
+                    None => {
+                        let Some(members) = self.group_members(port, dst, dscp) else { return Some(frame) };
+                        let at = self.flows.insert(key, stamp, Entry::Group);
+                        self.flows.groups[at] = members;
+                        at
+                    }
+                }
             }
         };
-        let flow = &self.flows.slots[at].action;
+        let flow = match &self.flows.slots[at].entry {
+            Entry::One(action) => action,
+            Entry::Group => {
+                let (src, protocol, (src_port, dst_port)) = hash_fields(&frame);
+                let flow = FlowKey {
+                    src: IpAddr::V4(Ipv4Addr::from(src)),
+                    dst: IpAddr::V4(Ipv4Addr::from(dst)),
+                    protocol,
+                    src_port,
+                    dst_port,
+                };
+                let hash = flow.hash(self.config.switch.ecmp_hash_seed);
+                let live = |m: &&Member| m.port.is_none_or(|p| self.ports[p.index()].oper_up);
+                let members = &self.flows.groups[at];
+                let up = members.iter().filter(live).count();
+                let member = if up == members.len() || up == 0 {
+                    &members[(hash % members.len() as u64) as usize]
+                } else {
+                    members.iter().filter(live).nth((hash % up as u64) as usize).expect("up > 0 members")
+                };
+                match &member.action {
+                    Some(action) => action,
+                    None => return Some(frame),
+                }
+            }
+        };
         // `fixed_ipv4` read 34 bytes: Ethernet and the IPv4 header, at fixed offsets from here on.
         let Some(head) = frame.first_chunk::<34>() else { return Some(frame) };
         if frame.len() > flow.max_len as usize
@@ -184,6 +280,23 @@ impl Switch {
                     && ip.ttl == ttl)),
             "the fixed-offset read disagrees with wire::transit"
         );
+        #[cfg(debug_assertions)]
+        if self.flows.slots[at].entry == Entry::Group {
+            let ip = wire::transit(&frame).ok().and_then(|v| v.ip).expect("an IPv4 packet");
+            let full = match self.derived.routes.lookup(ip.dst_addr) {
+                Some(RouteAction::NextHops(hops)) if hops.len() > 1 => {
+                    let (next_hop, rif) = self.ecmp_member(hops, &ip);
+                    self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop))
+                }
+                _ => None,
+            };
+            debug_assert_eq!(
+                Some(*flow),
+                full,
+                "ECMP member of port {port:?} to {} DSCP {dscp}",
+                ip.dst_addr
+            );
+        }
         #[cfg(test)]
         {
             self.flows.hits += 1;
@@ -210,9 +323,33 @@ impl Switch {
         None
     }
 
+    /// A group entry's members for packets with `dscp` arriving on `port` to `dst`, when its route is a
+    /// next-hop group and the fast path serves at least one member; else `None`.
+    fn group_members(&self, port: PortId, dst: u32, dscp: u8) -> Option<Vec<Member>> {
+        let Some(RouteAction::NextHops(hops)) = self.derived.routes.lookup(IpAddr::V4(Ipv4Addr::from(dst)))
+        else {
+            return None;
+        };
+        if hops.len() < 2 {
+            return None;
+        }
+        let members: Vec<Member> = hops
+            .iter()
+            .map(|&(next_hop, rif)| Member {
+                port: match self.config.interfaces[rif.index()].kind {
+                    RifKind::Port(p) => Some(p),
+                    RifKind::Vlan(_) => None,
+                },
+                action: self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop)),
+            })
+            .collect();
+        members.iter().any(|m| m.action.is_some()).then_some(members)
+    }
+
     /// The fast path's decision for an untagged IPv4 packet with `dscp` arriving on `port` (addressed
-    /// to the router, from a unicast source) whose destination's route has the single next hop `hop`,
-    /// computed from the tables as the full way decides it; `None` when the full way must take it.
+    /// to the router, from a unicast source) routed to `hop` (its route's single next hop, or the member
+    /// of its next-hop group a packet hashes to), computed from the tables as the full way decides it;
+    /// `None` when the full way must take it.
     fn flow_action(&self, port: PortId, dscp: u8, hop: NextHop) -> Option<FlowAction> {
         let port_cfg = self.config.ports.get(port.index())?;
         if !port_cfg.admin_up {

@@ -134,6 +134,40 @@ fn routed(src_mac: EthernetAddress, dst: Ipv4Addr, dscp: u8, ttl: u8, payload: u
     .udp(4791, &vec![0; payload])
 }
 
+/// The ECMP route of the T0 configuration (172.16.0.0/16 over 10.0.0.1 on Ethernet0 and 10.0.0.3 on
+/// Ethernet4, in that order).
+const ECMP_DST: Ipv4Addr = Ipv4Addr::new(172, 16, 5, 5);
+const UPLINK0_IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+const UPLINK3_MAC: EthernetAddress = EthernetAddress([0x02, 0xaa, 0, 0, 0, 3]);
+
+/// A RoCEv2 packet from the VLAN host to the ECMP route, from UDP port `src_port`.
+fn ecmp_flow(src_port: u16) -> Vec<u8> {
+    Ipv4Flow {
+        src_mac: HOST_MAC,
+        dst_mac: ROUTER_MAC,
+        src_ip: HOST_IP,
+        dst_ip: ECMP_DST,
+        src_port,
+        dscp: 3,
+        ecn: Ecn::Ect0,
+        ttl: 64,
+    }
+    .udp(4791, &[0; 100])
+}
+
+/// The group member (0: 10.0.0.1, 1: 10.0.0.3) of `ecmp_flow(src_port)` with `seed`, by the hash's
+/// definition (`FlowKey::hash` over the 5-tuple, modulo the live members), not by the switch.
+fn member_by_hash(src_port: u16, seed: u32, members: u64) -> u64 {
+    let key = crate::model::forwarding::FlowKey {
+        src: IpAddr::V4(HOST_IP),
+        dst: IpAddr::V4(ECMP_DST),
+        protocol: 17,
+        src_port,
+        dst_port: 4791,
+    };
+    key.hash(seed) % members
+}
+
 /// Where a frame left: (port, destination MAC, queue).
 fn left(out: &[(PortId, Transmit)]) -> Vec<(PortId, EthernetAddress, Option<u8>)> {
     out.iter().map(|(p, t)| (*p, EthernetAddress(t.frame[..6].try_into().unwrap()), t.queue)).collect()
@@ -331,4 +365,156 @@ proptest! {
 fn a_flow_slot_stays_small() {
     // 4096 of them per switch, probed at random: a guard against the entry growing.
     assert!(std::mem::size_of::<FlowSlot>() <= 80, "{} bytes", std::mem::size_of::<FlowSlot>());
+}
+
+#[test]
+fn ecmp_entries_choose_the_full_ways_member_as_links_and_neighbours_change() {
+    let db = t0_db();
+    let mut twin = Twin::new(&db);
+    let (e0, e4) = (twin.port("Ethernet0"), twin.port("Ethernet4"));
+    let uplinks = [(e0, UPLINK_MAC), (e4, UPLINK3_MAC)];
+    // Frames 10 µs apart, from the time of the last change on.
+    let now = std::cell::Cell::new(0);
+    let send = |twin: &mut Twin, src_port: u16| {
+        now.set(now.get() + 10_000);
+        left(&twin.frame("Ethernet8", ecmp_flow(src_port), now.get()))
+    };
+    // The host's first frame is learnt the full way; 10.0.0.1 is not resolved yet.
+    let ports: Vec<u16> = (49152..49152 + 24).collect();
+    send(&mut twin, 1);
+    let (hits, unresolved) = (twin.hits(), twin.drops("Ethernet8", DropReason::UnresolvedNextHop));
+    let mut served = 0;
+    for &sp in &ports {
+        let out = send(&mut twin, sp);
+        if member_by_hash(sp, 0, 2) == 1 {
+            assert_eq!(out, [(e4, UPLINK3_MAC, Some(3))]);
+            served += 1;
+        } else {
+            // An unresolved member: the full way drops and sends ARP requests out of Ethernet0.
+            assert!(out.iter().all(|&(p, mac, _)| p == e0 && mac == EthernetAddress::BROADCAST));
+        }
+    }
+    assert!(served > 0 && served < ports.len() as u64, "the flows spread over both members");
+    assert_eq!(twin.hits(), hits + served);
+    assert_eq!(
+        twin.drops("Ethernet8", DropReason::UnresolvedNextHop),
+        unresolved + ports.len() as u64 - served
+    );
+
+    // 10.0.0.1 answers: every flow now takes its member by the fast path.
+    twin.frame("Ethernet0", arp_request(UPLINK_MAC, UPLINK0_IP, Ipv4Addr::new(10, 0, 0, 0)), 1_000_000);
+    now.set(1_000_000);
+    let hits = twin.hits();
+    let spread = |twin: &mut Twin| ports.iter().map(|&sp| send(twin, sp)).collect::<Vec<_>>();
+    let all_up = spread(&mut twin);
+    for (&sp, out) in ports.iter().zip(&all_up) {
+        let (p, mac) = uplinks[member_by_hash(sp, 0, 2) as usize];
+        assert_eq!(out, &[(p, mac, Some(3))], "flow from port {sp}");
+    }
+    assert_eq!(twin.hits(), hits + ports.len() as u64);
+
+    // Ethernet0 goes down: its flows rehash over the member left (the fast path still serves them all).
+    now.set(2_000_000);
+    twin.both(2_000_000, |sw| sw.set_port_oper(e0, false, Instant::from_ns(2_000_000)));
+    let hits = twin.hits();
+    for out in spread(&mut twin) {
+        assert_eq!(out, [(e4, UPLINK3_MAC, Some(3))]);
+    }
+    assert_eq!(twin.hits(), hits + ports.len() as u64);
+    // It comes back: every flow returns to its member.
+    now.set(3_000_000);
+    twin.both(3_000_000, |sw| sw.set_port_oper(e0, true, Instant::from_ns(3_000_000)));
+    assert_eq!(spread(&mut twin), all_up);
+    // Both down: the full way's choice among all members meets a down port and drops.
+    now.set(4_000_000);
+    twin.both(4_000_000, |sw| {
+        sw.set_port_oper(e0, false, Instant::from_ns(4_000_000));
+        sw.set_port_oper(e4, false, Instant::from_ns(4_000_000));
+    });
+    let dropped = twin.drops("Ethernet8", DropReason::EgressPortDown);
+    assert!(spread(&mut twin).iter().all(Vec::is_empty));
+    assert_eq!(twin.drops("Ethernet8", DropReason::EgressPortDown), dropped + ports.len() as u64);
+    now.set(5_000_000);
+    twin.both(5_000_000, |sw| {
+        sw.set_port_oper(e0, true, Instant::from_ns(5_000_000));
+        sw.set_port_oper(e4, true, Instant::from_ns(5_000_000));
+    });
+
+    // Another hash seed: the flows follow the new hash.
+    let mut reseeded = db.clone();
+    reseeded.set("SWITCH", "switch", "ecmp_hash_seed", "12345");
+    now.set(6_000_000);
+    twin.both(6_000_000, |sw| {
+        sw.apply(&reseeded, Instant::from_ns(6_000_000)).unwrap();
+    });
+    let reseeded_out = spread(&mut twin);
+    for (&sp, out) in ports.iter().zip(&reseeded_out) {
+        let (p, mac) = uplinks[member_by_hash(sp, 12345, 2) as usize];
+        assert_eq!(out, &[(p, mac, Some(3))], "flow from port {sp} with seed 12345");
+    }
+    assert_ne!(reseeded_out, all_up, "a new seed moves some of 24 flows");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// ECMP packets of every shape the hash reads differently (other protocols, fragments, UDP headers
+    /// that do not parse, short BTHs, other ports), arriving while the members' links change: the twins
+    /// never disagree.
+    #[test]
+    fn ecmp_packets_of_any_shape_agree_with_the_full_way(
+        steps in prop::collection::vec((0..24u16, prop::sample::select(vec![4791u16, 1000]),
+            prop::sample::select(vec![0usize, 4, 12, 100]), prop::option::weighted(0.4, (20..=39usize, any::<u8>())),
+            prop::option::weighted(0.15, (0..2usize, any::<bool>()))), 1..40)
+    ) {
+        let mut twin = Twin::new(&t0_db());
+        twin.frame("Ethernet0", arp_request(UPLINK_MAC, UPLINK0_IP, Ipv4Addr::new(10, 0, 0, 0)), 0);
+        let mut now = 0u64;
+        for (src_port, dst_port, payload, reshape, link) in steps {
+            now += 10_000;
+            if let Some((port, up)) = link {
+                let p = twin.port(["Ethernet0", "Ethernet4"][port]);
+                twin.both(now, |sw| sw.set_port_oper(p, up, Instant::from_ns(now)));
+            }
+            let mut frame = Ipv4Flow { src_port, ..Ipv4Flow {
+                src_mac: HOST_MAC, dst_mac: ROUTER_MAC, src_ip: HOST_IP, dst_ip: ECMP_DST,
+                src_port: 0, dscp: 3, ecn: Ecn::Ect0, ttl: 64 } }.udp(dst_port, &vec![0; payload]);
+            if let Some((at, value)) = reshape {
+                // A header byte changed (protocol, fragment bits, UDP ports or length), the IPv4
+                // checksum made right again, so that the packet still reaches the route.
+                frame[at] = value;
+                if (14..34).contains(&at) {
+                    frame[14] = 0x45;
+                    frame[24..26].fill(0);
+                    let sum = crate::wire::checksum::checksum(&frame[14..34]);
+                    frame[24..26].copy_from_slice(&sum.to_be_bytes());
+                }
+            }
+            twin.frame("Ethernet8", frame, now);
+        }
+    }
+
+    /// The fixed-offset read of what the ECMP hash takes is `wire::transit`'s.
+    #[test]
+    fn hash_fields_are_what_transit_reads(protocol in prop::sample::select(vec![17u8, 6]), frag in 0..4u16,
+        dst_port in prop::sample::select(vec![4791u16, 1000]), payload in 0..30usize,
+        udp_len in prop::option::of(0..60u16), cut in 0..8usize) {
+        let mut frame = routed(UPLINK_MAC, HOST_IP, 3, 64, payload);
+        frame[14 + 9] = protocol;
+        let flags = [0u16, 0x2000, 0x0001, 0x4000][frag as usize];
+        frame[20..22].copy_from_slice(&flags.to_be_bytes());
+        if let Some(len) = udp_len {
+            frame[38..40].copy_from_slice(&len.to_be_bytes());
+        }
+        frame[36..38].copy_from_slice(&dst_port.to_be_bytes());
+        // A shorter IPv4 total length (trailing bytes as Ethernet padding).
+        let total = u16::from_be_bytes([frame[16], frame[17]]).saturating_sub(cut as u16).max(20);
+        frame[16..18].copy_from_slice(&total.to_be_bytes());
+        frame[24..26].fill(0);
+        let sum = crate::wire::checksum::checksum(&frame[14..34]);
+        frame[24..26].copy_from_slice(&sum.to_be_bytes());
+        let ip = crate::wire::transit(&frame).unwrap().ip.unwrap();
+        let IpAddr::V4(src) = ip.src_addr else { unreachable!() };
+        prop_assert!(fixed_ipv4(&frame).is_some());
+        prop_assert_eq!(hash_fields(&frame), (u32::from(src), u8::from(ip.protocol), ip.udp_ports.unwrap_or((0, 0))));
+    }
 }

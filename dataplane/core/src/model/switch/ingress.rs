@@ -298,25 +298,7 @@ impl Switch {
             Some(RouteAction::Local) => return self.trap(port),
             Some(RouteAction::Blackhole) => return self.drop_ingress(port, DropReason::BlackholeRoute),
             Some(RouteAction::Connected(rif)) => (dst, *rif),
-            Some(RouteAction::NextHops(hops)) => {
-                // A next hop behind a port whose link is down leaves the group, as orchagent removes a
-                // next-hop group member when its port goes oper down: the flows rehash over the members
-                // left (all of them while every member is up, with no allocation on that path).
-                let live = |&&(_, rif): &&(IpAddr, RifId)| match self.config.interfaces[rif.index()].kind {
-                    RifKind::Port(p) => self.ports[p.index()].oper_up,
-                    RifKind::Vlan(_) => true,
-                };
-                let up = hops.iter().filter(live).count();
-                let (src_port, dst_port) = ip.udp_ports.unwrap_or((0, 0));
-                let flow =
-                    FlowKey { src: ip.src_addr, dst, protocol: ip.protocol.into(), src_port, dst_port };
-                let hash = flow.hash(self.config.switch.ecmp_hash_seed);
-                if up == hops.len() || up == 0 {
-                    hops[(hash % hops.len() as u64) as usize]
-                } else {
-                    *hops.iter().filter(live).nth((hash % up as u64) as usize).expect("up > 0 members")
-                }
-            }
+            Some(RouteAction::NextHops(hops)) => self.ecmp_member(hops, &ip),
         };
         if ttl <= 1 {
             return self.drop_ingress(port, DropReason::Ttl);
@@ -345,6 +327,27 @@ impl Switch {
             self.cache_next_hop(dst, hop);
         }
         self.rewrite_and_forward(port, hop, frame, &ip, meta, now);
+    }
+
+    /// The member of a next-hop group a packet takes. A next hop behind a port whose link is down leaves
+    /// the group, as orchagent removes a next-hop group member when its port goes oper down: the flows
+    /// rehash over the members left (all of them while every member is up, with no allocation on that
+    /// path). The flow fast path (`flow.rs`) chooses the same way from its entry; debug builds compare.
+    pub(super) fn ecmp_member(&self, hops: &[(IpAddr, RifId)], ip: &IpFields) -> (IpAddr, RifId) {
+        let live = |&&(_, rif): &&(IpAddr, RifId)| match self.config.interfaces[rif.index()].kind {
+            RifKind::Port(p) => self.ports[p.index()].oper_up,
+            RifKind::Vlan(_) => true,
+        };
+        let up = hops.iter().filter(live).count();
+        let (src_port, dst_port) = ip.udp_ports.unwrap_or((0, 0));
+        let flow =
+            FlowKey { src: ip.src_addr, dst: ip.dst_addr, protocol: ip.protocol.into(), src_port, dst_port };
+        let hash = flow.hash(self.config.switch.ecmp_hash_seed);
+        if up == hops.len() || up == 0 {
+            hops[(hash % hops.len() as u64) as usize]
+        } else {
+            *hops.iter().filter(live).nth((hash % up as u64) as usize).expect("up > 0 members")
+        }
     }
 
     /// A routed packet's next hop is known: TTL and MACs rewritten, on to its egress port.

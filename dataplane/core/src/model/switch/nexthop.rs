@@ -2,19 +2,20 @@
 //! a VLAN interface, the FDB entry behind it, answered by one probe of a small direct-mapped table.
 //!
 //! Only the common outcome is kept: a route with one next hop (a connected subnet, or a static route with
-//! a single next hop; ECMP groups depend on the flow and stay uncached), its neighbour resolved, and its
-//! egress port known. Every other outcome (a miss, a trap, a drop, an ARP to send, a flood) goes the full
-//! way, with its side effects, every time. An entry holds while what it was computed from is unchanged:
-//! the configuration (its generation: routes, interfaces, VLANs), the FDB and the neighbour table (their
-//! versions count entries added, moved or removed; a refresh does not change an answer). Checks that
-//! depend on the port's state (up, MTU) are made on every packet, after the cache. The routed fast path
-//! (`flow.rs`) also keeps the other outcomes, as empty entries, so that a destination it does not serve
-//! (an ECMP group, above all) costs it one probe; the full way treats them as misses. Debug builds compare
-//! every hit with the full computation.
+//! a single next hop; ECMP groups depend on the flow and are not kept here, the flow fast path's group
+//! entries hold them), its neighbour resolved, and its egress port known. Every other outcome (a miss, a
+//! trap, a drop, an ARP to send, a flood) goes the full way, with its side effects, every time. An entry
+//! holds while what it was computed from is unchanged: the configuration (its generation: routes,
+//! interfaces, VLANs), the FDB and the neighbour table (their versions count entries added, moved or
+//! removed; a refresh does not change an answer). Checks that depend on the port's state (up, MTU) are
+//! made on every packet, after the cache. The routed fast path (`flow.rs`) also keeps the other outcomes,
+//! as empty entries, so that a destination it does not serve costs it one probe (an ECMP group's costs a
+//! route lookup more, when the flow table misses, to build its group entry); the full way treats them as
+//! misses. Debug builds compare every hit with the full computation.
 
 use super::Switch;
 use crate::model::PortId;
-use crate::model::config::RifKind;
+use crate::model::config::{RifId, RifKind};
 use crate::model::forwarding::RouteAction;
 use crate::wire::EthernetAddress;
 use std::net::IpAddr;
@@ -123,6 +124,12 @@ impl Switch {
             RouteAction::NextHops(hops) if hops.len() == 1 => hops[0],
             _ => return None,
         };
+        self.resolved_hop(next_hop, rif)
+    }
+
+    /// Where a packet to the neighbour `next_hop` on `rif` leaves, when its neighbour is resolved and, on
+    /// a VLAN interface, its MAC has an FDB entry (the full way's outcome then; else `None`).
+    pub(super) fn resolved_hop(&self, next_hop: IpAddr, rif: RifId) -> Option<NextHop> {
         let neighbor = self.neighbors.lookup(next_hop)?;
         let iface = &self.config.interfaces[rif.index()];
         let (out, vid) = match iface.kind {
