@@ -60,6 +60,11 @@ pub(super) struct Calendar {
     summary: u64,
     /// Entries outside the wheel's span: (instant, order, slot), a binary heap.
     far: Vec<(Instant, u64, u32)>,
+    /// The earliest entry (instant, order, slot), when known: `Some(None)` when the calendar is empty,
+    /// `None` when it must be looked for again (its entry was removed). A step asks for it once to know
+    /// the next instant and again for each entry it pops, and bookings in between rarely come first: it
+    /// is kept across them.
+    first: Option<Option<(Instant, u64, u32)>>,
     /// The latest booking order (debug builds check that orders increase).
     last_order: u64,
 }
@@ -74,6 +79,7 @@ impl Default for Calendar {
             occupied: [0; WORDS],
             summary: 0,
             far: Vec::new(),
+            first: Some(None),
             last_order: 0,
         }
     }
@@ -96,17 +102,36 @@ fn bucket(at: Instant) -> usize {
 
 impl Calendar {
     /// The earliest entry.
-    pub(super) fn peek(&self) -> Option<Entry> {
-        let near = self.first_bucket().map(|b| {
-            let s = self.head[b] as usize;
-            (self.slots[s].at, self.slots[s].order, s)
-        });
-        let far = self.far.first().map(|&(at, order, s)| (at, order, s as usize));
-        let (at, order, s) = match (near, far) {
-            (Some(n), Some(f)) => n.min(f),
-            (n, f) => n.or(f)?,
+    pub(super) fn peek(&mut self) -> Option<Entry> {
+        let (at, order, s) = self.earliest()?;
+        Some((at, order, wake_of(s as usize)))
+    }
+
+    /// The earliest entry as (instant, order, slot), from the cache or found again.
+    fn earliest(&mut self) -> Option<(Instant, u64, u32)> {
+        let first = match self.first {
+            Some(first) => first,
+            None => {
+                let first = self.find_first();
+                self.first = Some(first);
+                first
+            }
         };
-        Some((at, order, wake_of(s)))
+        debug_assert_eq!(first, self.find_first(), "the cached earliest entry is the earliest");
+        first
+    }
+
+    /// The earliest entry: the earlier of the wheel's first bucket's head and the heap's top.
+    fn find_first(&self) -> Option<(Instant, u64, u32)> {
+        let near = self.first_bucket().map(|b| {
+            let s = self.head[b];
+            let slot = &self.slots[s as usize];
+            (slot.at, slot.order, s)
+        });
+        match (near, self.far.first().copied()) {
+            (Some(n), Some(f)) => Some(n.min(f)),
+            (n, f) => n.or(f),
+        }
     }
 
     #[cfg(test)]
@@ -116,11 +141,21 @@ impl Calendar {
 
     /// The earliest entry, removed, if it is due by `now`.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<Entry> {
-        let first = self.peek().filter(|e| e.0 <= now)?;
-        self.remove(slot_of(first.2));
+        let (at, order, s) = self.earliest().filter(|e| e.0 <= now)?;
+        // The next in its bucket, if any, is the next entry: same instant, the next order. No heap entry
+        // comes between: one at this instant was booked while the instant was outside the wheel's span,
+        // so before the bucket's entries (`base` only moves forward), or in the past, so before it too.
+        let next_in_bucket = match self.slots[s as usize].place {
+            Place::Wheel { next, .. } if next != ABSENT => Some(next),
+            _ => None,
+        };
+        self.remove(s as usize);
+        if let Some(n) = next_in_bucket {
+            self.first = Some(Some((at, self.slots[n as usize].order, n)));
+        }
         // Nothing is earlier than what was just popped: the wheel may start there.
-        self.base = self.base.max(first.0);
-        Some(first)
+        self.base = self.base.max(at);
+        Some((at, order, wake_of(s as usize)))
     }
 
     /// Books `wake` at `at` with booking order `order` (greater than every earlier booking's), replacing
@@ -135,6 +170,12 @@ impl Calendar {
         self.remove(s);
         self.slots[s].at = at;
         self.slots[s].order = order;
+        // A known earliest entry stays the earliest unless this one comes first.
+        if let Some(first) = &mut self.first
+            && first.is_none_or(|f| (at, order) < (f.0, f.1))
+        {
+            *first = Some((at, order, s as u32));
+        }
         if at >= self.base && at.as_ns() - self.base.as_ns() < WHEEL_NS {
             let b = bucket(at);
             let last = self.tail[b];
@@ -162,6 +203,9 @@ impl Calendar {
     }
 
     fn remove(&mut self, s: usize) {
+        if self.first.is_some_and(|f| f.is_some_and(|f| f.2 as usize == s)) {
+            self.first = None;
+        }
         match self.slots[s].place {
             Place::Absent => {}
             Place::Wheel { prev, next } => {
@@ -270,8 +314,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Against a sorted list of the live entries, after any sequence of bookings, cancellations and
-    /// pops, with instants close together (the wheel), far apart (the heap) and before the latest pop.
+    /// Against a sorted list of the live entries, after any sequence of bookings, cancellations, pops
+    /// and pops of all that is due by an instant (as a step does, the earliest entry cached between),
+    /// with instants close together (the wheel), far apart (the heap) and before the latest pop.
     fn check(ops: Vec<(u8, usize, u64)>) -> Result<(), TestCaseError> {
         let mut calendar = Calendar::default();
         let mut live: Vec<Entry> = Vec::new();
@@ -291,7 +336,7 @@ mod tests {
                     live.retain(|e| e.2 != wake);
                     calendar.cancel(wake);
                 }
-                _ => {
+                3 => {
                     live.sort();
                     let expected = (!live.is_empty()).then(|| live.remove(0));
                     let got = calendar.pop();
@@ -299,6 +344,17 @@ mod tests {
                     if let Some((at, _, _)) = got {
                         popped = popped.max(at.as_ns());
                     }
+                }
+                _ => {
+                    // As a step pops: everything due by an instant, then nothing more.
+                    let now = Instant::from_ns(popped + at);
+                    live.sort();
+                    let due = live.iter().take_while(|e| e.0 <= now).count();
+                    for expected in live.drain(..due) {
+                        prop_assert_eq!(calendar.pop_due(now), Some(expected));
+                        popped = popped.max(expected.0.as_ns());
+                    }
+                    prop_assert_eq!(calendar.pop_due(now), None);
                 }
             }
             live.sort();
@@ -310,7 +366,7 @@ mod tests {
     proptest! {
         #[test]
         fn pops_the_live_entries_in_order(
-            ops in prop::collection::vec((0u8..4, 0usize..8, 0u64..20), 0..200),
+            ops in prop::collection::vec((0u8..5, 0usize..8, 0u64..20), 0..200),
         ) {
             check(ops)?;
         }
@@ -318,7 +374,7 @@ mod tests {
         #[test]
         fn pops_in_order_across_the_wheel_and_the_heap(
             ops in prop::collection::vec(
-                (0u8..4, 0usize..12, prop_oneof![0u64..3 * WHEEL_NS, WHEEL_NS - 2..WHEEL_NS + 2]),
+                (0u8..5, 0usize..12, prop_oneof![0u64..3 * WHEEL_NS, WHEEL_NS - 2..WHEEL_NS + 2]),
                 0..300,
             ),
         ) {

@@ -132,15 +132,49 @@ pub enum Device {
     Custom(Box<dyn Node>),
 }
 
-impl Device {
-    fn node(&self) -> &dyn Node {
-        match self {
-            Device::Switch(s) => s.as_ref(),
-            Device::Nic(n) => n.as_ref(),
-            Device::Custom(c) => c.as_ref(),
+/// Runs `$body` with `$n` bound to the device's model as its own type (a switch, a NIC) or as a
+/// `dyn Node` (a custom one): the engine's per-visit calls into the two models it knows are direct, and
+/// can be inlined, instead of going through a virtual table.
+macro_rules! with_node {
+    ($device:expr, $n:ident => $body:expr) => {
+        match $device {
+            Device::Switch($n) => {
+                let $n: &mut Switch = $n;
+                $body
+            }
+            Device::Nic($n) => {
+                let $n: &mut Nic = $n;
+                $body
+            }
+            Device::Custom($n) => {
+                let $n: &mut dyn Node = $n.as_mut();
+                $body
+            }
         }
-    }
+    };
+}
 
+/// [`with_node`] for reading.
+macro_rules! with_node_ref {
+    ($device:expr, $n:ident => $body:expr) => {
+        match $device {
+            Device::Switch($n) => {
+                let $n: &Switch = $n;
+                $body
+            }
+            Device::Nic($n) => {
+                let $n: &Nic = $n;
+                $body
+            }
+            Device::Custom($n) => {
+                let $n: &dyn Node = $n.as_ref();
+                $body
+            }
+        }
+    };
+}
+
+impl Device {
     fn node_mut(&mut self) -> &mut dyn Node {
         match self {
             Device::Switch(s) => s.as_mut(),
@@ -505,12 +539,11 @@ impl Sim {
         if self.keep_log {
             self.delivered.push(Delivered { at, to, frame: frame.clone() });
         }
-        let node = self.devices[to.node.index()].node_mut();
-        if corrupt {
-            node.handle_corrupt(to.port, frame, at);
+        with_node!(&mut self.devices[to.node.index()], node => if corrupt {
+            Node::handle_corrupt(node, to.port, frame, at);
         } else {
-            node.handle_frame(to.port, frame, at);
-        }
+            Node::handle_frame(node, to.port, frame, at);
+        });
         self.mark(to.node);
     }
 
@@ -524,15 +557,19 @@ impl Sim {
     /// Runs a node's timers, sends what its ports have ready, collects its events, and books its next
     /// wake-up.
     fn visit(&mut self, id: NodeId, now: Instant) {
-        self.devices[id.index()].node_mut().handle_timeout(now);
+        with_node!(&mut self.devices[id.index()], n => Node::handle_timeout(n, now));
         let mut from = 0;
-        while let Some(port) = self.devices[id.index()].node().next_port_to_poll(from, now) {
-            while let Some(tx) = self.devices[id.index()].node_mut().poll_transmit(port, now) {
+        while let Some(port) =
+            with_node_ref!(&self.devices[id.index()], n => Node::next_port_to_poll(n, from, now))
+        {
+            while let Some(tx) =
+                with_node!(&mut self.devices[id.index()], n => Node::poll_transmit(n, port, now))
+            {
                 self.transmit(id.port(port), now, tx);
             }
             from = port + 1;
         }
-        while let Some(event) = self.devices[id.index()].node_mut().poll_event() {
+        while let Some(event) = with_node!(&mut self.devices[id.index()], n => Node::poll_event(n)) {
             self.events.push((now, id, event));
         }
         self.reschedule(id);
@@ -543,7 +580,7 @@ impl Sim {
         if self.stopped[id.index()] {
             return;
         }
-        let at = self.devices[id.index()].node().poll_at();
+        let at = with_node_ref!(&self.devices[id.index()], n => Node::poll_at(n));
         if at != self.scheduled[id.index()] {
             self.scheduled[id.index()] = at;
             match at {
