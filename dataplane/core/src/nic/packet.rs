@@ -261,15 +261,12 @@ mod tests {
         assert_eq!(Aeth::parse(&b[..3]), None);
     }
 
-    /// A frame built in a reused buffer is byte for byte the frame built in a new one, whatever the
-    /// buffer held: zeros past the header (a recycled data frame, where the builder skips zeroing), any
-    /// bytes there (a frame of another model), shorter or longer than the new frame.
-    #[test]
-    fn a_reused_buffer_builds_the_same_frame() {
-        let env = Envelope {
+    /// The addressing of the frames these tests build (priority 3, DSCP 26, ECT(0)).
+    fn envelope(vlan: Option<u16>) -> Envelope {
+        Envelope {
             src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
             dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            vlan: None,
+            vlan,
             priority: 3,
             src_ip: Ipv4Addr::new(10, 0, 0, 1),
             dst_ip: Ipv4Addr::new(10, 0, 0, 2),
@@ -278,7 +275,15 @@ mod tests {
             ident: 9,
             ttl: 64,
             udp_src_port: 49152,
-        };
+        }
+    }
+
+    /// A frame built in a reused buffer is byte for byte the frame built in a new one, whatever the
+    /// buffer held: zeros past the header (a recycled data frame, where the builder skips zeroing), any
+    /// bytes there (a frame of another model), shorter or longer than the new frame.
+    #[test]
+    fn a_reused_buffer_builds_the_same_frame() {
+        let env = envelope(None);
         let h = DataHeader { sent_ns: 7, seq: 3, flow_id: 5, app_len: 4000, ..DataHeader::default() };
         let build = |buffer: Vec<u8>, payload_len: usize| {
             rocev2_frame_in(buffer, &env, &bth(Opcode::RcSendMiddle, 0x11, 3, false), payload_len, |p| {
@@ -324,19 +329,7 @@ mod tests {
             src_qp: 6,
             app_len: 7,
         };
-        let env = Envelope {
-            src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-            dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            vlan: Some(100),
-            priority: 3,
-            src_ip: Ipv4Addr::new(10, 0, 0, 1),
-            dst_ip: Ipv4Addr::new(10, 0, 0, 2),
-            dscp: 26,
-            ecn: Ecn::Ect0,
-            ident: 9,
-            ttl: 64,
-            udp_src_port: 49152,
-        };
+        let env = envelope(Some(100));
         let frame = rocev2_frame(&env, &bth(Opcode::RcSendOnly, 0x11, 0x12_3456, true), 100, |p| h.emit(p));
         assert_eq!(frame.len(), 18 + 20 + 8 + 12 + 100 + 4);
         let d = decode(&frame).unwrap();

@@ -84,10 +84,12 @@ pub fn transit(frame: &[u8]) -> Result<Transit> {
     transit_layers(frame)
 }
 
-/// The common frame on a RoCE fabric, read with fixed offsets: untagged IPv4 without options, every
-/// check of [`transit_layers`] passing (length, version, IHL, total length, header checksum). `None` for
-/// anything else, which [`transit_layers`] reads (and rejects with its errors).
-fn untagged_ipv4(frame: &[u8]) -> Option<Transit> {
+/// The 20-byte header of an untagged IPv4 frame without options whose lengths hold as
+/// [`transit_layers`] requires (frame long enough, version 4 and IHL 5, total length within the frame);
+/// the checksum is not verified here. `None` for anything else. Shared by [`untagged_ipv4`] and the
+/// switch's flow fast path, which read further fields at fixed offsets.
+#[inline]
+pub(crate) fn untagged_ipv4_header(frame: &[u8]) -> Option<&[u8; 20]> {
     const IP: usize = ethernet::HEADER_LEN;
     let header: &[u8; 20] = frame.get(IP..IP + 20)?.try_into().ok()?;
     if frame[12..14] != [0x08, 0x00] || header[0] != 0x45 {
@@ -97,6 +99,16 @@ fn untagged_ipv4(frame: &[u8]) -> Option<Transit> {
     if total_len < 20 || total_len > frame.len() - IP {
         return None;
     }
+    Some(header)
+}
+
+/// The common frame on a RoCE fabric, read with fixed offsets: untagged IPv4 without options, every
+/// check of [`transit_layers`] passing (length, version, IHL, total length, header checksum). `None` for
+/// anything else, which [`transit_layers`] reads (and rejects with its errors).
+fn untagged_ipv4(frame: &[u8]) -> Option<Transit> {
+    const IP: usize = ethernet::HEADER_LEN;
+    let header = untagged_ipv4_header(frame)?;
+    let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
     let mut sum = 0u32;
     for word in header.chunks_exact(2) {
         sum += u32::from(u16::from_be_bytes([word[0], word[1]]));

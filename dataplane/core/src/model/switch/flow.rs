@@ -110,15 +110,7 @@ fn slot_of(key: u64) -> usize {
 /// `wire::transit` requires (the checksum is verified apart, only for a frame the table has an entry
 /// for): (destination address, DSCP, TTL).
 fn fixed_ipv4(frame: &[u8]) -> Option<(u32, u8, u8)> {
-    const IP: usize = ethernet::HEADER_LEN;
-    let header: &[u8; 20] = frame.get(IP..IP + 20)?.try_into().ok()?;
-    if frame[12..14] != [0x08, 0x00] || header[0] != 0x45 {
-        return None;
-    }
-    let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
-    if total_len < 20 || total_len > frame.len() - IP {
-        return None;
-    }
+    let header = wire::transit::untagged_ipv4_header(frame)?;
     let dst = u32::from_be_bytes([header[16], header[17], header[18], header[19]]);
     Some((dst, header[1] >> 2, header[8]))
 }
