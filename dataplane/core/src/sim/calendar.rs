@@ -1,16 +1,20 @@
-//! The simulator's calendar: the pending wake-ups, earliest first, ties in the order they were booked.
+//! The simulator's calendar: the pending wake-ups, earliest first, ties in slot order (nodes and links in
+//! the order they were added, [`slot_of`]).
 //!
 //! A node has at most one pending wake-up (the instant its `poll_at` asked for) and so has a link (the
 //! arrival of the first frame on it), so the calendar has one slot per node and per link: a node that asks
 //! for another instant moves its entry instead of adding one.
 //!
+//! Ties go by slot, not by when they were booked, so that the order of a step's deliveries does not
+//! depend on the order in which the senders ran: a simulation split into parts that run side by side
+//! ([`super::Sim::partition`]) books the same wake-ups in another order and must pop them in the same one.
+//!
 //! Nearly every wake-up falls within a few microseconds of now (a line frees up, a frame arrives), and a
 //! busy fabric has about one per nanosecond, so those go on a timing wheel of one-nanosecond buckets
 //! covering [`WHEEL_NS`] from the latest instant popped: booking, moving and popping an entry cost a few
 //! list and bit operations instead of a walk down a heap. A bucket holds the entries of one instant in a
-//! list in booking order, which is their order in the calendar since bookings come in increasing order
-//! (the simulator numbers them). Wake-ups further out (or, from a model's odd request, in the past) wait
-//! in an indexed binary heap; the earliest entry is the earlier of the wheel's first and the heap's top.
+//! list in slot order. Wake-ups further out (or, from a model's odd request, in the past) wait in an
+//! indexed binary heap; the earliest entry is the earlier of the wheel's first and the heap's top.
 
 use super::Wake;
 use crate::time::Instant;
@@ -21,7 +25,7 @@ const ABSENT: u32 = u32::MAX;
 const WHEEL_NS: u64 = 4096;
 const WORDS: usize = WHEEL_NS as usize / 64;
 
-/// A pending wake-up: (instant, booking order, what).
+/// A pending wake-up: (instant, its slot's order, what).
 pub(super) type Entry = (Instant, u64, Wake);
 
 #[derive(Debug, Clone, Copy)]
@@ -65,8 +69,6 @@ pub(super) struct Calendar {
     /// the next instant and again for each entry it pops, and bookings in between rarely come first: it
     /// is kept across them.
     first: Option<Option<(Instant, u64, u32)>>,
-    /// The latest booking order (debug builds check that orders increase).
-    last_order: u64,
 }
 
 impl Default for Calendar {
@@ -80,20 +82,21 @@ impl Default for Calendar {
             summary: 0,
             far: Vec::new(),
             first: Some(None),
-            last_order: 0,
         }
     }
 }
 
+/// A node `n`'s slot is `2 n`, a wire `w`'s `2 w + 1` (indices within a part). Only the order of wires
+/// matters: a node's wake-up only marks it to be visited after the step's deliveries.
 fn slot_of(wake: Wake) -> usize {
     match wake {
-        Wake::Node(id) => 2 * id.index(),
-        Wake::Link(l) => 2 * l + 1,
+        Wake::Node(n) => 2 * n as usize,
+        Wake::Link(w) => 2 * w as usize + 1,
     }
 }
 
 fn wake_of(slot: usize) -> Wake {
-    if slot.is_multiple_of(2) { Wake::Node(super::NodeId::new(slot / 2)) } else { Wake::Link(slot / 2) }
+    if slot.is_multiple_of(2) { Wake::Node((slot / 2) as u32) } else { Wake::Link((slot / 2) as u32) }
 }
 
 fn bucket(at: Instant) -> usize {
@@ -142,28 +145,26 @@ impl Calendar {
     /// The earliest entry, removed, if it is due by `now`.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<Entry> {
         let (at, order, s) = self.earliest().filter(|e| e.0 <= now)?;
-        // The next in its bucket, if any, is the next entry: same instant, the next order. No heap entry
-        // comes between: one at this instant was booked while the instant was outside the wheel's span,
-        // so before the bucket's entries (`base` only moves forward), or in the past, so before it too.
         let next_in_bucket = match self.slots[s as usize].place {
             Place::Wheel { next, .. } if next != ABSENT => Some(next),
             _ => None,
         };
         self.remove(s as usize);
+        // The next in its bucket comes next unless the heap holds an entry of the same instant (booked
+        // when the instant was beyond the wheel's span, or in the past) with a lower slot.
         if let Some(n) = next_in_bucket {
-            self.first = Some(Some((at, self.slots[n as usize].order, n)));
+            let next = (at, self.slots[n as usize].order, n);
+            self.first = Some(Some(self.far.first().map_or(next, |&f| f.min(next))));
         }
         // Nothing is earlier than what was just popped: the wheel may start there.
         self.base = self.base.max(at);
         Some((at, order, wake_of(s as usize)))
     }
 
-    /// Books `wake` at `at` with booking order `order` (greater than every earlier booking's), replacing
-    /// its pending entry if it has one.
-    pub(super) fn book(&mut self, wake: Wake, at: Instant, order: u64) {
-        debug_assert!(order > self.last_order || self.last_order == 0, "booking orders increase");
-        self.last_order = order;
+    /// Books `wake` at `at`, replacing its pending entry if it has one.
+    pub(super) fn book(&mut self, wake: Wake, at: Instant) {
         let s = slot_of(wake);
+        let order = s as u64;
         if self.slots.len() <= s {
             self.slots.resize(s + 1, EMPTY);
         }
@@ -178,16 +179,26 @@ impl Calendar {
         }
         if at >= self.base && at.as_ns() - self.base.as_ns() < WHEEL_NS {
             let b = bucket(at);
-            let last = self.tail[b];
-            self.slots[s].place = Place::Wheel { prev: last, next: ABSENT };
-            if last == ABSENT {
-                self.head[b] = s as u32;
-                self.occupied[b / 64] |= 1 << (b % 64);
-                self.summary |= 1 << (b / 64);
-            } else if let Place::Wheel { next, .. } = &mut self.slots[last as usize].place {
-                *next = s as u32;
+            // After the last entry of a lower slot (buckets hold one instant's few entries).
+            let mut prev = self.tail[b];
+            while prev != ABSENT && prev as usize > s {
+                prev = match self.slots[prev as usize].place {
+                    Place::Wheel { prev, .. } => prev,
+                    _ => unreachable!("a bucket's entries are on the wheel"),
+                };
             }
-            self.tail[b] = s as u32;
+            let next = if prev == ABSENT { self.head[b] } else { self.next_of(prev as usize) };
+            self.slots[s].place = Place::Wheel { prev, next };
+            match prev {
+                ABSENT => self.head[b] = s as u32,
+                p => self.set_next(p as usize, s as u32),
+            }
+            match next {
+                ABSENT => self.tail[b] = s as u32,
+                n => self.set_prev(n as usize, s as u32),
+            }
+            self.occupied[b / 64] |= 1 << (b % 64);
+            self.summary |= 1 << (b / 64);
         } else {
             self.far.push((at, order, s as u32));
             self.sift_up(self.far.len() - 1);
@@ -228,6 +239,13 @@ impl Calendar {
             Place::Far(i) => self.remove_far(i as usize),
         }
         self.slots[s].place = Place::Absent;
+    }
+
+    fn next_of(&self, s: usize) -> u32 {
+        match self.slots[s].place {
+            Place::Wheel { next, .. } => next,
+            _ => ABSENT,
+        }
     }
 
     fn set_next(&mut self, s: usize, to: u32) {
@@ -321,16 +339,16 @@ mod tests {
         let mut calendar = Calendar::default();
         let mut live: Vec<Entry> = Vec::new();
         let mut popped = 0;
-        for (order, (op, slot, at)) in ops.into_iter().enumerate() {
+        for (op, slot, at) in ops {
             let wake = wake_of(slot);
-            let order = order as u64 + 1;
+            let order = slot as u64;
             match op {
                 0 | 1 => {
                     live.retain(|e| e.2 != wake);
                     // Mostly at or after the latest pop, as the simulator books.
                     let at = Instant::from_ns(if op == 0 { popped + at } else { at });
                     live.push((at, order, wake));
-                    calendar.book(wake, at, order);
+                    calendar.book(wake, at);
                 }
                 2 => {
                     live.retain(|e| e.2 != wake);

@@ -115,7 +115,7 @@ pub struct LinkStats {
 }
 
 /// A frame on the wire: when its last bit arrives, whether its FCS is bad, the frame.
-pub(super) struct OnWire {
+pub struct OnWire {
     pub(super) at: Instant,
     pub(super) corrupt: bool,
     pub(super) frame: Vec<u8>,
@@ -123,7 +123,8 @@ pub(super) struct OnWire {
 
 /// Where a frame went.
 pub(super) enum Fate {
-    Delivered { at: Instant },
+    /// On its way: the receiving part puts it on the wire into the destination.
+    Delivered(OnWire),
     Lost,
 }
 
@@ -140,13 +141,23 @@ pub(super) struct LinkState {
     seen_all: u64,
     seen_data: u64,
     pub(super) stats: LinkStats,
-    pub(super) wire: VecDeque<OnWire>,
     /// The link is down ([`super::Sim::set_link_up`]): whatever is put on it is lost.
     pub(super) down: bool,
+    /// Where its frames go: the part of the receiving node and the wire there ([`Wire`]).
+    pub(super) dest: (u32, u32),
+}
+
+/// The receiving end of a link: the frames on their way to `to`, in arrival order. It belongs to the part
+/// of the receiving node, the link's sending state ([`LinkState`]) to the sender's, so that a part can
+/// run alone for as long as no frame from another part can reach it.
+pub(super) struct Wire {
+    /// (the receiving node's index in its part, port).
+    pub(super) to: (u32, usize),
+    pub(super) frames: VecDeque<OnWire>,
 }
 
 impl LinkState {
-    pub(super) fn new(link: Link, seed: u64) -> LinkState {
+    pub(super) fn new(link: Link, seed: u64, dest: (u32, u32)) -> LinkState {
         let rate = u64::from(link.rate_mbps.max(1));
         let ps_per_byte = if 8_000_000 % rate == 0 { 8_000_000 / rate } else { 0 };
         LinkState {
@@ -158,8 +169,8 @@ impl LinkState {
             seen_all: 0,
             seen_data: 0,
             stats: LinkStats::default(),
-            wire: VecDeque::new(),
             down: false,
+            dest,
         }
     }
 
@@ -217,8 +228,7 @@ impl LinkState {
         let arrival_ps =
             self.free_ps + u128::from(self.remainder > 0) + u128::from(self.link.delay.as_ns()) * PS_PER_NS;
         let at = crate::ps::to_instant_ceil(arrival_ps);
-        self.wire.push_back(OnWire { at, corrupt, frame });
-        Fate::Delivered { at }
+        Fate::Delivered(OnWire { at, corrupt, frame })
     }
 
     fn hits(&mut self, what: &Impairment, data: bool) -> bool {

@@ -13,11 +13,16 @@
 //!   ([`Sim::capture`]) record what ports send as pcap. With [`Sim::keep_log`] every sent and delivered frame
 //!   is recorded; the nodes' events always are ([`Sim::events`]).
 //! - The scheduler is a calendar of wake-ups: a node is visited when a frame reaches it or when the time it
-//!   asked for comes, never otherwise. Ties are broken by insertion order and nodes at one instant are
-//!   visited in id order: the same inputs (and seed) give the same run, on every machine.
+//!   asked for comes, never otherwise. Frames arriving at one instant are delivered in the order their links
+//!   were added and nodes at one instant are visited in id order: the same inputs (and seed) give the same
+//!   run, on every machine.
+//! - A simulation may be split into parts ([`Sim::partition`], [`part`]) that run side by side in windows
+//!   as long as the shortest link delay between them: the same run, whether the parts run one after another
+//!   ([`Sim::run_until`]) or on threads (the caller's: this crate has none; [`Sim::begin_run`]).
 
 mod calendar;
 pub mod link;
+mod part;
 pub mod pcap;
 
 use crate::model::config::ConfigDb;
@@ -25,14 +30,16 @@ use crate::model::{DropReason, Event, PortId, Switch, Transmit};
 use crate::nic::Nic;
 use crate::time::{Instant, Nanos};
 pub use link::{Endpoint, Frames, Impairment, Link, LinkStats, NodeId};
-use link::{Fate, LinkState};
+use link::{LinkState, Wire};
+use part::{Capture, Observers};
+pub use part::{Crossing, Part};
 use pcap::Pcap;
 use std::any::Any;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
-/// What the driver needs of a model.
-pub trait Node: Any {
+/// What the driver needs of a model. A node is `Send`: the parts of a simulation may run on threads.
+pub trait Node: Any + Send {
     fn port_count(&self) -> usize;
     /// A frame arrived on `port` at `now`.
     fn handle_frame(&mut self, port: usize, frame: Vec<u8>, now: Instant);
@@ -132,48 +139,6 @@ pub enum Device {
     Custom(Box<dyn Node>),
 }
 
-/// Runs `$body` with `$n` bound to the device's model as its own type (a switch, a NIC) or as a
-/// `dyn Node` (a custom one): the engine's per-visit calls into the two models it knows are direct, and
-/// can be inlined, instead of going through a virtual table.
-macro_rules! with_node {
-    ($device:expr, $n:ident => $body:expr) => {
-        match $device {
-            Device::Switch($n) => {
-                let $n: &mut Switch = $n;
-                $body
-            }
-            Device::Nic($n) => {
-                let $n: &mut Nic = $n;
-                $body
-            }
-            Device::Custom($n) => {
-                let $n: &mut dyn Node = $n.as_mut();
-                $body
-            }
-        }
-    };
-}
-
-/// [`with_node`] for reading.
-macro_rules! with_node_ref {
-    ($device:expr, $n:ident => $body:expr) => {
-        match $device {
-            Device::Switch($n) => {
-                let $n: &Switch = $n;
-                $body
-            }
-            Device::Nic($n) => {
-                let $n: &Nic = $n;
-                $body
-            }
-            Device::Custom($n) => {
-                let $n: &dyn Node = $n.as_ref();
-                $body
-            }
-        }
-    };
-}
-
 impl Device {
     fn node_mut(&mut self) -> &mut dyn Node {
         match self {
@@ -205,41 +170,34 @@ pub struct Delivered {
 }
 
 /// Decides a sent frame's fate before it reaches the link: `false` loses it; it may be rewritten.
+/// A simulation with a tap runs as one part.
 pub type Tap = Box<dyn FnMut(&Sent, &mut Vec<u8>) -> bool>;
 
-/// What wakes up at an instant: a node (at the time it asked for), or a link (its first frame arrives).
+/// What wakes up at an instant, within a part: a node (at the time it asked for), or a wire (its first frame
+/// arrives). Indices are the part's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Wake {
-    Node(NodeId),
-    Link(usize),
+    Node(u32),
+    Link(u32),
 }
 
 /// [`Sim::run_until`] this or later runs until nothing is left to do, with no final wake-up.
 pub const UNBOUNDED: Instant = Instant::from_ns(u64::MAX / 2);
 
-/// A frame put on the way to a port from outside: (arrival, insertion order, destination, frame).
-type Injected = Reverse<(Instant, u64, Endpoint, Vec<u8>)>;
-
-/// A capture: frames sent by some ports.
-struct Capture {
-    ports: Vec<Endpoint>,
-    pcap: Pcap,
+/// The last instant of a window that starts at `t`: nothing sent in it reaches another part by then.
+pub fn window_last(t: Instant, lookahead_ns: u64, end: Instant) -> Instant {
+    Instant::from_ns(t.as_ns().saturating_add(lookahead_ns.max(1) - 1)).min(end)
 }
 
 /// The discrete-event driver.
 pub struct Sim {
-    devices: Vec<Device>,
-    /// Per node, per port: its link's index in `links`.
-    port_links: Vec<Vec<Option<usize>>>,
-    links: Vec<LinkState>,
-    calendar: calendar::Calendar,
-    /// Per node: its wake-up in the calendar.
-    scheduled: Vec<Option<Instant>>,
-    injected: BinaryHeap<Injected>,
-    /// Nodes no longer driven (a host that stopped): frames to them are lost.
-    stopped: Vec<bool>,
-    dirty: Vec<NodeId>,
-    is_dirty: Vec<bool>,
+    parts: Vec<Part>,
+    /// Per node: (part, index in the part).
+    place: Vec<(u32, u32)>,
+    /// Per link in the order added: (the sender's part, index in its `links`).
+    link_place: Vec<(u32, u32)>,
+    /// The shortest delay of a link between two parts, in ns (`u64::MAX` with one part).
+    lookahead_ns: u64,
     order: u64,
     now: Instant,
     seed: u64,
@@ -269,15 +227,10 @@ impl Sim {
     /// A simulation whose random link impairments draw from `seed`.
     pub fn with_seed(seed: u64) -> Sim {
         Sim {
-            devices: Vec::new(),
-            port_links: Vec::new(),
-            links: Vec::new(),
-            calendar: calendar::Calendar::default(),
-            scheduled: Vec::new(),
-            injected: BinaryHeap::new(),
-            stopped: Vec::new(),
-            dirty: Vec::new(),
-            is_dirty: Vec::new(),
+            parts: vec![Part::new(0)],
+            place: Vec::new(),
+            link_place: Vec::new(),
+            lookahead_ns: u64::MAX,
             order: 0,
             now: Instant::ZERO,
             seed,
@@ -291,19 +244,22 @@ impl Sim {
         }
     }
 
-    /// Adds a node; its id is its position.
+    /// Adds a node; its id is its position. It goes to the last part.
     pub fn add(&mut self, device: Device) -> NodeId {
-        let id = NodeId::new(self.devices.len());
-        self.devices.push(device);
-        self.port_links.push(Vec::new());
-        self.scheduled.push(None);
-        self.stopped.push(false);
-        self.is_dirty.push(false);
+        let id = NodeId::new(self.place.len());
+        let p = self.parts.len() - 1;
+        let local = self.parts[p].add(id, device, false);
+        self.place.push((p as u32, local));
         id
     }
 
     pub fn node_count(&self) -> usize {
-        self.devices.len()
+        self.place.len()
+    }
+
+    /// How many parts the simulation runs as ([`Sim::partition`]).
+    pub fn part_count(&self) -> usize {
+        self.parts.len()
     }
 
     /// Joins two ports with a full-duplex link; each direction serialises at its sender's rate.
@@ -312,33 +268,70 @@ impl Sim {
         self.add_link(b, Link::new(a, b_rate_mbps, delay));
     }
 
-    /// One direction of a link, from `from` (replacing any it had).
+    /// One direction of a link, from `from` (replacing any it had: frames on the old one still arrive).
     pub fn add_link(&mut self, from: Endpoint, link: Link) {
         // Each direction draws its own random sequence, from the seed and its place in the topology.
         let (node, port) = (from.node.index(), from.port);
         let mut mix = self.seed ^ ((node as u64) << 32 | port as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
         let seed = link::splitmix64(&mut mix);
-        let ports = &mut self.port_links[node];
+        let (tp, tl) = self.place[node];
+        let (rp, rl) = self.place[link.to.node.index()];
+        let replaced = self.parts[tp as usize].port_links[tl as usize].get(port).copied().flatten();
+        let old_dest = replaced.map(|l| self.parts[tp as usize].links[l as usize].dest);
+        let to = (rl, link.to.port);
+        let dest = match old_dest {
+            // A link replaced within a part keeps its wire (and its place in the order of deliveries);
+            // what was on the old link is lost with it.
+            Some((p, w)) if p == rp => {
+                let rx = &mut self.parts[rp as usize];
+                rx.wires[w as usize] = Wire { to, frames: VecDeque::new() };
+                rx.calendar.cancel(Wake::Link(w));
+                (rp, w)
+            }
+            _ => {
+                if let Some((p, w)) = old_dest {
+                    let old = &mut self.parts[p as usize];
+                    old.wires[w as usize].frames.clear();
+                    old.calendar.cancel(Wake::Link(w));
+                }
+                let rx = &mut self.parts[rp as usize];
+                rx.wires.push(Wire { to, frames: VecDeque::new() });
+                (rp, (rx.wires.len() - 1) as u32)
+            }
+        };
+        if rp != tp {
+            self.lookahead_ns = self.lookahead_ns.min(link.delay.as_ns());
+        }
+        let tx = &mut self.parts[tp as usize];
+        let ports = &mut tx.port_links[tl as usize];
         if ports.len() <= port {
             ports.resize(port + 1, None);
         }
         match ports[port] {
-            Some(i) => self.links[i] = LinkState::new(link, seed),
+            Some(i) => tx.links[i as usize] = LinkState::new(link, seed, dest),
             None => {
-                ports[port] = Some(self.links.len());
-                self.links.push(LinkState::new(link, seed));
+                ports[port] = Some(tx.links.len() as u32);
+                tx.links.push(LinkState::new(link, seed, dest));
+                self.link_place.push((tp, (tx.links.len() - 1) as u32));
             }
         }
     }
 
+    /// The link leaving `from`: its part and index there.
+    fn link_at(&self, from: Endpoint) -> Option<(usize, usize)> {
+        let &(p, n) = self.place.get(from.node.index())?;
+        let l = self.parts[p as usize].port_links[n as usize].get(from.port).copied().flatten()?;
+        Some((p as usize, l as usize))
+    }
+
     /// The link leaving `from`, if any.
     pub fn link(&self, from: Endpoint) -> Option<&Link> {
-        self.link_index(from).map(|i| &self.links[i].link)
+        self.link_at(from).map(|(p, l)| &self.parts[p].links[l].link)
     }
 
     /// What the link leaving `from` carried, lost and corrupted.
     pub fn link_stats(&self, from: Endpoint) -> Option<LinkStats> {
-        self.link_index(from).map(|i| self.links[i].stats)
+        self.link_at(from).map(|(p, l)| self.parts[p].links[l].stats)
     }
 
     /// Takes the link at `from` down (both directions) or brings it back up, now: while it is down every
@@ -347,22 +340,28 @@ impl Sim {
     /// drops what is queued to the port and stops routing over it). A NIC end is not told (a host whose
     /// only link fails has nothing to fail over to). Returns false if `from` has no link.
     pub fn set_link_up(&mut self, from: Endpoint, up: bool) -> bool {
-        let Some(a) = self.link_index(from) else { return false };
-        let to = self.links[a].link.to;
+        let Some((p, l)) = self.link_at(from) else { return false };
+        let to = self.parts[p].links[l].link.to;
         let now = self.now;
-        for l in [Some(a), self.link_index(to)].into_iter().flatten() {
-            let state = &mut self.links[l];
+        for (p, l) in [Some((p, l)), self.link_at(to)].into_iter().flatten() {
+            let state = &mut self.parts[p].links[l];
             state.down = !up;
+            let (rp, w) = state.dest;
             if !up {
-                state.stats.lost += state.wire.len() as u64;
-                state.wire.clear();
+                let frames = &mut self.parts[rp as usize].wires[w as usize].frames;
+                let lost = frames.len() as u64;
+                frames.clear();
+                self.parts[rp as usize].calendar.cancel(Wake::Link(w));
+                self.parts[p].links[l].stats.lost += lost;
             }
         }
         for Endpoint { node, port } in [from, to] {
-            if let Device::Switch(s) = &mut self.devices[node.index()] {
+            let (p, n) = self.place[node.index()];
+            let part = &mut self.parts[p as usize];
+            if let Device::Switch(s) = &mut part.devices[n as usize] {
                 s.set_port_oper(PortId::new(port), up, now);
-                self.mark(node);
-                self.reschedule(node);
+                part.mark(n);
+                part.reschedule(n);
             }
         }
         true
@@ -370,13 +369,10 @@ impl Sim {
 
     /// Whether the link at `from` is up (false when it has none).
     pub fn link_is_up(&self, from: Endpoint) -> bool {
-        self.link_index(from).is_some_and(|l| !self.links[l].down)
+        self.link_at(from).is_some_and(|(p, l)| !self.parts[p].links[l].down)
     }
 
-    fn link_index(&self, from: Endpoint) -> Option<usize> {
-        self.port_links.get(from.node.index())?.get(from.port).copied().flatten()
-    }
-
+    /// Sets the tap. A simulation with a tap, a capture or the log runs as one part.
     pub fn set_tap(&mut self, tap: Tap) {
         self.tap = Some(tap);
     }
@@ -398,15 +394,20 @@ impl Sim {
         self.now
     }
 
+    fn device_mut(&mut self, id: NodeId) -> &mut Device {
+        let (p, n) = self.place[id.index()];
+        &mut self.parts[p as usize].devices[n as usize]
+    }
+
     pub fn switch(&mut self, id: NodeId) -> &mut Switch {
-        match &mut self.devices[id.index()] {
+        match self.device_mut(id) {
             Device::Switch(s) => s,
             _ => panic!("node {id} is not a switch"),
         }
     }
 
     pub fn nic(&mut self, id: NodeId) -> &mut Nic {
-        match &mut self.devices[id.index()] {
+        match self.device_mut(id) {
             Device::Nic(n) => n,
             _ => panic!("node {id} is not a NIC"),
         }
@@ -414,12 +415,13 @@ impl Sim {
 
     /// A node, to read.
     pub fn device(&self, id: NodeId) -> &Device {
-        &self.devices[id.index()]
+        let (p, n) = self.place[id.index()];
+        &self.parts[p as usize].devices[n as usize]
     }
 
     /// A [`Device::Custom`] node as the type it was added as.
     pub fn custom<T: Node>(&mut self, id: NodeId) -> &mut T {
-        match &mut self.devices[id.index()] {
+        match self.device_mut(id) {
             Device::Custom(c) => {
                 let any: &mut dyn Any = c.as_mut();
                 any.downcast_mut()
@@ -432,198 +434,281 @@ impl Sim {
     /// Gives a node a new configuration now ([`Node::apply`]).
     pub fn apply(&mut self, id: NodeId, config: &ConfigDb) -> Result<(), String> {
         let now = self.now;
-        let result = self.devices[id.index()].node_mut().apply(config, now);
-        self.reschedule(id);
+        let result = self.device_mut(id).node_mut().apply(config, now);
+        let (p, n) = self.place[id.index()];
+        self.parts[p as usize].reschedule(n);
         result
     }
 
     /// Stops driving a node from now on (a host whose process ended): it sends nothing more, and frames
     /// that reach it are lost. Its state stays readable.
     pub fn stop(&mut self, id: NodeId) {
-        self.stopped[id.index()] = true;
-        self.scheduled[id.index()] = None;
-        self.calendar.cancel(Wake::Node(id));
+        let (p, n) = self.place[id.index()];
+        let part = &mut self.parts[p as usize];
+        part.stopped[n as usize] = true;
+        part.scheduled[n as usize] = None;
+        part.calendar.cancel(Wake::Node(n));
     }
 
     pub fn is_stopped(&self, id: NodeId) -> bool {
-        self.stopped[id.index()]
+        let (p, n) = self.place[id.index()];
+        self.parts[p as usize].stopped[n as usize]
     }
 
     /// Puts a frame on the way to a port, arriving at `at` (a host outside the simulation, a test).
     pub fn inject(&mut self, to: Endpoint, at: Instant, frame: Vec<u8>) {
         self.order += 1;
-        self.injected.push(Reverse((at, self.order, to, frame)));
+        let (p, n) = self.place[to.node.index()];
+        self.parts[p as usize].injected.push(Reverse((at, self.order, (n, to.port), frame)));
+    }
+
+    /// Whether something watches every frame (a tap, captures, the log): such a simulation runs as one part.
+    fn observed(&self) -> bool {
+        self.tap.is_some() || self.keep_log || !self.captures.is_empty()
     }
 
     /// Runs every event up to `end` inclusive, then wakes every node at `end` (pause accounting,
-    /// statistics), unless `end` is unbounded (from [`UNBOUNDED`] on: until nothing is left to do).
+    /// statistics), unless `end` is unbounded (from [`UNBOUNDED`] on: until nothing is left to do). The
+    /// parts run one after another, window by window.
     pub fn run_until(&mut self, end: Instant) {
-        let unbounded = end >= UNBOUNDED;
-        // Nodes may have been changed from outside since the last run (flows added, storms started).
-        for id in 0..self.devices.len() {
-            self.reschedule(NodeId::new(id));
-        }
-        let mut stalls = 0u32;
-        while let Some(t) = self.next_time().filter(|&t| t <= end) {
-            if t <= self.now {
-                stalls += 1;
-                assert!(stalls < 1000, "a model keeps asking for {t} at {} without progress", self.now);
-            } else {
-                stalls = 0;
-            }
-            self.now = self.now.max(t);
-            self.step();
-        }
-        if !unbounded {
-            self.now = self.now.max(end);
-            for (device, stopped) in self.devices.iter_mut().zip(&self.stopped) {
-                if !stopped {
-                    device.node_mut().handle_timeout(self.now);
-                }
-            }
-        }
-    }
-
-    /// The earliest pending instant.
-    fn next_time(&mut self) -> Option<Instant> {
-        let calendar = self.calendar.peek().map(|e| e.0);
-        let injected = self.injected.peek().map(|Reverse(e)| e.0);
-        calendar.into_iter().chain(injected).min()
-    }
-
-    /// Delivers what has arrived by `now` and wakes the nodes due; then each node touched (in id order)
-    /// runs its timers and transmits what it can at `now`.
-    fn step(&mut self) {
-        let now = self.now;
-        while let Some((t, _, wake)) = self.calendar.pop_due(now) {
-            self.wakeups += 1;
-            match wake {
-                Wake::Node(id) => {
-                    debug_assert_eq!(self.scheduled[id.index()], Some(t));
-                    self.scheduled[id.index()] = None;
-                    self.mark(id);
-                }
-                Wake::Link(l) => {
-                    while self.links[l].wire.front().is_some_and(|f| f.at <= now) {
-                        let f = self.links[l].wire.pop_front().expect("peeked");
-                        let to = self.links[l].link.to;
-                        self.deliver(to, f.at, f.frame, f.corrupt);
-                    }
-                    if let Some(next) = self.links[l].wire.front().map(|f| f.at) {
-                        self.push(next, Wake::Link(l));
-                    }
-                }
-            }
-        }
-        while self.injected.peek().is_some_and(|Reverse(e)| e.0 <= now) {
-            let Reverse((at, _, to, frame)) = self.injected.pop().expect("peeked");
-            self.wakeups += 1;
-            self.deliver(to, at, frame, false);
-        }
-        let mut dirty = std::mem::take(&mut self.dirty);
-        dirty.sort_unstable();
-        for &id in &dirty {
-            self.is_dirty[id.index()] = false;
-            if !self.stopped[id.index()] {
-                self.visit(id, now);
-            }
-        }
-        dirty.clear();
-        self.dirty = dirty;
-    }
-
-    fn deliver(&mut self, to: Endpoint, at: Instant, frame: Vec<u8>, corrupt: bool) {
-        if self.stopped[to.node.index()] {
-            return;
-        }
-        if self.keep_log {
-            self.delivered.push(Delivered { at, to, frame: frame.clone() });
-        }
-        with_node!(&mut self.devices[to.node.index()], node => if corrupt {
-            Node::handle_corrupt(node, to.port, frame, at);
+        if self.parts.len() == 1 {
+            self.parts[0].reschedule_all();
+            let mut observers = Observers {
+                tap: self.tap.as_mut(),
+                keep_log: self.keep_log,
+                sent: &mut self.sent,
+                delivered: &mut self.delivered,
+                captures: &mut self.captures,
+            };
+            self.parts[0].run_through(end, &mut observers);
         } else {
-            Node::handle_frame(node, to.port, frame, at);
-        });
-        self.mark(to.node);
+            let (parts, lookahead_ns) = self.begin_run();
+            while let Some(t) = parts.iter_mut().filter_map(Part::next_time).min().filter(|&t| t <= end) {
+                let last = window_last(t, lookahead_ns, end);
+                for p in parts.iter_mut() {
+                    p.run_window(last);
+                }
+                for i in 0..parts.len() {
+                    let crossings: Vec<Crossing> = parts[i].take_crossings().collect();
+                    for c in crossings {
+                        let to = c.part();
+                        parts[to].accept(c);
+                    }
+                }
+            }
+        }
+        self.end_run(end);
     }
 
-    fn mark(&mut self, id: NodeId) {
-        if !self.is_dirty[id.index()] {
-            self.is_dirty[id.index()] = true;
-            self.dirty.push(id);
+    /// For a caller that runs the parts itself (on threads): books every node's wake-up and returns the
+    /// parts and the lookahead in ns. Then, window by window until the earliest [`Part::next_time`] of
+    /// all is past `end`: each part runs [`Part::run_window`] to [`window_last`] of that instant, then
+    /// every part's [`Part::take_crossings`] go to the parts they name ([`Part::accept`]); finally
+    /// [`Sim::end_run`]. The result is the same as [`Sim::run_until`]'s whatever order the parts run in.
+    ///
+    /// # Panics
+    /// If a tap, capture or the log is set on a simulation of more than one part.
+    pub fn begin_run(&mut self) -> (&mut [Part], u64) {
+        assert!(
+            self.parts.len() == 1 || !self.observed(),
+            "a simulation with a tap, a capture or the log runs as one part"
+        );
+        for p in &mut self.parts {
+            p.reschedule_all();
+        }
+        (&mut self.parts, self.lookahead_ns)
+    }
+
+    /// Ends a run to `end` ([`Sim::begin_run`]): the final wake-up of every node at `end` (unless
+    /// unbounded), then the parts' events and counts gathered in the simulation's order.
+    pub fn end_run(&mut self, end: Instant) {
+        let unbounded = end >= UNBOUNDED;
+        for p in &mut self.parts {
+            if !unbounded {
+                p.finish(end);
+            }
+            self.wakeups += std::mem::take(&mut p.wakeups);
+            self.now = self.now.max(p.now);
+        }
+        if self.parts.len() == 1 {
+            self.events.extend(self.parts[0].events.drain(..).map(|(t, _, id, e)| (t, id, e)));
+        } else {
+            let mut merged: Vec<_> = self.parts.iter_mut().flat_map(|p| p.events.drain(..)).collect();
+            // Each part's events are in (time, round, node) order; the parts' together, stably.
+            merged.sort_by_key(|&(t, round, id, _)| (t, round, id));
+            self.events.extend(merged.into_iter().map(|(t, _, id, e)| (t, id, e)));
         }
     }
 
-    /// Runs a node's timers, sends what its ports have ready, collects its events, and books its next
-    /// wake-up.
-    fn visit(&mut self, id: NodeId, now: Instant) {
-        with_node!(&mut self.devices[id.index()], n => Node::handle_timeout(n, now));
-        let mut from = 0;
-        while let Some(port) =
-            with_node_ref!(&self.devices[id.index()], n => Node::next_port_to_poll(n, from, now))
-        {
-            while let Some(tx) =
-                with_node!(&mut self.devices[id.index()], n => Node::poll_transmit(n, port, now))
-            {
-                self.transmit(id.port(port), now, tx);
-            }
-            from = port + 1;
-        }
-        while let Some(event) = with_node!(&mut self.devices[id.index()], n => Node::poll_event(n)) {
-            self.events.push((now, id, event));
-        }
-        self.reschedule(id);
+    /// Splits the simulation into `parts` parts (1: one part) that run side by side. A host (a node with
+    /// one linked port) stays with the node it is linked to, and so do nodes joined by a link shorter than
+    /// `min_lookahead`; the groups go, in node order, to parts of about equal weight (linked ports).
+    /// Returns the lookahead (the shortest delay between two parts; `None` with one part). May be called
+    /// between runs: every pending frame and wake-up moves with its node.
+    ///
+    /// # Panics
+    /// If a tap, capture or the log is set and `parts` > 1.
+    pub fn partition(&mut self, parts: usize, min_lookahead: Nanos) -> Option<Nanos> {
+        let assignment = self.plan_parts(parts.max(1), min_lookahead);
+        self.assign_parts(&assignment);
+        (self.parts.len() > 1).then(|| Nanos::from_ns(self.lookahead_ns))
     }
 
-    /// Books the node's wake-up at the time it asks for, if that changed.
-    fn reschedule(&mut self, id: NodeId) {
-        if self.stopped[id.index()] {
-            return;
-        }
-        let at = with_node_ref!(&self.devices[id.index()], n => Node::poll_at(n));
-        if at != self.scheduled[id.index()] {
-            self.scheduled[id.index()] = at;
-            match at {
-                Some(t) => self.push(t, Wake::Node(id)),
-                None => self.calendar.cancel(Wake::Node(id)),
+    /// Which part each node goes to ([`Sim::partition`]).
+    fn plan_parts(&self, parts: usize, min_lookahead: Nanos) -> Vec<u32> {
+        let n = self.place.len();
+        // Groups: union-find over hosts' links and short links.
+        let mut group: Vec<usize> = (0..n).collect();
+        fn root(group: &mut [usize], mut i: usize) -> usize {
+            while group[i] != i {
+                group[i] = group[group[i]];
+                i = group[i];
             }
+            i
+        }
+        let mut weight = vec![0u64; n];
+        let mut edges = Vec::new();
+        for (id, &(p, local)) in self.place.iter().enumerate() {
+            let part = &self.parts[p as usize];
+            let linked: Vec<&LinkState> =
+                part.port_links[local as usize].iter().flatten().map(|&l| &part.links[l as usize]).collect();
+            weight[id] = linked.len().max(1) as u64;
+            for l in &linked {
+                let to = l.link.to.node.index();
+                if linked.len() == 1 || l.link.delay < min_lookahead {
+                    edges.push((id, to));
+                }
+            }
+        }
+        for (a, b) in edges {
+            let (ra, rb) = (root(&mut group, a), root(&mut group, b));
+            if ra != rb {
+                group[ra.max(rb)] = ra.min(rb);
+            }
+        }
+        let mut group_weight = vec![0u64; n];
+        for id in 0..n {
+            let r = root(&mut group, id);
+            group_weight[r] += weight[id];
+        }
+        let total: u64 = group_weight.iter().sum();
+        // Groups by their first node, cut into `parts` runs of about total / parts each.
+        let mut part_of_group = vec![0u32; n];
+        let (mut part, mut filled) = (0u64, 0u64);
+        for r in 0..n {
+            if root(&mut group, r) != r {
+                continue;
+            }
+            let w = group_weight[r];
+            // Next part once this one holds its share (a group goes where its middle falls).
+            while part + 1 < parts as u64 && (filled + w / 2) * parts as u64 >= total * (part + 1) {
+                part += 1;
+            }
+            part_of_group[r] = part as u32;
+            filled += w;
+        }
+        (0..n).map(|id| part_of_group[root(&mut group, id)]).collect()
+    }
+
+    /// Moves every node, with its links, wires, wake-ups and pending frames, to the part `assignment`
+    /// names (part indices from 0, every one used or not).
+    fn assign_parts(&mut self, assignment: &[u32]) {
+        let count = assignment.iter().max().map_or(1, |&m| m as usize + 1);
+        assert!(
+            count == 1 || !self.observed(),
+            "a simulation with a tap, a capture or the log runs as one part"
+        );
+        // Take everything apart, in the simulation's order.
+        let old = std::mem::take(&mut self.parts);
+        let mut devices: Vec<Option<(Device, bool)>> = (0..self.place.len()).map(|_| None).collect();
+        let mut links: Vec<Option<(Endpoint, LinkState)>> =
+            (0..self.link_place.len()).map(|_| None).collect();
+        let mut injected = Vec::new();
+        let mut wires: Vec<Vec<Option<Wire>>> = Vec::new();
+        let mut events = Vec::new();
+        let mut link_index: Vec<Vec<usize>> = Vec::new(); // per old part, per local link: global index
+        for (p, _) in old.iter().enumerate() {
+            link_index.push(vec![0; old[p].links.len()]);
+        }
+        for (g, &(p, l)) in self.link_place.iter().enumerate() {
+            link_index[p as usize][l as usize] = g;
+        }
+        let mut wire_owner: Vec<(u32, u32)> = Vec::new(); // per global link: its old (rx part, wire)
+        for mut part in old {
+            let p = part.index as usize;
+            let states: Vec<LinkState> = std::mem::take(&mut part.links);
+            for (l, state) in states.into_iter().enumerate() {
+                let g = link_index[p][l];
+                let from = self.link_from(&part, l as u32);
+                if wire_owner.len() <= g {
+                    wire_owner.resize(g + 1, (0, 0));
+                }
+                wire_owner[g] = state.dest;
+                links[g] = Some((from, state));
+            }
+            wires.push(std::mem::take(&mut part.wires).into_iter().map(Some).collect());
+            for (i, (device, stopped)) in part.devices.drain(..).zip(part.stopped.drain(..)).enumerate() {
+                devices[part.ids[i].index()] = Some((device, stopped));
+            }
+            for std::cmp::Reverse((at, order, (n, port), frame)) in part.injected.drain() {
+                injected.push((at, order, Endpoint::new(part.ids[n as usize], port), frame));
+            }
+            events.extend(part.events.drain(..));
+            self.now = self.now.max(part.now);
+        }
+        debug_assert!(events.is_empty(), "parts are reassigned between runs");
+        // Put it back together.
+        self.parts = (0..count as u32).map(Part::new).collect();
+        for (id, slot) in devices.into_iter().enumerate() {
+            let (device, stopped) = slot.expect("every node is in a part");
+            let p = assignment[id];
+            let local = self.parts[p as usize].add(NodeId::new(id), device, stopped);
+            self.place[id] = (p, local);
+        }
+        for part in &mut self.parts {
+            part.now = self.now;
+        }
+        self.lookahead_ns = u64::MAX;
+        for (g, slot) in links.into_iter().enumerate() {
+            let (from, mut state) = slot.expect("every link is in a part");
+            let (old_rp, old_w) = wire_owner[g];
+            let wire = wires[old_rp as usize][old_w as usize].take().expect("one wire per link");
+            let to = state.link.to;
+            let (tp, tl) = self.place[from.node.index()];
+            let (rp, rl) = self.place[to.node.index()];
+            if rp != tp {
+                self.lookahead_ns = self.lookahead_ns.min(state.link.delay.as_ns());
+            }
+            let rx = &mut self.parts[rp as usize];
+            rx.wires.push(Wire { to: (rl, to.port), frames: wire.frames });
+            let w = (rx.wires.len() - 1) as u32;
+            if let Some(first) = rx.wires[w as usize].frames.front().map(|f| f.at) {
+                rx.calendar.book(Wake::Link(w), first);
+            }
+            state.dest = (rp, w);
+            let tx = &mut self.parts[tp as usize];
+            let ports = &mut tx.port_links[tl as usize];
+            if ports.len() <= from.port {
+                ports.resize(from.port + 1, None);
+            }
+            ports[from.port] = Some(tx.links.len() as u32);
+            tx.links.push(state);
+            self.link_place[g] = (tp, (tx.links.len() - 1) as u32);
+        }
+        for (at, order, to, frame) in injected {
+            let (p, n) = self.place[to.node.index()];
+            self.parts[p as usize].injected.push(Reverse((at, order, (n, to.port), frame)));
         }
     }
 
-    /// Books a wake-up (replacing the one pending for the same node or link).
-    fn push(&mut self, at: Instant, wake: Wake) {
-        self.order += 1;
-        self.calendar.book(wake, at, self.order);
-    }
-
-    fn transmit(&mut self, from: Endpoint, at: Instant, tx: Transmit) {
-        let link = self.link_index(from);
-        let mut out = tx.frame;
-        // The frame is copied only for a tap or the log, which see it as it left the port.
-        let mut keep = true;
-        if self.tap.is_some() || self.keep_log {
-            let to = link.map(|l| self.links[l].link.to);
-            let sent = Sent { at, from, to, queue: tx.queue, frame: out.clone() };
-            if let Some(tap) = self.tap.as_mut() {
-                keep = tap(&sent, &mut out);
-            }
-            if self.keep_log {
-                self.sent.push(sent);
+    /// The endpoint a part's link `l` leaves from.
+    fn link_from(&self, part: &Part, l: u32) -> Endpoint {
+        for (local, ports) in part.port_links.iter().enumerate() {
+            if let Some(port) = ports.iter().position(|&x| x == Some(l)) {
+                return Endpoint::new(part.ids[local], port);
             }
         }
-        for c in &mut self.captures {
-            if c.ports.contains(&from) {
-                c.pcap.record(at, &out);
-            }
-        }
-        if let (Some(l), true) = (link, keep) {
-            let was_idle = self.links[l].wire.is_empty();
-            if let Fate::Delivered { at: arrival } = self.links[l].send(at, out)
-                && was_idle
-            {
-                self.push(arrival, Wake::Link(l));
-            }
-        }
+        unreachable!("every link leaves a port")
     }
 }
 
