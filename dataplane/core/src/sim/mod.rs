@@ -607,7 +607,15 @@ impl Sim {
             part_of_group[r] = part as u32;
             filled += w;
         }
-        (0..n).map(|id| part_of_group[root(&mut group, id)]).collect()
+        let mut assignment: Vec<u32> = (0..n).map(|id| part_of_group[root(&mut group, id)]).collect();
+        // Parts left empty (fewer groups than parts) are dropped.
+        let mut used: Vec<u32> = assignment.clone();
+        used.sort_unstable();
+        used.dedup();
+        for p in &mut assignment {
+            *p = used.binary_search(p).expect("a used part") as u32;
+        }
+        assignment
     }
 
     /// Moves every node, with its links, wires, wake-ups and pending frames, to the part `assignment`

@@ -411,3 +411,143 @@ fn a_link_down_loses_what_is_put_on_it_and_the_flow_resumes_when_it_is_back() {
     assert_eq!(sim.nic(A).flow_stats(1).unwrap().acked_bytes, 10 * 1024);
     assert!(!sim.set_link_up(A.port(5), false), "a port without a link");
 }
+
+/// Two L2 switches joined by a 1 µs link, two 100G hosts on each: A and B send to C (an incast on
+/// sw2's Ethernet0 that pauses sw2's uplink and so sw1), D sends to A. PFC on priority 3.
+fn two_switches() -> Sim {
+    let config = |local: [&str; 2], remote: [&str; 2]| {
+        format!(
+            r#"
+DEVICE_METADATA: {{ localhost: {{ mac: "02:4c:53:00:00:01" }} }}
+PORT: {{ Ethernet0: {{ speed: 100000, mtu: 9100 }}, Ethernet4: {{ speed: 100000, mtu: 9100 }}, Ethernet8: {{ speed: 100000, mtu: 9100 }} }}
+VLAN: {{ Vlan10: {{ vlanid: 10 }} }}
+VLAN_MEMBER:
+  Vlan10|Ethernet0: {{ tagging_mode: untagged }}
+  Vlan10|Ethernet4: {{ tagging_mode: untagged }}
+  Vlan10|Ethernet8: {{ tagging_mode: untagged }}
+FDB:
+  Vlan10|{}: {{ port: Ethernet0 }}
+  Vlan10|{}: {{ port: Ethernet4 }}
+  Vlan10|{}: {{ port: Ethernet8 }}
+  Vlan10|{}: {{ port: Ethernet8 }}
+DSCP_TO_TC_MAP: {{ AZURE: {{ "3": "3" }} }}
+TC_TO_PRIORITY_GROUP_MAP: {{ AZURE: {{ "3": "3" }} }}
+PORT_QOS_MAP: {{ "Ethernet0,Ethernet4,Ethernet8": {{ dscp_to_tc_map: AZURE, tc_to_pg_map: AZURE, pfc_enable: "3" }} }}
+BUFFER_ASIC: {{ global: {{ cell_size: 256 }} }}
+BUFFER_POOL:
+  ingress_lossless_pool: {{ type: ingress, mode: static, size: 20000000, xoff: 2000000 }}
+  egress_lossless_pool: {{ type: egress, mode: static, size: 20000000 }}
+BUFFER_PROFILE:
+  pg_lossless: {{ pool: ingress_lossless_pool, size: 0, static_th: 20480, xoff: 409600, xon: 0, xon_offset: 2560 }}
+  egress_lossless_profile: {{ pool: egress_lossless_pool, size: 0, static_th: 20000000 }}
+BUFFER_PG: {{ "Ethernet0,Ethernet4,Ethernet8|3": {{ profile: pg_lossless }} }}
+BUFFER_QUEUE: {{ "Ethernet0,Ethernet4,Ethernet8|3": {{ profile: egress_lossless_profile }} }}
+"#,
+            local[0], local[1], remote[0], remote[1]
+        )
+    };
+    let macs = ["02:00:00:00:00:0a", "02:00:00:00:00:0b", "02:00:00:00:00:0c", "02:00:00:00:00:0d"];
+    let switch = |yaml: String| {
+        let mut s = Switch::new();
+        s.apply(&ConfigDb::from_yaml_str(&yaml).unwrap(), Instant::ZERO).unwrap();
+        Device::Switch(Box::new(s))
+    };
+    let host = |i: u8| {
+        let mac = EthernetAddress([0x02, 0, 0, 0, 0, 0x0a + i]);
+        let cfg = NicConfig {
+            line_rate_mbps: 100_000,
+            mtu: 4200,
+            pfc_enable: 1 << 3,
+            ..nic(mac, Ipv4Addr::new(10, 0, 0, 1 + i)).config().clone()
+        };
+        Device::Nic(Box::new(Nic::new(cfg).unwrap()))
+    };
+    let mut sim = Sim::with_seed(7);
+    let sw1 = sim.add(switch(config([macs[0], macs[1]], [macs[2], macs[3]])));
+    let (a, b) = (sim.add(host(0)), sim.add(host(1)));
+    let sw2 = sim.add(switch(config([macs[2], macs[3]], [macs[0], macs[1]])));
+    let (c, d) = (sim.add(host(2)), sim.add(host(3)));
+    for (sw, hosts) in [(sw1, [a, b]), (sw2, [c, d])] {
+        for (port, h) in hosts.into_iter().enumerate() {
+            sim.connect(h.port(0), 100_000, sw.port(port), 100_000, Nanos::from_ns(100));
+        }
+    }
+    sim.connect(sw1.port(2), 100_000, sw2.port(2), 100_000, Nanos::from_ns(1_000));
+    let to = |i: u8| {
+        let mac = EthernetAddress([0x02, 0, 0, 0, 0, 0x0a + i]);
+        FlowConfig { dscp: 3, priority: 3, ..flow_to(Ipv4Addr::new(10, 0, 0, 1 + i), mac, 64 * 1024, 40) }
+    };
+    for (from, dst) in [(a, 2), (b, 2), (d, 0)] {
+        sim.nic(from).add_flow(to(dst)).unwrap();
+    }
+    sim
+}
+
+/// Everything a run leaves behind that a report could show, as text.
+fn outcome(sim: &mut Sim) -> String {
+    let mut out = format!("now {} wakeups {}\n", sim.now(), sim.wakeups);
+    for (t, id, e) in &sim.events {
+        out += &format!("{t} {id} {e:?}\n");
+    }
+    for i in 0..sim.node_count() {
+        let id = NodeId::new(i);
+        match sim.device(id) {
+            Device::Switch(_) => {
+                for p in 0..3 {
+                    let link = sim.link_stats(id.port(p));
+                    out += &format!("{i}:{p} {:?} {link:?}\n", sim.switch(id).port_counters(PortId::new(p)));
+                }
+            }
+            _ => {
+                let n = sim.nic(id);
+                out += &format!("{i} {:?} {:?}\n", n.counters(), n.flow_stats(1));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn parts_run_side_by_side_give_the_run_of_one() {
+    let steps = [300_000u64, 301_000, 750_000, 2_000_000];
+    let mut one = two_switches();
+    for &t in &steps {
+        one.run_until(Instant::from_ns(t));
+    }
+    let expected = outcome(&mut one);
+    // The incast paused the uplink: the run exercises PFC across the parts' boundary.
+    assert!(
+        one.events.iter().any(|(_, id, e)| id.index() == 3 && matches!(e, Event::PfcXoff { .. })),
+        "{expected}"
+    );
+    assert!(one.nic(NodeId::new(1)).flow_stats(1).unwrap().acked_bytes == 40 * 64 * 1024);
+
+    let mut two = two_switches();
+    assert_eq!(two.partition(2, Nanos::from_ns(500)), Some(Nanos::from_ns(1_000)));
+    assert_eq!(two.part_count(), 2);
+    for &t in &steps {
+        two.run_until(Instant::from_ns(t));
+    }
+    assert_eq!(outcome(&mut two), expected);
+
+    // Split after the start, with frames on the wires and wake-ups pending, and joined again.
+    let mut later = two_switches();
+    later.run_until(Instant::from_ns(steps[0]));
+    later.partition(2, Nanos::from_ns(500));
+    later.run_until(Instant::from_ns(steps[1]));
+    later.run_until(Instant::from_ns(steps[2]));
+    assert_eq!(later.partition(1, Nanos::ZERO), None);
+    later.run_until(Instant::from_ns(steps[3]));
+    assert_eq!(outcome(&mut later), expected);
+}
+
+#[test]
+fn hosts_and_short_links_stay_with_their_switch() {
+    let mut sim = two_switches();
+    // The 1 µs uplink is the only link longer than 500 ns: two parts joined by it.
+    assert_eq!(sim.partition(4, Nanos::from_ns(500)), Some(Nanos::from_ns(1_000)));
+    assert_eq!(sim.part_count(), 2);
+    // Shorter than 2 µs: everything is one group, in one part.
+    assert_eq!(sim.partition(2, Nanos::from_ns(2_000)), None);
+    assert_eq!(sim.part_count(), 1);
+}
