@@ -38,6 +38,7 @@ pub fn measure(base: &Base, plan: &Plan, targets: &Targets, seed: u64) -> anyhow
         resolution_ns: plan.resolution_ns,
         pcap: Vec::new(),
         out: std::path::PathBuf::new(),
+        threads: 1,
     };
     let mut probe = Probe::new(plan, base.lossless.priority);
     let wall = Instant::now();
