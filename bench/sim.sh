@@ -9,7 +9,8 @@
 #   (c) a two-tier Clos of 128 hosts at 25G (16 leaves x 8 hosts, 4 spines, ECMP; `swctl topology clos`
 #       from configs/profiles/th_balanced.yaml) under an all-to-all shuffle (every host sends 4 KiB
 #       messages to every other, lossless priority 3, DCQCN): CLOS_MS ms of virtual time, once (target
-#       for 1000 ms: <= 5 min).
+#       for 1000 ms: <= 5 min), on as many threads as the machine has cores (THREADS=N to choose;
+#       the outputs are the same whatever the number).
 # Each figure of (a) and (b) is the median of RUNS runs (default 3).
 # Usage: bench/sim.sh [RUNS] [CLOS_MS (default 1000; 0 skips it)]
 set -euo pipefail
@@ -23,11 +24,12 @@ swctl=$target_dir/release/swctl
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# "simulated X ms in Y s of wall time (...), N events (...)" -> "Y N". The run ends before the scenario's
-# drain time, so it reports "partial" and exits 1: that is expected here.
+# "simulated X ms in Y s of wall time (...), N events (...), T threads" -> "Y N T". The run ends before the
+# scenario's drain time, so it reports "partial" and exits 1: that is expected here.
 sim_once() {
-    { "$swctl" sim run "$1" --until-ms "${2:-10}" --resolution-us 1000000 --no-plots --out "$out/run" || true; } \
-        | sed -n 's/.*simulated [0-9.]* ms in \([0-9.]*\) s of wall time.*, \([0-9]*\) events.*/\1 \2/p'
+    { "$swctl" sim run "$1" --until-ms "${2:-10}" --resolution-us 1000000 --no-plots --threads "${THREADS:-0}" \
+        --out "$out/run" || true; } \
+        | sed -n 's/.*simulated [0-9.]* ms in \([0-9.]*\) s of wall time.*, \([0-9]*\) events.*, \([0-9]*\) thread.*/\1 \2 \3/p'
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
@@ -57,6 +59,6 @@ awk -v a="$ns3_wall" -v b="$wall_incast_100g_lossy" 'BEGIN { printf "speed vs ns
 if (( clos_ms > 0 )); then
     "$swctl" topology clos --leaves 16 --hosts-per-leaf 8 --spines 4 --speed 25000 \
         --profile configs/profiles/th_balanced.yaml --out "$out/clos" --shuffle-ms "$clos_ms" >&2
-    read -r wall events < <(sim_once "$out/clos/clos-shuffle.yaml" "$clos_ms")
-    echo "clos 16x8 hosts, 4 spines, 25G, all-to-all shuffle: $clos_ms ms virtual in $wall s wall, $events events, $(awk -v e="$events" -v w="$wall" 'BEGIN { printf "%.2f", e / w / 1e6 }') M events/s"
+    read -r wall events threads < <(sim_once "$out/clos/clos-shuffle.yaml" "$clos_ms")
+    echo "clos 16x8 hosts, 4 spines, 25G, all-to-all shuffle: $clos_ms ms virtual in $wall s wall ($threads thread(s)), $events events, $(awk -v e="$events" -v w="$wall" 'BEGIN { printf "%.2f", e / w / 1e6 }') M events/s"
 fi
