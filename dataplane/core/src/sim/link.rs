@@ -117,6 +117,11 @@ pub struct LinkStats {
 /// A frame on the wire: when its last bit arrives, whether its FCS is bad, the frame.
 pub struct OnWire {
     pub(super) at: Instant,
+    /// When its arrival is booked in the receiver's calendar: when it was sent, or when the frame ahead of
+    /// it on the wire arrived if that was later (ties between arrivals go first to the earlier booked).
+    pub(super) booked: Instant,
+    /// Its number on its wire (1, 2, ...), given when it is put on it.
+    pub(super) seq: u64,
     pub(super) corrupt: bool,
     pub(super) frame: Vec<u8>,
 }
@@ -153,7 +158,19 @@ pub(super) struct LinkState {
 pub(super) struct Wire {
     /// (the receiving node's index in its part, port).
     pub(super) to: (u32, usize),
+    /// Its link's index in the simulation (in the order links were added).
+    pub(super) link: u32,
     pub(super) frames: VecDeque<OnWire>,
+    /// The arrival of the last frame put on it.
+    pub(super) last_at: Instant,
+    /// Frames put on it.
+    pub(super) count: u64,
+}
+
+impl Wire {
+    pub(super) fn new(to: (u32, usize), link: u32) -> Wire {
+        Wire { to, link, frames: VecDeque::new(), last_at: Instant::ZERO, count: 0 }
+    }
 }
 
 impl LinkState {
@@ -228,7 +245,7 @@ impl LinkState {
         let arrival_ps =
             self.free_ps + u128::from(self.remainder > 0) + u128::from(self.link.delay.as_ns()) * PS_PER_NS;
         let at = crate::ps::to_instant_ceil(arrival_ps);
-        Fate::Delivered(OnWire { at, corrupt, frame })
+        Fate::Delivered(OnWire { at, booked: now, seq: 0, corrupt, frame })
     }
 
     fn hits(&mut self, what: &Impairment, data: bool) -> bool {

@@ -36,7 +36,6 @@ pub use part::{Crossing, Part};
 use pcap::Pcap;
 use std::any::Any;
 use std::cmp::Reverse;
-use std::collections::VecDeque;
 
 /// What the driver needs of a model. A node is `Send`: the parts of a simulation may run on threads.
 pub trait Node: Any + Send {
@@ -181,6 +180,18 @@ enum Wake {
     Link(u32),
 }
 
+/// How frames arriving at one instant and booked at one instant are ordered: by a hash of their link
+/// and of what this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TieOrder {
+    /// The booking instant (the default): a different order at every instant.
+    #[default]
+    Instant,
+    /// The frame's number on its link: the same order when every time of a run is scaled by N (a
+    /// time-scaled lab against its full-speed model, `nic::scale_tests`).
+    Count,
+}
+
 /// [`Sim::run_until`] this or later runs until nothing is left to do, with no final wake-up.
 pub const UNBOUNDED: Instant = Instant::from_ns(u64::MAX / 2);
 
@@ -203,6 +214,7 @@ pub struct Sim {
     seed: u64,
     tap: Option<Tap>,
     captures: Vec<Capture>,
+    ties: TieOrder,
     /// Wake-ups and arrivals handled (the simulator's events).
     pub wakeups: u64,
     /// Record every frame sent and delivered in [`Sim::sent`] and [`Sim::delivered`].
@@ -236,6 +248,7 @@ impl Sim {
             seed,
             tap: None,
             captures: Vec::new(),
+            ties: TieOrder::default(),
             wakeups: 0,
             keep_log: false,
             sent: Vec::new(),
@@ -255,6 +268,14 @@ impl Sim {
 
     pub fn node_count(&self) -> usize {
         self.place.len()
+    }
+
+    /// How ties are ordered from now on ([`TieOrder`]).
+    pub fn set_tie_order(&mut self, ties: TieOrder) {
+        self.ties = ties;
+        for p in &mut self.parts {
+            p.ties = ties;
+        }
     }
 
     /// How many parts the simulation runs as ([`Sim::partition`]).
@@ -279,12 +300,15 @@ impl Sim {
         let replaced = self.parts[tp as usize].port_links[tl as usize].get(port).copied().flatten();
         let old_dest = replaced.map(|l| self.parts[tp as usize].links[l as usize].dest);
         let to = (rl, link.to.port);
+        let global = match replaced {
+            Some(l) => self.link_place.iter().position(|&x| x == (tp, l)).expect("a placed link") as u32,
+            None => self.link_place.len() as u32,
+        };
         let dest = match old_dest {
-            // A link replaced within a part keeps its wire (and its place in the order of deliveries);
-            // what was on the old link is lost with it.
+            // A link replaced within a part keeps its wire; what was on the old link is lost with it.
             Some((p, w)) if p == rp => {
                 let rx = &mut self.parts[rp as usize];
-                rx.wires[w as usize] = Wire { to, frames: VecDeque::new() };
+                rx.wires[w as usize] = Wire::new(to, global);
                 rx.calendar.cancel(Wake::Link(w));
                 (rp, w)
             }
@@ -295,7 +319,7 @@ impl Sim {
                     old.calendar.cancel(Wake::Link(w));
                 }
                 let rx = &mut self.parts[rp as usize];
-                rx.wires.push(Wire { to, frames: VecDeque::new() });
+                rx.wires.push(Wire::new(to, global));
                 (rp, (rx.wires.len() - 1) as u32)
             }
         };
@@ -667,6 +691,9 @@ impl Sim {
         debug_assert!(events.is_empty(), "parts are reassigned between runs");
         // Put it back together.
         self.parts = (0..count as u32).map(Part::new).collect();
+        for p in &mut self.parts {
+            p.ties = self.ties;
+        }
         for (id, slot) in devices.into_iter().enumerate() {
             let (device, stopped) = slot.expect("every node is in a part");
             let p = assignment[id];
@@ -688,10 +715,15 @@ impl Sim {
                 self.lookahead_ns = self.lookahead_ns.min(state.link.delay.as_ns());
             }
             let rx = &mut self.parts[rp as usize];
-            rx.wires.push(Wire { to: (rl, to.port), frames: wire.frames });
+            rx.wires.push(Wire {
+                frames: wire.frames,
+                last_at: wire.last_at,
+                ..Wire::new((rl, to.port), g as u32)
+            });
             let w = (rx.wires.len() - 1) as u32;
-            if let Some(first) = rx.wires[w as usize].frames.front().map(|f| f.at) {
-                rx.calendar.book(Wake::Link(w), first);
+            if let Some(first) = rx.wires[w as usize].frames.front() {
+                let (at, booked) = (first.at, first.booked);
+                rx.calendar.book(Wake::Link(w), at, booked, 2 * g as u64 + 1);
             }
             state.dest = (rp, w);
             let tx = &mut self.parts[tp as usize];

@@ -8,7 +8,7 @@
 use super::calendar::Calendar;
 use super::link::{Fate, LinkState, OnWire, Wire};
 use super::pcap::Pcap;
-use super::{Delivered, Device, Endpoint, Node, NodeId, Sent, Tap, Wake};
+use super::{Delivered, Device, Endpoint, Node, NodeId, Sent, Tap, TieOrder, Wake};
 use crate::model::Switch;
 use crate::model::{Event, Transmit};
 use crate::nic::Nic;
@@ -127,6 +127,7 @@ pub struct Part {
     /// Frames sent to nodes of other parts since the last [`Part::take_crossings`].
     pub(super) outbox: Vec<Crossing>,
     pub(super) wakeups: u64,
+    pub(super) ties: TieOrder,
 }
 
 impl Part {
@@ -150,6 +151,7 @@ impl Part {
             events: Vec::new(),
             outbox: Vec::new(),
             wakeups: 0,
+            ties: TieOrder::default(),
         }
     }
 
@@ -163,6 +165,23 @@ impl Part {
         self.stopped.push(stopped);
         self.is_dirty.push(false);
         (self.ids.len() - 1) as u32
+    }
+
+    /// What ranks a wake-up booked at `booked` among those booked at the same instant
+    /// ([`super::calendar::tie`]), the same whatever part it is in: a node's id or a wire's link, with the
+    /// instant or the number of the wire's first frame ([`TieOrder`]).
+    pub(super) fn tie_key(&self, wake: Wake, booked: Instant) -> u64 {
+        let (id, seq) = match wake {
+            Wake::Node(n) => (2 * self.ids[n as usize].index() as u64, 0),
+            Wake::Link(w) => {
+                let wire = &self.wires[w as usize];
+                (2 * u64::from(wire.link) + 1, wire.frames.front().map_or(0, |f| f.seq))
+            }
+        };
+        match self.ties {
+            TieOrder::Instant => id ^ booked.as_ns().wrapping_mul(0xd6e8_feb8_6659_fd93),
+            TieOrder::Count => id ^ seq << 32,
+        }
     }
 
     /// The earliest pending instant.
@@ -223,12 +242,19 @@ impl Part {
         self.put_on_wire(crossing.wire, crossing.on);
     }
 
-    fn put_on_wire(&mut self, wire: u32, on: OnWire) {
-        let frames = &mut self.wires[wire as usize].frames;
-        if frames.is_empty() {
-            self.calendar.book(Wake::Link(wire), on.at);
+    fn put_on_wire(&mut self, wire: u32, mut on: OnWire) {
+        let w = &mut self.wires[wire as usize];
+        // Its arrival is booked once the frame ahead of it has arrived (as when the parts run as one).
+        on.booked = on.booked.max(w.last_at);
+        w.last_at = on.at;
+        w.count += 1;
+        on.seq = w.count;
+        let (at, booked, first) = (on.at, on.booked, w.frames.is_empty());
+        w.frames.push_back(on);
+        if first {
+            let key = self.tie_key(Wake::Link(wire), booked);
+            self.calendar.book(Wake::Link(wire), at, booked, key);
         }
-        frames.push_back(on);
     }
 
     /// Wakes every node that still runs at `end` (pause accounting, statistics), after the last window.
@@ -266,8 +292,10 @@ impl Part {
                         let f = frames.pop_front().expect("peeked");
                         self.deliver(to, f.at, f.frame, f.corrupt, observers);
                     }
-                    if let Some(next) = self.wires[w as usize].frames.front().map(|f| f.at) {
-                        self.calendar.book(Wake::Link(w), next);
+                    if let Some(next) = self.wires[w as usize].frames.front() {
+                        let (at, booked) = (next.at, next.booked);
+                        let key = self.tie_key(Wake::Link(w), booked);
+                        self.calendar.book(Wake::Link(w), at, booked, key);
                     }
                 }
             }
@@ -351,7 +379,9 @@ impl Part {
         if at != self.scheduled[i] {
             self.scheduled[i] = at;
             match at {
-                Some(t) => self.calendar.book(Wake::Node(n), t),
+                Some(t) => {
+                    self.calendar.book(Wake::Node(n), t, self.now, self.tie_key(Wake::Node(n), self.now))
+                }
                 None => self.calendar.cancel(Wake::Node(n)),
             }
         }
