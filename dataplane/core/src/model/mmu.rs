@@ -97,6 +97,7 @@ pub struct Allocation {
 impl Allocation {
     const INGRESS: u8 = 1;
     const EGRESS: u8 = 2;
+    const BOTH: u8 = Self::INGRESS | Self::EGRESS;
 
     /// The (port, PG) whose cells the frame holds, if a profile manages its ingress PG.
     pub fn ingress(&self) -> Option<(PortId, u8)> {
@@ -304,7 +305,7 @@ impl Mmu {
     }
 
     /// The current shared limit of a threshold in a partition of a pool, in cells.
-    #[inline]
+    #[inline(always)]
     fn limit(&self, threshold: CellThreshold, pool: PoolId, partition: u8) -> u64 {
         let p = &self.pools[pool];
         match threshold {
@@ -575,9 +576,12 @@ impl Mmu {
     /// Releases an allocation (frame transmitted or dropped after admission), from the top of each level.
     /// Returns the (port, PG) whose XOFF was released by it, if any.
     pub fn release(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
-        // Most frames leave a PG and a queue that hold nothing above their reserve.
-        if alloc.sides == Allocation::INGRESS | Allocation::EGRESS && self.release_reserved(alloc) {
-            return None;
+        // Most frames leave a PG and a queue that hold nothing above their reserve; a frame neither side
+        // manages holds nothing.
+        match alloc.sides {
+            0 => return None,
+            Allocation::BOTH if self.release_reserved(alloc) => return None,
+            _ => {}
         }
         self.release_from_top(alloc)
     }

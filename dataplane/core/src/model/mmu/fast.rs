@@ -73,7 +73,7 @@ impl Mmu {
             pg,
             queue,
             partition,
-            sides: Allocation::INGRESS | Allocation::EGRESS,
+            sides: Allocation::BOTH,
         };
         let g = &mut self.ports[port.index()].pgs[usize::from(pg)];
         g.reserved_used += c;
