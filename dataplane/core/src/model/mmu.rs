@@ -41,6 +41,7 @@ use super::config::PortId;
 use super::config::asic::cells;
 
 mod configure;
+mod fast;
 mod observe;
 mod xoff;
 
@@ -96,6 +97,7 @@ pub struct Allocation {
 impl Allocation {
     const INGRESS: u8 = 1;
     const EGRESS: u8 = 2;
+    const BOTH: u8 = Self::INGRESS | Self::EGRESS;
 
     /// The (port, PG) whose cells the frame holds, if a profile manages its ingress PG.
     pub fn ingress(&self) -> Option<(PortId, u8)> {
@@ -249,6 +251,8 @@ struct PortState {
     shared_by_pool: Vec<u64>,
     /// Per PG, the PFC priorities that map to it (`pfc_to_pg_map`), as a mask.
     pg_priorities: [u8; 8],
+    /// The port's pipe (its partition comes from its frames' two pipes).
+    pipe: u8,
 }
 
 /// The buffer state of the whole switch.
@@ -301,6 +305,7 @@ impl Mmu {
     }
 
     /// The current shared limit of a threshold in a partition of a pool, in cells.
+    #[inline(always)]
     fn limit(&self, threshold: CellThreshold, pool: PoolId, partition: u8) -> u64 {
         let p = &self.pools[pool];
         match threshold {
@@ -336,7 +341,25 @@ impl Mmu {
 
     /// Admits a frame of `cells` on (ingress port, PG) and (egress port, queue), or refuses it, changing
     /// nothing. Returns the allocation and whether the PG newly asserted XOFF.
+    #[inline]
     pub fn admit(
+        &mut self,
+        cells: u32,
+        ingress: Option<(PortId, u8)>,
+        egress: (PortId, u8),
+    ) -> Result<(Allocation, bool), Refusal> {
+        // Most frames fit in both sides' reserve (or neither side is managed): decided without plans.
+        if let Some((port, pg)) = ingress
+            && let Some(admitted) = self.admit_reserved(cells, port, pg, egress.0, egress.1)
+        {
+            return Ok(admitted);
+        }
+        self.admit_planned(cells, ingress, egress)
+    }
+
+    /// [`Mmu::admit`] in full: each side's regions planned, then taken.
+    #[inline(never)]
+    fn admit_planned(
         &mut self,
         cells: u32,
         ingress: Option<(PortId, u8)>,
@@ -553,6 +576,19 @@ impl Mmu {
     /// Releases an allocation (frame transmitted or dropped after admission), from the top of each level.
     /// Returns the (port, PG) whose XOFF was released by it, if any.
     pub fn release(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
+        // Most frames leave a PG and a queue that hold nothing above their reserve; a frame neither side
+        // manages holds nothing.
+        match alloc.sides {
+            0 => return None,
+            Allocation::BOTH if self.release_reserved(alloc) => return None,
+            _ => {}
+        }
+        self.release_from_top(alloc)
+    }
+
+    /// [`Mmu::release`] in full.
+    #[inline(never)]
+    fn release_from_top(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
         let c = u64::from(alloc.cells);
         let k = usize::from(alloc.partition);
         if alloc.sides & Allocation::EGRESS != 0 && (alloc.egress_port as usize) < self.ports.len() {

@@ -65,6 +65,7 @@ impl Mmu {
         };
         self.ports.resize_with(config.ports.len(), PortState::default);
         for (i, state) in self.ports.iter_mut().enumerate() {
+            state.pipe = self.port_pipe[i];
             let buffers = config.port_buffers.get(i).cloned().unwrap_or_default();
             let qos = &config.qos[i];
             let (mut lossless_pgs, mut lossless_queues) = (0u8, 0u8);

@@ -106,6 +106,13 @@ impl Mmu {
         self.ports.get(port.index()).is_some_and(|p| p.queues[usize::from(queue & 7)].profile.is_some())
     }
 
+    /// Cells a queue holds (reserved + shared) when a buffer profile manages it: [`Mmu::queue_is_managed`]
+    /// and [`Mmu::queue_cells`] in one look-up, for the packet path.
+    pub fn managed_queue_cells(&self, port: PortId, queue: u8) -> Option<u64> {
+        let q = &self.ports.get(port.index())?.queues[usize::from(queue & 7)];
+        q.profile.is_some().then_some(q.reserved_used + q.shared_used)
+    }
+
     /// Cells a queue holds (reserved + shared).
     pub fn queue_cells(&self, port: PortId, queue: u8) -> u64 {
         self.ports.get(port.index()).map_or(0, |p| {

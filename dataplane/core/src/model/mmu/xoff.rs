@@ -68,7 +68,7 @@ impl Mmu {
         }
     }
 
-    fn enter_xoff(&mut self, port: PortId, pg: u8) {
+    pub(super) fn enter_xoff(&mut self, port: PortId, pg: u8) {
         let slot = self.in_xoff.len() as u32;
         let state = &mut self.ports[port.index()].pgs[usize::from(pg)];
         state.xoff = true;

@@ -144,8 +144,20 @@ impl Switch {
                 .queue_occupancy_bytes(out, queue)
                 .saturating_sub(u64::from(alloc.egress_cells()) * self.mmu.cell_bytes());
             let queue_bytes = self.ports[out.index()].wred[usize::from(queue)].observe(ahead, profile.weight);
-            let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
-            match wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) {
+            // Below the colour's minimum WRED passes every frame, marking none and drawing no random
+            // number: the frame's ECN field is read only above it.
+            let below_min = queue_bytes < profile.colours[Colour::Green as usize].min_bytes;
+            let ect = !below_min && frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
+            let action = if below_min {
+                debug_assert_eq!(
+                    wred::decide(profile, Colour::Green, true, queue_bytes, &mut self.rng.clone()),
+                    WredAction::Pass
+                );
+                WredAction::Pass
+            } else {
+                wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng)
+            };
+            match action {
                 WredAction::Drop => {
                     self.release(&alloc);
                     let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
@@ -178,10 +190,9 @@ impl Switch {
     /// Bytes a queue holds now (`SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES`): its buffer cells times the cell size
     /// when a buffer profile manages it, else the bytes of the frames waiting in it.
     pub fn queue_occupancy_bytes(&self, port: PortId, queue: u8) -> u64 {
-        if self.mmu.queue_is_managed(port, queue) {
-            self.mmu.queue_cells(port, queue) * self.mmu.cell_bytes()
-        } else {
-            self.ports[port.index()].egress.bytes(queue)
+        match self.mmu.managed_queue_cells(port, queue) {
+            Some(cells) => cells * self.mmu.cell_bytes(),
+            None => self.ports[port.index()].egress.bytes(queue),
         }
     }
 
