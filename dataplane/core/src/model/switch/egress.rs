@@ -367,13 +367,26 @@ impl Switch {
         if pfc_due && let Some(transmit) = self.poll_pfc_frame(port, now) {
             return Some(transmit);
         }
-        if self.ports[port.index()].egress.is_empty() {
+        let pfc_to_queue = &self.config.qos[port.index()].pfc_to_queue;
+        let state = &mut self.ports[port.index()];
+        if state.egress.is_empty() {
             return None;
         }
-        let blocked = self.blocked_queues(port, now);
-        let (queue, mut item) = self.ports[port.index()].egress.dequeue(now, blocked)?;
-        self.release(&item.alloc);
+        let hold = if state.port_hold { 0xff } else { state.queue_hold };
+        let blocked = state.pfc.paused_queues(now, pfc_to_queue) | hold;
+        let (queue, mut item) = state.egress.dequeue(now, blocked)?;
         let len = item.frame.len() as u64;
+        // Counted before the cells go back: nothing the release does (XON, events) reads these.
+        let c = &mut state.counters;
+        c.tx_ok += 1;
+        c.tx_bytes += len;
+        // The group bit of the destination MAC (the frame's first byte; a frame is at least 14 bytes here).
+        if item.frame.first().is_some_and(|b| b & 1 == 1) {
+            c.tx_non_ucast += 1;
+        }
+        c.queues[usize::from(queue)].packets += 1;
+        c.queues[usize::from(queue)].bytes += len;
+        self.release(&item.alloc);
         if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue
             && let Some(w) = self.config.port_buffers[port.index()].queue_wred[usize::from(queue)]
         {
@@ -389,15 +402,6 @@ impl Switch {
                 self.count_ecn_mark(port, queue, len);
             }
         }
-        let c = &mut self.ports[port.index()].counters;
-        c.tx_ok += 1;
-        c.tx_bytes += len;
-        // The group bit of the destination MAC (the frame's first byte; a frame is at least 14 bytes here).
-        if item.frame.first().is_some_and(|b| b & 1 == 1) {
-            c.tx_non_ucast += 1;
-        }
-        c.queues[usize::from(queue)].packets += 1;
-        c.queues[usize::from(queue)].bytes += len;
         Some(Transmit { frame: item.frame, queue: Some(queue) })
     }
 
@@ -422,11 +426,19 @@ impl Switch {
     #[inline]
     pub(super) fn port_ready_at(&self, port: PortId, now: Instant) -> Option<Instant> {
         let state = &self.ports[port.index()];
+        if state.egress.is_empty() {
+            // Nothing queued (a port that just sent its last frame): only a PFC frame can be due.
+            return state.pfc.next_frame_at(now).map(|t| t.max(state.egress.line_free_at()));
+        }
+        self.queued_port_ready_at(port, now)
+    }
+
+    /// [`port_ready_at`](Self::port_ready_at) of a port with frames queued.
+    #[inline(never)]
+    fn queued_port_ready_at(&self, port: PortId, now: Instant) -> Option<Instant> {
+        let state = &self.ports[port.index()];
         let line = state.egress.line_free_at();
         let pfc = state.pfc.next_frame_at(now).map(|t| t.max(line));
-        if state.egress.is_empty() {
-            return pfc;
-        }
         let blocked = self.blocked_queues(port, now);
         let data = state.egress.next_ready_at(now, blocked);
         let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
