@@ -144,8 +144,25 @@ impl Switch {
                 .queue_occupancy_bytes(out, queue)
                 .saturating_sub(u64::from(alloc.egress_cells()) * self.mmu.cell_bytes());
             let queue_bytes = self.ports[out.index()].wred[usize::from(queue)].observe(ahead, profile.weight);
-            let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
-            match wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) {
+            // Below the green minimum WRED passes every packet, ECN-capable or not (and draws no random
+            // number): the frame's ECN field is read only when it can matter.
+            let action = if queue_bytes < profile.colours[Colour::Green as usize].min_bytes {
+                debug_assert!(
+                    [false, true].iter().all(|&ect| wred::decide(
+                        profile,
+                        Colour::Green,
+                        ect,
+                        queue_bytes,
+                        &mut self.rng.clone()
+                    ) == WredAction::Pass),
+                    "WRED below its minimum"
+                );
+                WredAction::Pass
+            } else {
+                let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
+                wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng)
+            };
+            match action {
                 WredAction::Drop => {
                     self.release(&alloc);
                     let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];

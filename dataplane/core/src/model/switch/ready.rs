@@ -152,8 +152,24 @@ impl Switch {
     /// Computes the readiness of the ports that changed, at the latest time the switch was given.
     #[inline]
     pub(super) fn refresh_readiness(&mut self) {
-        if !self.readiness.stale_ports.is_empty() {
-            self.refresh_stale_ports();
+        match *self.readiness.stale_ports.as_slice() {
+            [] => {}
+            // The usual case after a frame (the port it came in for and went out of): inline.
+            [port] => {
+                self.refresh_port(port, self.now);
+                self.readiness.stale_ports.clear();
+            }
+            _ => self.refresh_stale_ports(),
+        }
+    }
+
+    #[inline(always)]
+    fn refresh_port(&mut self, port: PortId, now: Instant) {
+        let pausing = self.ports[port.index()].pfc.pausing();
+        let at = self.port_ready_at(port, now);
+        self.readiness.set(port.index(), at);
+        if pausing {
+            self.readiness.note_pausing(port);
         }
     }
 
@@ -162,11 +178,7 @@ impl Switch {
         let now = self.now;
         for i in 0..self.readiness.stale_ports.len() {
             let port = self.readiness.stale_ports[i];
-            let at = self.port_ready_at(port, now);
-            self.readiness.set(port.index(), at);
-            if self.ports[port.index()].pfc.pausing() {
-                self.readiness.note_pausing(port);
-            }
+            self.refresh_port(port, now);
         }
         self.readiness.stale_ports.clear();
     }
