@@ -444,6 +444,7 @@ impl<T: Queued> Scheduler<T> {
 
     /// Earliest instant >= now at which `dequeue(…, blocked)` could return `Some` (line free and the shapers
     /// of some non-blocked queue hold enough for its head), `None` if every non-blocked queue is empty.
+    #[inline]
     pub fn next_ready_at(&self, now: Instant, blocked: u8) -> Option<Instant> {
         if self.total_len == 0 {
             return None;
@@ -464,6 +465,7 @@ impl<T: Queued> Scheduler<T> {
     }
 
     /// [`Scheduler::next_ready_at`] from each open queue's shaper and the port shaper.
+    #[inline(never)]
     fn next_ready_at_by_queue(&self, now: Instant, open: u8) -> Option<Instant> {
         let queue_ready = (0..QUEUES)
             .filter(|&q| open & (1 << q) != 0)

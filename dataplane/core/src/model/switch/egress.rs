@@ -23,6 +23,15 @@ impl Queued for QueuedFrame {
     }
 }
 
+/// The earlier of two optional instants (`None` is never).
+#[inline]
+pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The IP header of a frame that may carry an 802.1Q tag: (is IPv4, offset).
 fn ip_header(frame: &[u8]) -> Option<(bool, usize)> {
     let ethertype = |at: usize| frame.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
@@ -460,7 +469,7 @@ impl Switch {
         let data = state.egress.next_ready_at(now, blocked);
         let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
         let unpause = if paused_with_packets { state.pfc.next_unpause_at(now) } else { None };
-        [pfc, data, unpause].into_iter().flatten().min()
+        earliest(earliest(pfc, data), unpause)
     }
 
     // ---------------------------------------------------------------------------------------------

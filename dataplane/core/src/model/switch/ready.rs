@@ -81,23 +81,27 @@ impl Readiness {
             return;
         }
         let last = Some(Instant::MAX);
-        self.at_last_instant =
-            self.at_last_instant + usize::from(at == last) - usize::from(slot.at == last);
+        self.at_last_instant = self.at_last_instant + usize::from(at == last) - usize::from(slot.at == last);
         slot.at = at;
         self.set_leaf(port, at);
     }
 
     #[inline(never)]
     fn set_leaf(&mut self, port: usize, at: Option<Instant>) {
+        let tree = &mut self.tree[..];
         let mut i = self.leaves + port;
-        self.tree[i] = at.map_or(NEVER, Instant::as_ns);
+        let mut value = at.map_or(NEVER, Instant::as_ns);
+        tree[i] = value;
+        // Up while the minimum changes: each node's new value is the minimum of the one just set below
+        // it and that one's sibling.
         while i > 1 {
+            let min = value.min(tree[i ^ 1]);
             i /= 2;
-            let min = self.tree[2 * i].min(self.tree[2 * i + 1]);
-            if self.tree[i] == min {
+            if tree[i] == min {
                 break;
             }
-            self.tree[i] = min;
+            tree[i] = min;
+            value = min;
         }
     }
 
@@ -257,10 +261,16 @@ impl Switch {
     /// nothing). A driver polls these instead of every port.
     pub fn next_port_to_poll(&self, from: usize, now: Instant) -> Option<PortId> {
         let r = &self.readiness;
-        // A stale port's value in the tree is its old one: those ports are looked at apart.
-        let due = r.first_due(from, now);
-        let stale = r.stale_ports.iter().map(|p| p.index()).filter(|&p| p >= from).min();
-        let port = due.into_iter().chain(stale).min()?;
+        // A stale port's value in the tree is its old one: those ports are looked at apart. A root later
+        // than `now` has nothing due below it (the usual answer once a visit has served its ports).
+        let due =
+            if r.tree.get(1).is_some_and(|&root| root > now.as_ns()) { None } else { r.first_due(from, now) };
+        let port = if r.stale_ports.is_empty() {
+            due?
+        } else {
+            let stale = r.stale_ports.iter().map(|p| p.index()).filter(|&p| p >= from).min();
+            due.into_iter().chain(stale).min()?
+        };
         debug_assert_eq!(
             Some(port),
             (from..r.slots.len()).find(|&p| r.slots[p].stale || r.slots[p].at.is_some_and(|t| t <= now)),
