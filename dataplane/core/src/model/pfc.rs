@@ -199,6 +199,7 @@ impl PfcPort {
     }
 
     /// Egress queues paused at `now`, given the port's priority → queue map.
+    #[inline]
     pub fn paused_queues(&self, now: Instant, pfc_to_queue: &[u8; 8]) -> u8 {
         if self.link_paused_until > now {
             return 0xff;

@@ -199,11 +199,14 @@ pub struct Scheduler<T: Queued> {
     last_visited: usize,
     /// The queue the minimum-bandwidth step served last.
     min_bandwidth_last: usize,
-    /// The line is busy until `line_free_at_ps + line_remainder / speed_mbps` ps.
-    line_free_at_ps: u128,
-    line_remainder: u64,
-    /// `line_free_at_ps + line_remainder / speed` rounded up to the ns: asked for on every poll.
+    /// The line is busy until `P + line_remainder / speed_mbps` ps, with `P` in whole ps; `line_free` is that
+    /// instant rounded up to the ns (asked for on every poll), and `line_early_ps` how far `P + 1` (when the
+    /// remainder is not 0, else `P`) falls before it: `P = line_free × 1000 − line_early_ps − (remainder >
+    /// 0)`, with `line_early_ps` < 1000 (0 once `line_free` saturated at [`Instant::MAX`]). Kept that way, a
+    /// frame moves the line with 64-bit arithmetic and one division by a constant.
     line_free: Instant,
+    line_early_ps: u64,
+    line_remainder: u64,
     total_len: usize,
     /// Queues holding at least one item (bit q): the choice looks only at these.
     nonempty: u8,
@@ -238,9 +241,9 @@ impl<T: Queued> Scheduler<T> {
             turn: None,
             last_visited: QUEUES - 1,
             min_bandwidth_last: QUEUES - 1,
-            line_free_at_ps: 0,
-            line_remainder: 0,
             line_free: Instant::ZERO,
+            line_early_ps: 0,
+            line_remainder: 0,
             total_len: 0,
             nonempty: 0,
             strict_queues: 0,
@@ -279,10 +282,9 @@ impl<T: Queued> Scheduler<T> {
     pub fn reconfigure(&mut self, settings: PortSettings, now: Instant) {
         let PortSettings { speed_mbps, queues, shaper } = settings;
         if speed_mbps != self.speed_mbps {
-            // The remainder is in units of the old speed: round the line time up to the next ps.
-            self.line_free_at_ps += u128::from(self.line_remainder > 0);
+            // The remainder is in units of the old speed: round the line time up to the next ps (which
+            // `line_free` and `line_early_ps` already count).
             self.line_remainder = 0;
-            self.line_free = self.exact_line_free();
             self.speed_mbps = speed_mbps;
             self.ps_per_byte = whole_ps_per_byte(speed_mbps);
         }
@@ -376,24 +378,55 @@ impl<T: Queued> Scheduler<T> {
     /// max(now, line free).
     #[inline]
     pub fn occupy_line(&mut self, now: Instant, wire_len: usize) {
-        if now > self.line_free_at() {
+        if now > self.line_free {
             // The line was idle: the frame starts now.
-            self.line_free_at_ps = crate::ps::of_instant(now);
-            self.line_remainder = 0;
+            (self.line_free, self.line_early_ps, self.line_remainder) = (now, 0, 0);
         }
         // Otherwise it follows the previous frame from the exact instant that one ends.
-        let bytes = wire_len as u128 + u128::from(WIRE_OVERHEAD_BYTES);
-        let (whole, remainder) = if self.ps_per_byte != 0 {
-            // (bytes × 8e6 + remainder) / speed with speed dividing 8e6 and remainder < speed.
-            let exact = (bytes * u128::from(self.ps_per_byte), self.line_remainder);
-            debug_assert_eq!(exact, self.line_time(bytes), "whole ps per byte at {} Mb/s", self.speed_mbps);
-            exact
-        } else {
-            self.line_time(bytes)
+        #[cfg(debug_assertions)]
+        let expected = {
+            let (whole, remainder) = self.line_time(wire_len as u128 + u128::from(WIRE_OVERHEAD_BYTES));
+            self.line_end(self.line_end_ps() + whole, remainder)
         };
-        self.line_free_at_ps += whole;
-        self.line_remainder = remainder;
-        self.line_free = self.exact_line_free();
+        let bytes = (wire_len as u64).saturating_add(WIRE_OVERHEAD_BYTES);
+        match bytes.checked_mul(self.ps_per_byte) {
+            // (bytes × 8e6 + remainder) / speed with speed dividing 8e6 and remainder < speed: `whole` ps,
+            // the remainder unchanged. The end moves by `whole` ps: with t = whole + 999 − early, the
+            // instant rounded up moves by ⌊t / 1000⌋ ns and lies 999 − t mod 1000 ps after the end.
+            Some(whole) if self.ps_per_byte != 0 && whole <= u64::MAX - 999 => {
+                let t = whole + (999 - self.line_early_ps);
+                (self.line_free, self.line_early_ps) = match self.line_free.as_ns().checked_add(t / 1000) {
+                    Some(ns) => (Instant::from_ns(ns), 999 - t % 1000),
+                    None => (Instant::MAX, 0),
+                };
+            }
+            _ => {
+                let (whole, remainder) = self.line_time(u128::from(bytes));
+                (self.line_free, self.line_early_ps, self.line_remainder) =
+                    self.line_end(self.line_end_ps() + whole, remainder);
+            }
+        }
+        #[cfg(debug_assertions)]
+        assert_eq!(
+            (self.line_free, self.line_early_ps, self.line_remainder),
+            expected,
+            "the line's end at {} Mb/s",
+            self.speed_mbps
+        );
+    }
+
+    /// The whole picoseconds `P` of the line's end (see [`Scheduler::line_free`]).
+    fn line_end_ps(&self) -> u128 {
+        (u128::from(self.line_free.as_ns()) * 1000 - u128::from(self.line_early_ps))
+            .saturating_sub(u128::from(self.line_remainder > 0))
+    }
+
+    /// `line_free`, `line_early_ps` and `line_remainder` of a line ending at `end_ps + remainder / speed` ps.
+    fn line_end(&self, end_ps: u128, remainder: u64) -> (Instant, u64, u64) {
+        let ceil_ps = end_ps + u128::from(remainder > 0);
+        let free = crate::ps::to_instant_ceil(ceil_ps);
+        let early = (u128::from(free.as_ns()) * 1000).checked_sub(ceil_ps).map_or(0, |e| e as u64);
+        (free, early, remainder)
     }
 
     /// A frame's time on the line in whole ps, and the new remainder: `(bytes × 8 bits × 1e6 + remainder) /
@@ -409,13 +442,9 @@ impl<T: Queued> Scheduler<T> {
         self.line_free
     }
 
-    fn exact_line_free(&self) -> Instant {
-        let ps = self.line_free_at_ps + u128::from(self.line_remainder > 0);
-        crate::ps::to_instant_ceil(ps)
-    }
-
     /// Earliest instant >= now at which `dequeue(…, blocked)` could return `Some` (line free and the shapers
     /// of some non-blocked queue hold enough for its head), `None` if every non-blocked queue is empty.
+    #[inline]
     pub fn next_ready_at(&self, now: Instant, blocked: u8) -> Option<Instant> {
         if self.total_len == 0 {
             return None;
@@ -436,6 +465,7 @@ impl<T: Queued> Scheduler<T> {
     }
 
     /// [`Scheduler::next_ready_at`] from each open queue's shaper and the port shaper.
+    #[inline(never)]
     fn next_ready_at_by_queue(&self, now: Instant, open: u8) -> Option<Instant> {
         let queue_ready = (0..QUEUES)
             .filter(|&q| open & (1 << q) != 0)
@@ -527,12 +557,19 @@ impl<T: Queued> Scheduler<T> {
         };
         let step = if self.strict_queues & (1 << q) != 0 {
             Step::Strict
+        } else if self.queues[q].items.len() == 1 {
+            // Whether its turn continues or starts, the round is at `q` (a turn in progress is the queue
+            // visited last), and the dequeue takes away the turn and the deficit with the last frame.
+            debug_assert!(self.turn.is_none_or(|t| t == self.last_visited), "a turn is the last visited");
+            self.turn = Some(q);
+            self.last_visited = q;
+            Step::Weighted
         } else {
             let (unit, turn) = (self.unit, self.turn);
             let state = &mut self.queues[q];
             let cost = state.items.front().map_or(0, |head| unit.cost(head.wire_len()));
             let continues = turn == Some(q) && cost <= state.deficit;
-            if !continues && state.items.len() > 1 {
+            if !continues {
                 let quantum = unit.quantum(state.settings.weight);
                 let missing = cost.saturating_sub(state.deficit);
                 let visits = if missing <= quantum { 1 } else { missing.div_ceil(quantum) };

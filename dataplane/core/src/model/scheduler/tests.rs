@@ -395,7 +395,7 @@ fn line_25g_sends_exactly_25e9_bits_per_second() {
         now = s.next_ready_at(now, 0).unwrap();
     }
     // 1024 wire bytes = 8192 bits = 327.68 ns each: no rounding accumulates.
-    assert_eq!(s.line_free_at_ps, u128::from(frames) * 327_680);
+    assert_eq!(s.line_end_ps(), u128::from(frames) * 327_680);
     let bits = frames * 8192;
     assert!(bits >= 25_000_000_000 && bits - 25_000_000_000 < 8192, "{bits} bits started within 1 s");
     // Frames that completed within the second.
@@ -412,7 +412,7 @@ fn line_time_carries_sub_picosecond_remainders() {
     }
     let out = drain(&mut s, at(0));
     assert_eq!(out.len(), 7);
-    assert_eq!(s.line_free_at_ps, 7 * 704 * 1_000_000 / 7);
+    assert_eq!(s.line_end_ps(), 7 * 704 * 1_000_000 / 7);
     assert_eq!(s.line_remainder, 0);
     assert_eq!(s.line_free_at(), at(704_000));
 }
@@ -428,7 +428,7 @@ fn occupy_line_delays_the_next_frame() {
     assert_eq!(s.next_ready_at(at(0), 0), Some(at(168)));
     // A second control frame queues behind the first.
     s.occupy_line(at(150), 60);
-    assert_eq!(s.line_free_at_ps, 100_000 + 2 * 67_200);
+    assert_eq!(s.line_end_ps(), 100_000 + 2 * 67_200);
     assert!(s.dequeue(at(235), 0).is_some());
 }
 

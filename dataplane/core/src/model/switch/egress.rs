@@ -23,6 +23,15 @@ impl Queued for QueuedFrame {
     }
 }
 
+/// The earlier of two optional instants (`None` is never).
+#[inline]
+pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The IP header of a frame that may carry an 802.1Q tag: (is IPv4, offset).
 fn ip_header(frame: &[u8]) -> Option<(bool, usize)> {
     let ethertype = |at: usize| frame.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
@@ -144,17 +153,22 @@ impl Switch {
                 .queue_occupancy_bytes(out, queue)
                 .saturating_sub(u64::from(alloc.egress_cells()) * self.mmu.cell_bytes());
             let queue_bytes = self.ports[out.index()].wred[usize::from(queue)].observe(ahead, profile.weight);
-            // Below the colour's minimum WRED passes every frame, marking none and drawing no random
-            // number: the frame's ECN field is read only above it.
-            let below_min = queue_bytes < profile.colours[Colour::Green as usize].min_bytes;
-            let ect = !below_min && frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
-            let action = if below_min {
-                debug_assert_eq!(
-                    wred::decide(profile, Colour::Green, true, queue_bytes, &mut self.rng.clone()),
-                    WredAction::Pass
+            // Below the green minimum WRED passes every packet, ECN-capable or not (and draws no random
+            // number): the frame's ECN field is read only when it can matter.
+            let action = if queue_bytes < profile.colours[Colour::Green as usize].min_bytes {
+                debug_assert!(
+                    [false, true].iter().all(|&ect| wred::decide(
+                        profile,
+                        Colour::Green,
+                        ect,
+                        queue_bytes,
+                        &mut self.rng.clone()
+                    ) == WredAction::Pass),
+                    "WRED below its minimum"
                 );
                 WredAction::Pass
             } else {
+                let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
                 wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng)
             };
             match action {
@@ -378,13 +392,26 @@ impl Switch {
         if pfc_due && let Some(transmit) = self.poll_pfc_frame(port, now) {
             return Some(transmit);
         }
-        if self.ports[port.index()].egress.is_empty() {
+        let pfc_to_queue = &self.config.qos[port.index()].pfc_to_queue;
+        let state = &mut self.ports[port.index()];
+        if state.egress.is_empty() {
             return None;
         }
-        let blocked = self.blocked_queues(port, now);
-        let (queue, mut item) = self.ports[port.index()].egress.dequeue(now, blocked)?;
-        self.release(&item.alloc);
+        let hold = if state.port_hold { 0xff } else { state.queue_hold };
+        let blocked = state.pfc.paused_queues(now, pfc_to_queue) | hold;
+        let (queue, mut item) = state.egress.dequeue(now, blocked)?;
         let len = item.frame.len() as u64;
+        // Counted before the cells go back: nothing the release does (XON, events) reads these.
+        let c = &mut state.counters;
+        c.tx_ok += 1;
+        c.tx_bytes += len;
+        // The group bit of the destination MAC (the frame's first byte; a frame is at least 14 bytes here).
+        if item.frame.first().is_some_and(|b| b & 1 == 1) {
+            c.tx_non_ucast += 1;
+        }
+        c.queues[usize::from(queue)].packets += 1;
+        c.queues[usize::from(queue)].bytes += len;
+        self.release(&item.alloc);
         if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue
             && let Some(w) = self.config.port_buffers[port.index()].queue_wred[usize::from(queue)]
         {
@@ -400,15 +427,6 @@ impl Switch {
                 self.count_ecn_mark(port, queue, len);
             }
         }
-        let c = &mut self.ports[port.index()].counters;
-        c.tx_ok += 1;
-        c.tx_bytes += len;
-        // The group bit of the destination MAC (the frame's first byte; a frame is at least 14 bytes here).
-        if item.frame.first().is_some_and(|b| b & 1 == 1) {
-            c.tx_non_ucast += 1;
-        }
-        c.queues[usize::from(queue)].packets += 1;
-        c.queues[usize::from(queue)].bytes += len;
         Some(Transmit { frame: item.frame, queue: Some(queue) })
     }
 
@@ -433,16 +451,24 @@ impl Switch {
     #[inline]
     pub(super) fn port_ready_at(&self, port: PortId, now: Instant) -> Option<Instant> {
         let state = &self.ports[port.index()];
+        if state.egress.is_empty() {
+            // Nothing queued (a port that just sent its last frame): only a PFC frame can be due.
+            return state.pfc.next_frame_at(now).map(|t| t.max(state.egress.line_free_at()));
+        }
+        self.queued_port_ready_at(port, now)
+    }
+
+    /// [`port_ready_at`](Self::port_ready_at) of a port with frames queued.
+    #[inline(never)]
+    fn queued_port_ready_at(&self, port: PortId, now: Instant) -> Option<Instant> {
+        let state = &self.ports[port.index()];
         let line = state.egress.line_free_at();
         let pfc = state.pfc.next_frame_at(now).map(|t| t.max(line));
-        if state.egress.is_empty() {
-            return pfc;
-        }
         let blocked = self.blocked_queues(port, now);
         let data = state.egress.next_ready_at(now, blocked);
         let paused_with_packets = blocked & state.egress.nonempty_queues() != 0;
         let unpause = if paused_with_packets { state.pfc.next_unpause_at(now) } else { None };
-        [pfc, data, unpause].into_iter().flatten().min()
+        earliest(earliest(pfc, data), unpause)
     }
 
     // ---------------------------------------------------------------------------------------------

@@ -549,16 +549,16 @@ impl Switch {
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
     pub fn poll_at(&self) -> Option<Instant> {
-        match (self.timeout_at(), self.earliest_ready_at(self.now)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        egress::earliest(self.timeout_at(), self.earliest_ready_at(self.now))
     }
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
     /// leaving out transmissions: a driver that transmits on its own schedule calls `handle_timeout` only then.
     pub fn timeout_at(&self) -> Option<Instant> {
-        [self.next_fdb_sweep, self.next_neigh_sweep, self.watchdog.next_poll_at()].into_iter().flatten().min()
+        egress::earliest(
+            egress::earliest(self.next_fdb_sweep, self.next_neigh_sweep),
+            self.watchdog.next_poll_at(),
+        )
     }
 
     /// When [`poll_transmit`](Self::poll_transmit) on this port will next have something to send (a PFC frame

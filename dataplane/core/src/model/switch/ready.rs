@@ -24,11 +24,19 @@ use crate::time::Instant;
 /// A leaf's key for "never" (no readiness, or a port past the last).
 const NEVER: u64 = u64::MAX;
 
+/// One port's entry: its readiness as computed after its latest change, and whether it changed since.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    at: Option<Instant>,
+    stale: bool,
+    /// In [`Readiness::pausing`].
+    is_pausing: bool,
+}
+
 /// The cache: per port, the readiness computed after its latest change, unless it changed since.
 #[derive(Debug, Default)]
 pub(super) struct Readiness {
-    at: Vec<Option<Instant>>,
-    stale: Vec<bool>,
+    slots: Vec<Slot>,
     stale_ports: Vec<PortId>,
     /// Tournament tree over `at` (`None` as [`NEVER`]): leaves from `leaves` on, node `i`'s children at
     /// `2i` and `2i + 1`, the root at 1. Stale ports keep their last value in it until refreshed.
@@ -38,47 +46,62 @@ pub(super) struct Readiness {
     at_last_instant: usize,
     /// Ports that may have a pause in progress (a superset of those that do), each once.
     pausing: Vec<PortId>,
-    is_pausing: Vec<bool>,
 }
 
 impl Readiness {
     /// Every one of `ports` ports to be computed afresh.
     pub(super) fn reset(&mut self, ports: usize) {
-        self.at = vec![None; ports];
-        self.stale = vec![true; ports];
+        self.slots = vec![Slot { at: None, stale: true, is_pausing: false }; ports];
         self.stale_ports = PortId::all(ports).collect();
         self.leaves = ports.next_power_of_two();
         self.tree = vec![NEVER; 2 * self.leaves];
         self.at_last_instant = 0;
         self.pausing.clear();
-        self.is_pausing = vec![false; ports];
     }
 
+    #[inline]
     fn mark(&mut self, port: PortId) {
-        if let Some(stale) = self.stale.get_mut(port.index())
-            && !*stale
+        if let Some(slot) = self.slots.get_mut(port.index())
+            && !slot.stale
         {
-            *stale = true;
+            slot.stale = true;
             self.stale_ports.push(port);
         }
     }
 
-    /// Stores a port's fresh value and brings the minima above it up to date.
+    /// Stores a port's fresh value and brings the minima above it up to date. The tree's leaf always holds
+    /// the slot's value, so an unchanged value (a port that stays idle, or stays busy until the same
+    /// instant) leaves the tree as it is.
+    #[inline]
     fn set(&mut self, port: usize, at: Option<Instant>) {
+        let slot = &mut self.slots[port];
+        slot.stale = false;
+        if slot.at == at {
+            debug_assert_eq!(self.tree[self.leaves + port], at.map_or(NEVER, Instant::as_ns), "leaf");
+            return;
+        }
         let last = Some(Instant::MAX);
-        self.at_last_instant =
-            self.at_last_instant + usize::from(at == last) - usize::from(self.at[port] == last);
-        self.at[port] = at;
-        self.stale[port] = false;
+        self.at_last_instant = self.at_last_instant + usize::from(at == last) - usize::from(slot.at == last);
+        slot.at = at;
+        self.set_leaf(port, at);
+    }
+
+    #[inline(never)]
+    fn set_leaf(&mut self, port: usize, at: Option<Instant>) {
+        let tree = &mut self.tree[..];
         let mut i = self.leaves + port;
-        self.tree[i] = at.map_or(NEVER, Instant::as_ns);
+        let mut value = at.map_or(NEVER, Instant::as_ns);
+        tree[i] = value;
+        // Up while the minimum changes: each node's new value is the minimum of the one just set below
+        // it and that one's sibling.
         while i > 1 {
+            let min = value.min(tree[i ^ 1]);
             i /= 2;
-            let min = self.tree[2 * i].min(self.tree[2 * i + 1]);
-            if self.tree[i] == min {
+            if tree[i] == min {
                 break;
             }
-            self.tree[i] = min;
+            tree[i] = min;
+            value = min;
         }
     }
 
@@ -110,8 +133,9 @@ impl Readiness {
     }
 
     fn note_pausing(&mut self, port: PortId) {
-        if !self.is_pausing[port.index()] {
-            self.is_pausing[port.index()] = true;
+        let slot = &mut self.slots[port.index()];
+        if !slot.is_pausing {
+            slot.is_pausing = true;
             self.pausing.push(port);
         }
     }
@@ -130,21 +154,37 @@ impl Switch {
     }
 
     /// Computes the readiness of the ports that changed, at the latest time the switch was given.
+    #[inline]
     pub(super) fn refresh_readiness(&mut self) {
-        if self.readiness.stale_ports.is_empty() {
-            return;
-        }
-        let now = self.now;
-        let mut stale = std::mem::take(&mut self.readiness.stale_ports);
-        for &port in &stale {
-            let at = self.port_ready_at(port, now);
-            self.readiness.set(port.index(), at);
-            if self.ports[port.index()].pfc.pausing() {
-                self.readiness.note_pausing(port);
+        match *self.readiness.stale_ports.as_slice() {
+            [] => {}
+            // The usual case after a frame (the port it came in for and went out of): inline.
+            [port] => {
+                self.refresh_port(port, self.now);
+                self.readiness.stale_ports.clear();
             }
+            _ => self.refresh_stale_ports(),
         }
-        stale.clear();
-        self.readiness.stale_ports = stale;
+    }
+
+    #[inline(always)]
+    fn refresh_port(&mut self, port: PortId, now: Instant) {
+        let pausing = self.ports[port.index()].pfc.pausing();
+        let at = self.port_ready_at(port, now);
+        self.readiness.set(port.index(), at);
+        if pausing {
+            self.readiness.note_pausing(port);
+        }
+    }
+
+    #[inline(never)]
+    fn refresh_stale_ports(&mut self) {
+        let now = self.now;
+        for i in 0..self.readiness.stale_ports.len() {
+            let port = self.readiness.stale_ports[i];
+            self.refresh_port(port, now);
+        }
+        self.readiness.stale_ports.clear();
     }
 
     /// Closes the pauses that expired by `now` ([`PfcPort::settle`](crate::model::pfc::PfcPort::settle)) on
@@ -166,7 +206,7 @@ impl Switch {
             if pfc.pausing() {
                 i += 1;
             } else {
-                self.readiness.is_pausing[port.index()] = false;
+                self.readiness.slots[port.index()].is_pausing = false;
                 self.readiness.pausing.swap_remove(i);
             }
         }
@@ -202,7 +242,7 @@ impl Switch {
     fn earliest_ready_walk(&self, now: Instant) -> Option<Instant> {
         let r = &self.readiness;
         let mut earliest: Option<Instant> = None;
-        for (port, (&at, &stale)) in r.at.iter().zip(&r.stale).enumerate() {
+        for (port, &Slot { at, stale, .. }) in r.slots.iter().enumerate() {
             let ready = if !stale && at.is_none_or(|t| t > now) {
                 at
             } else {
@@ -221,13 +261,19 @@ impl Switch {
     /// nothing). A driver polls these instead of every port.
     pub fn next_port_to_poll(&self, from: usize, now: Instant) -> Option<PortId> {
         let r = &self.readiness;
-        // A stale port's value in the tree is its old one: those ports are looked at apart.
-        let due = r.first_due(from, now);
-        let stale = r.stale_ports.iter().map(|p| p.index()).filter(|&p| p >= from).min();
-        let port = due.into_iter().chain(stale).min()?;
+        // A stale port's value in the tree is its old one: those ports are looked at apart. A root later
+        // than `now` has nothing due below it (the usual answer once a visit has served its ports).
+        let due =
+            if r.tree.get(1).is_some_and(|&root| root > now.as_ns()) { None } else { r.first_due(from, now) };
+        let port = if r.stale_ports.is_empty() {
+            due?
+        } else {
+            let stale = r.stale_ports.iter().map(|p| p.index()).filter(|&p| p >= from).min();
+            due.into_iter().chain(stale).min()?
+        };
         debug_assert_eq!(
             Some(port),
-            (from..r.at.len()).find(|&p| r.stale[p] || r.at[p].is_some_and(|t| t <= now)),
+            (from..r.slots.len()).find(|&p| r.slots[p].stale || r.slots[p].at.is_some_and(|t| t <= now)),
             "the tree's first port due"
         );
         debug_assert!(
