@@ -41,19 +41,25 @@ pub fn update(checksum: u16, old: u16, new: u16) -> u16 {
 }
 
 /// Whether a 20-byte IPv4 header (no options) has a valid checksum: its one's-complement sum folds to
-/// 0xffff. The per-packet check of the switch's fast paths, in about a dozen instructions.
+/// 0xffff. The per-packet check of the switch's fast paths, in about fifteen instructions.
 ///
-/// Why this equals folding the sum of its 16-bit big-endian words: 2^16 ≡ 1 (mod 0xffff), so a 32-bit
-/// word (two 16-bit words) is congruent to their sum, and the plain sum S of the five 32-bit words is
-/// congruent to the sum of the ten 16-bit ones. Folding with end-around carries gives the representative
-/// of S mod 0xffff in 1..=0xffff when S > 0 (0 only when S = 0), so it is 0xffff exactly when S is a
-/// non-zero multiple of 0xffff. Byte order does not matter (RFC 1071 §2(B)): a byte-swapped 16-bit word
-/// is 256 times the word mod 0xffff, 256 is invertible mod 0xffff, so the words are read in native order
-/// (no byte swaps); a header is all zeros in either order or in neither.
+/// Why this equals folding the sum of its 16-bit big-endian words: 2^16 ≡ 1 (mod 0xffff), so a 32- or
+/// 64-bit word is congruent to the sum of its 16-bit words, and so is the sum S of the header's words
+/// of any width. Folding with end-around carries gives the representative of S mod 0xffff in 1..=0xffff
+/// when S > 0 (0 only when S = 0), so it is 0xffff exactly when S is a non-zero multiple of 0xffff.
+/// Byte order does not matter (RFC 1071 §2(B)): a byte-swapped 16-bit word is 256 times the word mod
+/// 0xffff, 256 is invertible mod 0xffff, so the words are read in native order (no byte swaps); a
+/// header is all zeros in either order or in neither.
 #[inline]
 pub fn ipv4_header_ok(header: &[u8; 20]) -> bool {
-    let word = |at: usize| u64::from(u32::from_ne_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]));
-    let sum = word(0) + word(4) + word(8) + word(12) + word(16);
+    // Two 64-bit words and a 32-bit one, added with end-around carries: 2^64 ≡ 1 (mod 0xffff) too, and
+    // the sum is 0 only when every word is.
+    let (a, b) = header.split_first_chunk::<8>().expect("20 bytes");
+    let (b, c) = b.split_first_chunk::<8>().expect("12 bytes");
+    let c: &[u8; 4] = c.try_into().expect("4 bytes");
+    let (sum, carry) = u64::from_ne_bytes(*a).overflowing_add(u64::from_ne_bytes(*b));
+    let (sum, carry2) = (sum + u64::from(carry)).overflowing_add(u64::from(u32::from_ne_bytes(*c)));
+    let sum = sum + u64::from(carry2);
     sum != 0 && sum % 0xffff == 0
 }
 

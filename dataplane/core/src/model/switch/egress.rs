@@ -524,6 +524,7 @@ impl Switch {
                 Event::PfcStormRestored { port: name, queue: t.queue }
             });
         }
+        self.link_changes += 1;
         self.wd_masks = PortId::all(self.ports.len())
             .map(|p| WatchdogMasks {
                 dropping_queues: self.watchdog.dropping_queues(p),

@@ -8,10 +8,10 @@
 //!
 //! An entry holds while what it was computed from is unchanged: the configuration (its generation:
 //! ports' admin state and MTUs, interfaces, VLANs, QoS maps, routes), the FDB and the neighbour table
-//! (their versions, as in `nexthop.rs`). What can change without those is checked on every packet: the
-//! frame's length, IPv4 header checksum and lengths, destination and source MAC, TTL, the watchdog's
-//! ingress drop, the egress port's link, and the learning of the source MAC when the ingress port is in
-//! a VLAN (the FDB entry must already be on this port: its aging is refreshed in place, which is all the
+//! (their versions, as in `nexthop.rs`), and the ports' links and the watchdog's actions (a count of
+//! their changes, in the same stamp). What can change without those is checked on every packet: the
+//! frame's length, IPv4 header checksum and lengths, destination and source MAC, TTL, and the learning
+//! of the source MAC when the ingress port is in a VLAN (the FDB entry must already be on this port: its aging is refreshed in place, which is all the
 //! full path's learning does then). Anything else, or any check failing, goes the full way with its
 //! drops, traps, learning events, ARP and floods; nothing is changed before the fast path is sure.
 //! An outcome the fast path does not serve (a trap, a drop, an unresolved neighbour) is kept as an empty
@@ -34,6 +34,8 @@ use crate::model::config::RifKind;
 use crate::model::forwarding::{FlowKey, RouteAction};
 use crate::time::Instant;
 use crate::wire::{self, EthernetAddress, bth, ethernet, udp, vlan};
+#[cfg(test)]
+use crate::wire::Ipv4Packet;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Slots of the table (a power of two): a spine of the 128-host Clos sees 16 ports × 128 destinations;
@@ -251,8 +253,6 @@ impl Switch {
             || head[..6] != flow.router_mac
             || head[6] & 1 != 0
             || ttl <= 1
-            || self.wd_masks[port.index()].dropping_ingress & (1 << flow.class.tc) != 0
-            || !self.ports[flow.out.index()].oper_up
             || !checksum_ok(wire::transit::ip_header(head))
         {
             return Some(frame);
@@ -370,6 +370,13 @@ impl Switch {
         let NextHop { out, vid, src_mac, dst_mac } = hop;
         let out_cfg = &self.config.ports[out.index()];
         if !out_cfg.admin_up {
+            return None;
+        }
+        // The egress link and the watchdog's ingress drop are in the stamp (`Switch::link_changes`):
+        // checked here, when the entry is made, rather than per packet.
+        if !self.ports[out.index()].oper_up
+            || self.wd_masks.get(port.index()).is_some_and(|m| m.dropping_ingress & (1 << class.tc) != 0)
+        {
             return None;
         }
         let mut macs = [0; 12];
