@@ -60,17 +60,24 @@ pub fn ipv4_header_ok(header: &[u8; 20]) -> bool {
     let (sum, carry) = u64::from_ne_bytes(*a).overflowing_add(u64::from_ne_bytes(*b));
     let (sum, carry2) = (sum + u64::from(carry)).overflowing_add(u64::from(u32::from_ne_bytes(*c)));
     let sum = sum + u64::from(carry2);
-    sum != 0 && sum % 0xffff == 0
+    // A non-zero multiple of 0xffff: 0xffff is odd, so multiplying by its inverse modulo 2^64 maps the
+    // multiples 0, 1·0xffff, 2·0xffff, ... onto 0, 1, 2, ... (their quotients) and every other value
+    // above u64::MAX / 0xffff (Granlund and Montgomery's divisibility test): one multiplication and one
+    // comparison, the zero sum excluded by the subtraction.
+    const INVERSE: u64 = 0xfffe_fffe_fffe_ffff;
+    const _: () = assert!(INVERSE.wrapping_mul(0xffff) == 1);
+    sum.wrapping_mul(INVERSE).wrapping_sub(1) < u64::MAX / 0xffff
 }
 
 /// The checksum field, in native byte order (as `u16::from_ne_bytes` of its two bytes), after the TTL of
 /// an IPv4 header drops by one: RFC 1624 eqn. 3 with the TTL/protocol word m' = m − 0x0100, so that
 /// ~m + m' is the constant 0xfeff and one end-around carry suffices (~HC + 0xfeff ≤ 0x1fefe). The same
-/// result as [`update`] (the one's-complement sum commutes with swapping the bytes of every operand, and
-/// 0xfeff swapped is 0xfffe), without byte swaps. The TTL must be positive.
+/// result as [`update`] (the one's-complement sum commutes with swapping the bytes of every operand),
+/// without byte swaps. The TTL must be positive.
 #[inline]
 pub fn ttl_decremented_ne(checksum_ne: u16) -> u16 {
-    let acc = u32::from(!checksum_ne) + 0xfffe;
+    // 0xfeff as it lies in memory, read in native order (0xfffe on a little-endian machine).
+    let acc = u32::from(!checksum_ne) + u32::from(u16::from_ne_bytes([0xfe, 0xff]));
     !(((acc & 0xffff) + (acc >> 16)) as u16)
 }
 

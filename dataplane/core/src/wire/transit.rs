@@ -99,10 +99,8 @@ pub(crate) fn untagged_ipv4_header(frame: &[u8]) -> Option<&[u8; 20]> {
 pub(crate) fn untagged_ipv4_head(frame: &[u8]) -> Option<&[u8; 34]> {
     const IP: usize = ethernet::HEADER_LEN;
     let head = frame.first_chunk::<34>()?;
-    // The EtherType (0x0800) and the version/IHL byte (0x45) in one comparison of bytes 12 to 14 (one
-    // load of 12 to 15, the DS byte masked off).
-    let word = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
-    if word & 0x00ff_ffff != u32::from_le_bytes([0x08, 0x00, 0x45, 0]) {
+    // The EtherType (0x0800) as one 16-bit comparison, then the version/IHL byte (0x45).
+    if head[12..14] != [0x08, 0x00] || head[14] != 0x45 {
         return None;
     }
     // 20 <= total length <= what follows the Ethernet header, in one unsigned comparison (the frame
