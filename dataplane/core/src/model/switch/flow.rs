@@ -33,9 +33,9 @@ use crate::model::classify::Classification;
 use crate::model::config::RifKind;
 use crate::model::forwarding::{FlowKey, RouteAction};
 use crate::time::Instant;
-use crate::wire::{self, EthernetAddress, bth, ethernet, udp, vlan};
 #[cfg(test)]
 use crate::wire::Ipv4Packet;
+use crate::wire::{self, EthernetAddress, bth, ethernet, udp, vlan};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Slots of the table (a power of two): a spine of the 128-host Clos sees 16 ports × 128 destinations;
