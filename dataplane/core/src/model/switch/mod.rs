@@ -256,8 +256,8 @@ pub struct Switch {
     flows: flow::FlowTable,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
-    /// Counts the changes of ports' links and of the watchdog's actions: part of the fast paths' stamp
-    /// (`nexthop.rs`), so that a flow entry holds only for links and watchdog masks as they were.
+    /// Counts the changes of ports' links and of the watchdog's ingress drops: part of the fast paths'
+    /// stamp (`nexthop.rs`), so that a flow entry holds only for links and ingress drops as they were.
     link_changes: u64,
     /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
     drop_log: Option<Vec<DropRecord>>,
