@@ -66,7 +66,13 @@ pub fn ipv4_header_ok(header: &[u8; 20]) -> bool {
     // comparison, the zero sum excluded by the subtraction.
     const INVERSE: u64 = 0xfffe_fffe_fffe_ffff;
     const _: () = assert!(INVERSE.wrapping_mul(0xffff) == 1);
-    sum.wrapping_mul(INVERSE).wrapping_sub(1) < u64::MAX / 0xffff
+    let ok = sum.wrapping_mul(INVERSE).wrapping_sub(1) < u64::MAX / 0xffff;
+    debug_assert_eq!(
+        ok,
+        self::sum(header) == 0xffff,
+        "the fixed-size checksum check disagrees with the fold"
+    );
+    ok
 }
 
 /// The checksum field, in native byte order (as `u16::from_ne_bytes` of its two bytes), after the TTL of
