@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use lossless_core::model::config::ConfigDb;
-use lossless_core::model::{PortId, Switch};
+use lossless_core::model::{DropReason, PortId, Switch};
 use lossless_core::sim::{Device, NodeId, Sim};
 use lossless_core::time::Instant;
 use lossless_core::wire::{MacControlRepr, PfcRepr, mac_control};
@@ -173,6 +173,42 @@ fn storm_detected_dropped_and_restored() {
     lab.send(3, 7);
     lab.advance(lab.now + MS);
     assert_eq!(lab.data_sent(lab.dst, 3), 7, "traffic flows again");
+}
+
+/// With `drop_ingress`, lossless traffic of the stormed priority that arrives on the stormed port is
+/// dropped at its ingress (`PFC_WATCHDOG`, counted on the PG) from the detection on, although the
+/// routed fast path forwarded the same flow before the storm: the watchdog's changes invalidate its
+/// entries (`switch/nexthop.rs`, the stamp), so the fast path never forwards what the full way drops.
+#[test]
+fn drop_ingress_drops_a_flow_the_fast_path_forwarded_before_the_storm() {
+    let mut lab = Lab::new(|db| {
+        db.set("PFC_WD", "GLOBAL", "drop_ingress", "true");
+    });
+    let dst = lab.dst;
+    // The host behind Ethernet8 sends routed RoCE packets (DSCP 3: TC 3, PG 3) that come back to it.
+    let from_host = |lab: &mut Lab, n: u16| {
+        for i in 0..n {
+            let f = routed_udp(HOST2_MAC, Ipv4Addr::new(192, 168, 0, 9), HOST2_IP, i, 4791, 3);
+            let now = lab.now;
+            lab.sw().handle_frame(dst, f, Instant::from_ns(now));
+        }
+    };
+    let ingress_drops = |lab: &mut Lab| {
+        let c = lab.sw().port_counters(dst).unwrap();
+        (c.drop_reasons.get(&DropReason::PfcWatchdog).copied().unwrap_or(0), c.pgs[3].dropped_packets)
+    };
+    lab.advance(100 * MS);
+    from_host(&mut lab, 5);
+    lab.advance(lab.now + MS);
+    assert_eq!(lab.data_sent(dst, 3), 5, "forwarded before the storm");
+    assert_eq!(ingress_drops(&mut lab), (0, 0));
+
+    lab.pfc_from_peer(dst, 0xffff);
+    lab.send(3, 10);
+    lab.storm_until(lab.now + 600 * MS);
+    assert!(lab.event_time("detected PFC storm on port Ethernet8, queue index 3").is_some());
+    from_host(&mut lab, 5);
+    assert_eq!(ingress_drops(&mut lab), (5, 5), "dropped at the stormed port's ingress");
 }
 
 #[test]

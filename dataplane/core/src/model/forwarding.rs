@@ -120,13 +120,15 @@ impl Fdb {
 
     /// Copies `old`'s dynamic entries that `port` maps to a port of the new configuration, unless this
     /// table has an entry for the same key (a static entry wins). Used when a configuration is installed.
+    /// The version goes on from `old`'s (past it), so that over a switch's life its FDB's version only
+    /// grows: the switch's caches stamp entries with a sum of such counts (`switch/nexthop.rs`).
     pub fn adopt_dynamic(&mut self, old: &Fdb, mut port: impl FnMut(u16, &FdbEntry) -> Option<PortId>) {
         for (&key, e) in old.entries.iter().filter(|(_, e)| !e.is_static) {
             if let Some(port) = port(fdb_pair(key).0, e) {
                 self.entries.entry(key).or_insert(FdbEntry { port, ..*e });
             }
         }
-        self.version += 1;
+        self.version += old.version + 1;
     }
 
     /// Keeps only the entries for which `keep` holds.
@@ -237,7 +239,8 @@ impl Neighbors {
     }
 
     /// Copies `old`'s dynamic entries that `rif` maps to an interface of the new configuration, unless
-    /// this table has an entry for the same address (a static entry wins).
+    /// this table has an entry for the same address (a static entry wins); the version goes on from
+    /// `old`'s, as [`Fdb::adopt_dynamic`]'s.
     pub fn adopt_dynamic(
         &mut self,
         old: &Neighbors,
@@ -248,7 +251,8 @@ impl Neighbors {
                 self.entries.entry(ip).or_insert(Neighbor { rif, ..*n });
             }
         }
-        self.version += 1;
+        // As the FDB's: past `old`'s, so that the version only grows over a switch's life.
+        self.version += old.version + 1;
     }
 
     pub fn retain(&mut self, mut keep: impl FnMut(IpAddr, &mut Neighbor) -> bool) {

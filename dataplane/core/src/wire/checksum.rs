@@ -40,6 +40,53 @@ pub fn update(checksum: u16, old: u16, new: u16) -> u16 {
     !fold(u32::from(!checksum) + u32::from(!old) + u32::from(new))
 }
 
+/// Whether a 20-byte IPv4 header (no options) has a valid checksum: its one's-complement sum folds to
+/// 0xffff. The per-packet check of the switch's fast paths, in about fifteen instructions.
+///
+/// Why this equals folding the sum of its 16-bit big-endian words: 2^16 ≡ 1 (mod 0xffff), so a 32- or
+/// 64-bit word is congruent to the sum of its 16-bit words, and so is the sum S of the header's words
+/// of any width. Folding with end-around carries gives the representative of S mod 0xffff in 1..=0xffff
+/// when S > 0 (0 only when S = 0), so it is 0xffff exactly when S is a non-zero multiple of 0xffff.
+/// Byte order does not matter (RFC 1071 §2(B)): a byte-swapped 16-bit word is 256 times the word mod
+/// 0xffff, 256 is invertible mod 0xffff, so the words are read in native order (no byte swaps); a
+/// header is all zeros in either order or in neither.
+#[inline]
+pub fn ipv4_header_ok(header: &[u8; 20]) -> bool {
+    // Two 64-bit words and a 32-bit one, added with end-around carries: 2^64 ≡ 1 (mod 0xffff) too, and
+    // the sum is 0 only when every word is.
+    let (a, b) = header.split_first_chunk::<8>().expect("20 bytes");
+    let (b, c) = b.split_first_chunk::<8>().expect("12 bytes");
+    let c: &[u8; 4] = c.try_into().expect("4 bytes");
+    let (sum, carry) = u64::from_ne_bytes(*a).overflowing_add(u64::from_ne_bytes(*b));
+    let (sum, carry2) = (sum + u64::from(carry)).overflowing_add(u64::from(u32::from_ne_bytes(*c)));
+    let sum = sum + u64::from(carry2);
+    // A non-zero multiple of 0xffff: 0xffff is odd, so multiplying by its inverse modulo 2^64 maps the
+    // multiples 0, 1·0xffff, 2·0xffff, ... onto 0, 1, 2, ... (their quotients) and every other value
+    // above u64::MAX / 0xffff (Granlund and Montgomery's divisibility test): one multiplication and one
+    // comparison, the zero sum excluded by the subtraction.
+    const INVERSE: u64 = 0xfffe_fffe_fffe_ffff;
+    const _: () = assert!(INVERSE.wrapping_mul(0xffff) == 1);
+    let ok = sum.wrapping_mul(INVERSE).wrapping_sub(1) < u64::MAX / 0xffff;
+    debug_assert_eq!(
+        ok,
+        self::sum(header) == 0xffff,
+        "the fixed-size checksum check disagrees with the fold"
+    );
+    ok
+}
+
+/// The checksum field, in native byte order (as `u16::from_ne_bytes` of its two bytes), after the TTL of
+/// an IPv4 header drops by one: RFC 1624 eqn. 3 with the TTL/protocol word m' = m − 0x0100, so that
+/// ~m + m' is the constant 0xfeff and one end-around carry suffices (~HC + 0xfeff ≤ 0x1fefe). The same
+/// result as [`update`] (the one's-complement sum commutes with swapping the bytes of every operand),
+/// without byte swaps. The TTL must be positive.
+#[inline]
+pub fn ttl_decremented_ne(checksum_ne: u16) -> u16 {
+    // 0xfeff as it lies in memory, read in native order (0xfffe on a little-endian machine).
+    let acc = u32::from(!checksum_ne) + u32::from(u16::from_ne_bytes([0xfe, 0xff]));
+    !(((acc & 0xffff) + (acc >> 16)) as u16)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,6 +131,32 @@ mod tests {
             let incremental = update(before, old, new);
             // One's complement has two zeros; both verify identically.
             prop_assert!(incremental == after || (incremental ^ after) == 0xffff && (after == 0 || after == 0xffff));
+        }
+
+        /// The fixed-size check agrees with folding the header's 16-bit words (the definition), on
+        /// headers of which a third are given a valid checksum and some are all zeros.
+        #[test]
+        fn ipv4_header_ok_matches_the_fold(mut header in proptest::array::uniform20(any::<u8>()), fix in 0u8..3) {
+            match fix {
+                0 => {}
+                1 => {
+                    header[10..12].fill(0);
+                    let sum = checksum(&header);
+                    header[10..12].copy_from_slice(&sum.to_be_bytes());
+                }
+                _ => header = [0; 20],
+            }
+            prop_assert_eq!(ipv4_header_ok(&header), sum(&header) == 0xffff);
+        }
+
+        /// The TTL's one-carry update is RFC 1624's `update` for every checksum and TTL/protocol word
+        /// with a positive TTL, in memory order.
+        #[test]
+        fn ttl_update_matches_rfc1624(hc in any::<u16>(), ttl in 1u8..=255, protocol in any::<u8>()) {
+            let old = u16::from_be_bytes([ttl, protocol]);
+            let expected = update(hc, old, old - 0x0100);
+            let got = ttl_decremented_ne(u16::from_ne_bytes(hc.to_be_bytes()));
+            prop_assert_eq!(got.to_ne_bytes(), expected.to_be_bytes());
         }
     }
 }

@@ -232,15 +232,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
         if ttl == 0 {
             return 0;
         }
-        // The TTL/protocol word and the checksum at their fixed offsets in the 20-byte header, updated
-        // as `replace_word` does (RFC 1624), with one bounds check.
         let header: &mut [u8; HEADER_LEN] =
             (&mut self.buffer.as_mut()[..HEADER_LEN]).try_into().expect("a 20-byte slice");
-        let old = u16::from_be_bytes([ttl, header[field::PROTOCOL]]);
-        let new = old - 0x0100;
-        header[field::TTL] = ttl - 1;
-        let sum = checksum::update(u16::from_be_bytes([header[10], header[11]]), old, new);
-        header[10..12].copy_from_slice(&sum.to_be_bytes());
+        decrement_ttl_fixed(header);
         ttl - 1
     }
 
@@ -337,6 +331,31 @@ impl Repr {
         packet.set_dst_addr(self.dst_addr);
         packet.fill_checksum();
     }
+}
+
+/// Decrements the TTL of a 20-byte header whose TTL is positive, keeping its checksum valid (RFC 1624):
+/// what [`Packet::decrement_ttl`] does, at fixed offsets, for the switch's fast path, which has already
+/// checked the TTL and holds the header as an array. The TTL/protocol word drops by exactly 0x0100, so
+/// the update is [`checksum::ttl_decremented_ne`]'s one addition and one carry, on the checksum as it
+/// lies in memory. Debug builds compare it with the general update.
+#[inline]
+pub fn decrement_ttl_fixed(header: &mut [u8; HEADER_LEN]) {
+    let ttl = header[field::TTL];
+    debug_assert!(ttl > 0, "decrement_ttl_fixed of a TTL of 0");
+    let old = [header[10], header[11]];
+    let sum = checksum::ttl_decremented_ne(u16::from_ne_bytes(old));
+    debug_assert_eq!(
+        sum.to_ne_bytes(),
+        checksum::update(
+            u16::from_be_bytes(old),
+            u16::from_be_bytes([ttl, header[field::PROTOCOL]]),
+            u16::from_be_bytes([ttl.wrapping_sub(1), header[field::PROTOCOL]])
+        )
+        .to_be_bytes(),
+        "the TTL's incremental checksum update"
+    );
+    header[field::TTL] = ttl.wrapping_sub(1);
+    header[10..12].copy_from_slice(&sum.to_ne_bytes());
 }
 
 #[cfg(test)]

@@ -90,16 +90,32 @@ pub fn transit(frame: &[u8]) -> Result<Transit> {
 /// switch's flow fast path, which read further fields at fixed offsets.
 #[inline]
 pub(crate) fn untagged_ipv4_header(frame: &[u8]) -> Option<&[u8; 20]> {
+    untagged_ipv4_head(frame).map(ip_header)
+}
+
+/// The first 34 bytes (Ethernet then the IPv4 header) of a frame [`untagged_ipv4_header`] accepts, as
+/// one array, so that every later read and write at a fixed offset needs no bounds check.
+#[inline]
+pub(crate) fn untagged_ipv4_head(frame: &[u8]) -> Option<&[u8; 34]> {
     const IP: usize = ethernet::HEADER_LEN;
-    let header: &[u8; 20] = frame.get(IP..IP + 20)?.try_into().ok()?;
-    if frame[12..14] != [0x08, 0x00] || header[0] != 0x45 {
+    let head = frame.first_chunk::<34>()?;
+    // The EtherType (0x0800) as one 16-bit comparison, then the version/IHL byte (0x45).
+    if head[12..14] != [0x08, 0x00] || head[14] != 0x45 {
         return None;
     }
-    let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
-    if total_len < 20 || total_len > frame.len() - IP {
+    // 20 <= total length <= what follows the Ethernet header, in one unsigned comparison (the frame
+    // has at least 34 bytes, so the right side does not wrap).
+    let total_len = usize::from(u16::from_be_bytes([head[IP + 2], head[IP + 3]]));
+    if total_len.wrapping_sub(20) > frame.len() - (IP + 20) {
         return None;
     }
-    Some(header)
+    Some(head)
+}
+
+/// The IPv4 header of a 34-byte head [`untagged_ipv4_head`] returned.
+#[inline]
+pub(crate) fn ip_header(head: &[u8; 34]) -> &[u8; 20] {
+    head.last_chunk::<20>().expect("34 = 14 + 20")
 }
 
 /// The common frame on a RoCE fabric, read with fixed offsets: untagged IPv4 without options, every
@@ -109,11 +125,7 @@ fn untagged_ipv4(frame: &[u8]) -> Option<Transit> {
     const IP: usize = ethernet::HEADER_LEN;
     let header = untagged_ipv4_header(frame)?;
     let total_len = usize::from(u16::from_be_bytes([header[2], header[3]]));
-    let mut sum = 0u32;
-    for word in header.chunks_exact(2) {
-        sum += u32::from(u16::from_be_bytes([word[0], word[1]]));
-    }
-    if super::checksum::fold(sum) != 0xffff {
+    if !super::checksum::ipv4_header_ok(header) {
         return None;
     }
     let protocol = Protocol::from(header[9]);

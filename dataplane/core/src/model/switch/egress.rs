@@ -561,13 +561,19 @@ impl Switch {
                 Event::PfcStormRestored { port: name, queue: t.queue }
             });
         }
-        self.wd_masks = PortId::all(self.ports.len())
+        let masks: Vec<WatchdogMasks> = PortId::all(self.ports.len())
             .map(|p| WatchdogMasks {
                 dropping_queues: self.watchdog.dropping_queues(p),
                 pfc_disabled: self.watchdog.pfc_disabled_priorities(p),
                 dropping_ingress: self.watchdog.dropping_ingress_priorities(p),
             })
             .collect();
+        // The flow entries were made for the ingress drops in force (`nexthop.rs`, the stamp): only a
+        // change of those (not every poll, which comes here too) makes them stale.
+        if masks.iter().map(|m| m.dropping_ingress).ne(self.wd_masks.iter().map(|m| m.dropping_ingress)) {
+            self.link_changes += 1;
+        }
+        self.wd_masks = masks;
         for port in PortId::all(self.ports.len()) {
             let disabled = self.wd_masks[port.index()].pfc_disabled;
             if disabled != 0 {

@@ -8,10 +8,10 @@
 //!
 //! An entry holds while what it was computed from is unchanged: the configuration (its generation:
 //! ports' admin state and MTUs, interfaces, VLANs, QoS maps, routes), the FDB and the neighbour table
-//! (their versions, as in `nexthop.rs`). What can change without those is checked on every packet: the
-//! frame's length, IPv4 header checksum and lengths, destination and source MAC, TTL, the watchdog's
-//! ingress drop, the egress port's link, and the learning of the source MAC when the ingress port is in
-//! a VLAN (the FDB entry must already be on this port: its aging is refreshed in place, which is all the
+//! (their versions, as in `nexthop.rs`), and the ports' links and the watchdog's actions (a count of
+//! their changes, in the same stamp). What can change without those is checked on every packet: the
+//! frame's length, IPv4 header checksum and lengths, destination and source MAC, TTL, and the learning
+//! of the source MAC when the ingress port is in a VLAN (the FDB entry must already be on this port: its aging is refreshed in place, which is all the
 //! full path's learning does then). Anything else, or any check failing, goes the full way with its
 //! drops, traps, learning events, ARP and floods; nothing is changed before the fast path is sure.
 //! An outcome the fast path does not serve (a trap, a drop, an unresolved neighbour) is kept as an empty
@@ -33,7 +33,9 @@ use crate::model::classify::Classification;
 use crate::model::config::RifKind;
 use crate::model::forwarding::{FlowKey, RouteAction};
 use crate::time::Instant;
-use crate::wire::{self, EthernetAddress, Ipv4Packet, bth, ethernet, udp, vlan};
+#[cfg(test)]
+use crate::wire::Ipv4Packet;
+use crate::wire::{self, EthernetAddress, bth, ethernet, udp, vlan};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Slots of the table (a power of two): a spine of the 128-host Clos sees 16 ports × 128 destinations;
@@ -109,10 +111,17 @@ fn slot_of(key: u64) -> usize {
 /// The fields of an untagged IPv4 frame without options the fast path reads, when its lengths hold as
 /// `wire::transit` requires (the checksum is verified apart, only for a frame the table has an entry
 /// for): (destination address, DSCP, TTL).
+#[cfg(test)]
 fn fixed_ipv4(frame: &[u8]) -> Option<(u32, u8, u8)> {
-    let header = wire::transit::untagged_ipv4_header(frame)?;
+    wire::transit::untagged_ipv4_head(frame).map(head_fields)
+}
+
+/// `fixed_ipv4`'s fields, from the 34-byte head `wire::transit::untagged_ipv4_head` returned.
+#[inline]
+fn head_fields(head: &[u8; 34]) -> (u32, u8, u8) {
+    let header = wire::transit::ip_header(head);
     let dst = u32::from_be_bytes([header[16], header[17], header[18], header[19]]);
-    Some((dst, header[1] >> 2, header[8]))
+    (dst, header[1] >> 2, header[8])
 }
 
 /// What the ECMP hash reads of a frame `fixed_ipv4` accepted, at fixed offsets as `wire::transit` reads
@@ -149,14 +158,7 @@ fn hash_fields(frame: &[u8]) -> (u32, u8, (u16, u16)) {
 /// The IPv4 header checksum verifies.
 #[inline]
 fn checksum_ok(header: &[u8; 20]) -> bool {
-    // Five 32-bit words summed in 64 bits: the 16-bit one's complement sum folds out of it unchanged.
-    let sum: u64 =
-        header.chunks_exact(4).map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))).sum();
-    let sum = (sum & 0xffff_ffff) + (sum >> 32);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = (sum & 0xffff) + (sum >> 16);
-    sum == 0xffff
+    wire::checksum::ipv4_header_ok(header)
 }
 
 impl FlowTable {
@@ -185,7 +187,9 @@ impl Switch {
         if self.flows.disabled {
             return Some(frame);
         }
-        let Some((dst, dscp, ttl)) = fixed_ipv4(&frame) else { return Some(frame) };
+        // Ethernet and the IPv4 header as one array: every read below at a fixed offset, unchecked.
+        let Some(head) = wire::transit::untagged_ipv4_head(&frame) else { return Some(frame) };
+        let (dst, dscp, ttl) = head_fields(head);
         let key = flow_key(port, dst, dscp);
         let stamp = self.next_hop_stamp();
         let at = match self.flows.find(key, stamp) {
@@ -245,15 +249,15 @@ impl Switch {
                 }
             }
         };
-        // `fixed_ipv4` read 34 bytes: Ethernet and the IPv4 header, at fixed offsets from here on.
-        let Some(head) = frame.first_chunk::<34>() else { return Some(frame) };
+        // The destination MAC as a 4- and a 2-byte word: one load and comparison each.
+        let (mac_hi, mac_lo) = flow.router_mac.split_at(4);
         if frame.len() > flow.max_len as usize
-            || head[..6] != flow.router_mac
+            || head[..4] != *mac_hi
+            || head[4..6] != *mac_lo
             || head[6] & 1 != 0
-            || ttl <= 1
-            || self.wd_masks[port.index()].dropping_ingress & (1 << flow.class.tc) != 0
-            || !self.ports[flow.out.index()].oper_up
-            || !checksum_ok(head[14..].try_into().expect("20 bytes"))
+            // The TTL read again where it lies (a copy would wait on the stack through the probe).
+            || head[ethernet::HEADER_LEN + 8] <= 1
+            || !checksum_ok(wire::transit::ip_header(head))
         {
             return Some(frame);
         }
@@ -293,19 +297,25 @@ impl Switch {
         {
             self.flows.hits += 1;
         }
-        // What the full way does with such a frame once decided: counters, TTL and MACs, the queue.
-        let (out, vid, class, macs) = (flow.out, flow.vid, flow.class, flow.macs);
+        // What the full way does with such a frame once decided: MACs and TTL, counters, the queue.
+        // The same 34 bytes, now to write: the MACs straight from the entry, then the TTL with its
+        // checksum (RFC 1624), before the counters, so that nothing of the entry waits in a register.
         let mut frame = frame;
+        let head = frame.first_chunk_mut::<34>().expect("34 bytes, read above");
+        let (macs_out, header) = head.split_at_mut(ethernet::HEADER_LEN);
+        macs_out[..12].copy_from_slice(&flow.macs);
+        wire::ipv4::decrement_ttl_fixed(header.try_into().expect("20 bytes"));
+        let (out, vid, class) = (flow.out, flow.vid, flow.class);
         let len = frame.len() as u64;
         self.ledger.received += 1;
         let counters = &mut self.ports[port.index()].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
-        let pg = &mut counters.pgs[usize::from(class.pg)];
+        // A PG is below 8 (`classify` masks it): the mask spares the bounds check.
+        debug_assert!(class.pg < 8, "PG {}", class.pg);
+        let pg = &mut counters.pgs[usize::from(class.pg & 7)];
         pg.packets += 1;
         pg.bytes += len;
-        frame[..12].copy_from_slice(&macs);
-        Ipv4Packet::new_unchecked(&mut frame[ethernet::HEADER_LEN..]).decrement_ttl();
         // What `deliver` does with one copy, without its iterator.
         if self.enqueue(out, vid, frame, Meta { ingress: Some(port), class, pcp: None }, now) {
             self.ledger.forwarded += 1;
@@ -365,6 +375,13 @@ impl Switch {
         let NextHop { out, vid, src_mac, dst_mac } = hop;
         let out_cfg = &self.config.ports[out.index()];
         if !out_cfg.admin_up {
+            return None;
+        }
+        // The egress link and the watchdog's ingress drop are in the stamp (`Switch::link_changes`):
+        // checked here, when the entry is made, rather than per packet.
+        if !self.ports[out.index()].oper_up
+            || self.wd_masks.get(port.index()).is_some_and(|m| m.dropping_ingress & (1 << class.tc) != 0)
+        {
             return None;
         }
         let mut macs = [0; 12];

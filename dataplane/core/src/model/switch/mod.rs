@@ -256,6 +256,9 @@ pub struct Switch {
     flows: flow::FlowTable,
     /// Per port, the watchdog's actions in force, cached from [`Watchdog`] whenever they can change.
     wd_masks: Vec<WatchdogMasks>,
+    /// Counts the changes of ports' links and of the watchdog's ingress drops: part of the fast paths'
+    /// stamp (`nexthop.rs`), so that a flow entry holds only for links and ingress drops as they were.
+    link_changes: u64,
     /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
     drop_log: Option<Vec<DropRecord>>,
 }
@@ -317,6 +320,7 @@ impl Switch {
             next_hops: nexthop::NextHopCache::default(),
             flows: flow::FlowTable::default(),
             wd_masks: Vec::new(),
+            link_changes: 0,
             drop_log: None,
         }
     }
@@ -479,6 +483,7 @@ impl Switch {
             return;
         }
         state.oper_up = up;
+        self.link_changes += 1;
         self.touch_port(port);
         if !up {
             self.drop_queued(port, 0xff);

@@ -35,13 +35,15 @@ pub(super) struct NextHop {
     pub(super) dst_mac: EthernetAddress,
 }
 
-/// What an entry was computed from.
+/// What an entry was computed from: the configuration's generation, the FDB's version, the neighbour
+/// table's and the count of link and watchdog changes, as their sum. Each of them only grows over the
+/// switch's life (a change adds to it; an installed configuration's tables go on from the old tables'
+/// versions, `adopt_dynamic`), so the sum moves whenever any of them moves and never comes back to a
+/// value it had: one word compared per probe, where three were. (The links and the watchdog are there
+/// for the flow entries, which then need not read them per packet; the next-hop cache does not depend
+/// on them, and only recomputes an entry more often.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Stamp {
-    generation: u64,
-    fdb: u64,
-    neighbors: u64,
-}
+pub(super) struct Stamp(u64);
 
 #[derive(Debug, Clone, Copy)]
 struct Slot {
@@ -86,7 +88,7 @@ impl NextHopCache {
 
 impl Switch {
     pub(super) fn next_hop_stamp(&self) -> Stamp {
-        Stamp { generation: self.generation, fdb: self.fdb.version(), neighbors: self.neighbors.version() }
+        Stamp(self.generation + self.fdb.version() + self.neighbors.version() + self.link_changes)
     }
 
     /// The cached next hop of `dst`, if it holds.
