@@ -2,9 +2,10 @@
 //! holding the whole ingress decision for the common packet of a RoCE fabric (an untagged IPv4 packet
 //! without options, addressed to the ingress router interface's MAC, routed to a single resolved next
 //! hop, or to a next-hop group): its classification, its egress port and VLAN, the MACs to write and the
-//! longest frame both MTU checks pass; for a group, that decision for each member. Such a packet is read at fixed offsets, found in one probe and forwarded without the
-//! layer-by-layer parse, the L2 domain and router-interface checks, the classification, the route and
-//! neighbour lookups that [`Switch::receive`](super::Switch) makes for any other frame.
+//! longest frame both MTU checks pass; for a group, that decision for each member. Such a packet is read
+//! at fixed offsets, found in one probe and forwarded without the layer-by-layer parse, the L2 domain and
+//! router-interface checks, the classification, the route and neighbour lookups that
+//! [`Switch::receive`](super::Switch) makes for any other frame.
 //!
 //! An entry holds while what it was computed from is unchanged: the configuration (its generation:
 //! ports' admin state and MTUs, interfaces, VLANs, QoS maps, routes), the FDB and the neighbour table
@@ -25,6 +26,13 @@
 //! every packet, so a member leaving or rejoining the group needs no invalidation. A member whose outcome
 //! the fast path does not serve (an unresolved neighbour, above all) sends its flows the full way.
 //! Debug builds compare every hit with the full computation and the frame's fields with `wire::transit`.
+//!
+//! The table's memory is what a switch of a large simulated fabric pays for it in cache misses, so it is
+//! sized by the flows the switch forwards, not by a fixed worst case: an index of 16-byte slots (key,
+//! epoch, decision number), four to a cache line, that doubles when half full, and the decisions apart,
+//! each kept once however many (port, destination) pairs share it. A probe reads one line of the index
+//! and one decision from a pool of a few hundred, where the fixed table of 4,096 80-byte entries read
+//! two lines of 320 KiB per switch.
 
 use super::nexthop::{NextHop, Stamp};
 use super::{Meta, Switch};
@@ -33,8 +41,8 @@ use crate::model::classify::Classification;
 use crate::model::config::RifKind;
 use crate::model::forwarding::{FlowKey, RouteAction};
 use crate::time::Instant;
-use rustc_hash::FxHashMap;
 use crate::wire::{self, EthernetAddress, Ipv4Packet, bth, ethernet, udp, vlan};
+use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Slots of the index when the first entry comes (a power of two); it doubles when half full, so it is
@@ -208,6 +216,7 @@ fn checksum_ok(header: &[u8; 20]) -> bool {
 impl FlowTable {
     /// The entry of `key` under `stamp`: an index into `actions`, or [`GROUP`] | an index into
     /// `groups`. A new stamp starts a new epoch first.
+    #[inline]
     fn find(&mut self, key: u64, stamp: Stamp) -> Option<u32> {
         if self.stamp != Some(stamp) {
             self.new_epoch(stamp);
@@ -229,6 +238,7 @@ impl FlowTable {
     }
 
     /// Forgets every entry: they were computed under another stamp.
+    #[cold]
     fn new_epoch(&mut self, stamp: Stamp) {
         self.stamp = Some(stamp);
         self.live = 0;
@@ -260,7 +270,10 @@ impl FlowTable {
             Entry::Group(members) => {
                 let members: Vec<Member> = members
                     .into_iter()
-                    .map(|(port, action)| Member { port, action: action.map_or(NO_ACTION, |a| self.intern(a)) })
+                    .map(|(port, action)| Member {
+                        port,
+                        action: action.map_or(NO_ACTION, |a| self.intern(a)),
+                    })
                     .collect();
                 let next = self.groups.len() as u32;
                 let id = *self.group_ids.entry(members).or_insert_with_key(|members| {
@@ -310,6 +323,7 @@ impl FlowTable {
     /// The action a group entry's packet takes, by its flow hash `hash` and the ports' link state `up`
     /// (a member whose port is down is left out, unless all are): `None` for a member the fast path does
     /// not serve. As `Switch::ecmp_member` chooses.
+    #[inline]
     fn member(&self, group: u32, hash: u64, up: impl Fn(PortId) -> bool) -> Option<&FlowAction> {
         let Group { start, len } = self.groups[(group & !GROUP) as usize];
         let members = &self.members[start as usize..(start + len) as usize];
@@ -366,7 +380,7 @@ impl Switch {
             }
         };
         let flow = if entry & GROUP == 0 {
-            self.flows.actions[entry as usize]
+            &self.flows.actions[entry as usize]
         } else {
             let (src, protocol, (src_port, dst_port)) = hash_fields(&frame);
             let flow = FlowKey {
@@ -378,7 +392,7 @@ impl Switch {
             };
             let hash = flow.hash(self.config.switch.ecmp_hash_seed);
             match self.flows.member(entry, hash, |p| self.ports[p.index()].oper_up) {
-                Some(action) => *action,
+                Some(action) => action,
                 None => return Some(frame),
             }
         };
@@ -419,12 +433,7 @@ impl Switch {
                 }
                 _ => None,
             };
-            debug_assert_eq!(
-                Some(flow),
-                full,
-                "ECMP member of port {port:?} to {} DSCP {dscp}",
-                ip.dst_addr
-            );
+            debug_assert_eq!(Some(flow), full, "ECMP member of port {port:?} to {} DSCP {dscp}", ip.dst_addr);
         }
         #[cfg(test)]
         {
@@ -454,7 +463,12 @@ impl Switch {
 
     /// A group entry's members for packets with `dscp` arriving on `port` to `dst`, when its route is a
     /// next-hop group and the fast path serves at least one member; else `None`.
-    fn group_members(&self, port: PortId, dst: u32, dscp: u8) -> Option<Vec<(Option<PortId>, Option<FlowAction>)>> {
+    fn group_members(
+        &self,
+        port: PortId,
+        dst: u32,
+        dscp: u8,
+    ) -> Option<Vec<(Option<PortId>, Option<FlowAction>)>> {
         let Some(RouteAction::NextHops(hops)) = self.derived.routes.lookup(IpAddr::V4(Ipv4Addr::from(dst)))
         else {
             return None;

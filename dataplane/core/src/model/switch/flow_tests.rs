@@ -370,8 +370,17 @@ fn a_flow_slot_stays_small() {
 
 /// A RoCEv2 packet from the VLAN host to `dst` with `dscp`.
 fn from_host(dst: Ipv4Addr, dscp: u8) -> Vec<u8> {
-    Ipv4Flow { src_mac: HOST_MAC, dst_mac: ROUTER_MAC, src_ip: HOST_IP, dst_ip: dst, src_port: 49152, dscp, ecn: Ecn::Ect0, ttl: 64 }
-        .udp(4791, &[0; 100])
+    Ipv4Flow {
+        src_mac: HOST_MAC,
+        dst_mac: ROUTER_MAC,
+        src_ip: HOST_IP,
+        dst_ip: dst,
+        src_port: 49152,
+        dscp,
+        ecn: Ecn::Ect0,
+        ttl: 64,
+    }
+    .udp(4791, &[0; 100])
 }
 
 #[test]
