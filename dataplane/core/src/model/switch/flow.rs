@@ -433,7 +433,12 @@ impl Switch {
                 }
                 _ => None,
             };
-            debug_assert_eq!(Some(*flow), full, "ECMP member of port {port:?} to {} DSCP {dscp}", ip.dst_addr);
+            debug_assert_eq!(
+                Some(*flow),
+                full,
+                "ECMP member of port {port:?} to {} DSCP {dscp}",
+                ip.dst_addr
+            );
         }
         // What the full way does with such a frame once decided: counters, TTL and MACs, the queue.
         let (out, vid, class, macs) = (flow.out, flow.vid, flow.class, flow.macs);
