@@ -2,9 +2,10 @@
 //! holding the whole ingress decision for the common packet of a RoCE fabric (an untagged IPv4 packet
 //! without options, addressed to the ingress router interface's MAC, routed to a single resolved next
 //! hop, or to a next-hop group): its classification, its egress port and VLAN, the MACs to write and the
-//! longest frame both MTU checks pass; for a group, that decision for each member. Such a packet is read at fixed offsets, found in one probe and forwarded without the
-//! layer-by-layer parse, the L2 domain and router-interface checks, the classification, the route and
-//! neighbour lookups that [`Switch::receive`](super::Switch) makes for any other frame.
+//! longest frame both MTU checks pass; for a group, that decision for each member. Such a packet is read
+//! at fixed offsets, found in one probe and forwarded without the layer-by-layer parse, the L2 domain and
+//! router-interface checks, the classification, the route and neighbour lookups that
+//! [`Switch::receive`](super::Switch) makes for any other frame.
 //!
 //! An entry holds while what it was computed from is unchanged: the configuration (its generation:
 //! ports' admin state and MTUs, interfaces, VLANs, QoS maps, routes), the FDB and the neighbour table
@@ -25,6 +26,13 @@
 //! every packet, so a member leaving or rejoining the group needs no invalidation. A member whose outcome
 //! the fast path does not serve (an unresolved neighbour, above all) sends its flows the full way.
 //! Debug builds compare every hit with the full computation and the frame's fields with `wire::transit`.
+//!
+//! The table's memory is what a switch of a large simulated fabric pays for it in cache misses, so it is
+//! sized by the flows the switch forwards, not by a fixed worst case: an index of 16-byte slots (key,
+//! epoch, decision number), four to a cache line, that doubles when half full, and the decisions apart,
+//! each kept once however many (port, destination) pairs share it. A probe reads one line of the index
+//! and one decision from a pool of a few hundred, where the fixed table of 4,096 80-byte entries read
+//! two lines of 320 KiB per switch.
 
 use super::nexthop::{NextHop, Stamp};
 use super::{Meta, Switch};
@@ -36,13 +44,20 @@ use crate::time::Instant;
 #[cfg(test)]
 use crate::wire::Ipv4Packet;
 use crate::wire::{self, EthernetAddress, bth, ethernet, udp, vlan};
+use rustc_hash::FxHashMap;
 use std::net::{IpAddr, Ipv4Addr};
 
-/// Slots of the table (a power of two): a spine of the 128-host Clos sees 16 ports × 128 destinations;
-/// a collision only costs a recomputation.
-const SLOTS: usize = 4096;
-/// A key no frame has (a DSCP is 6 bits): an unused slot.
-const EMPTY: u64 = u64::MAX;
+/// Slots of the index when the first entry comes (a power of two); it doubles when half full, so it is
+/// sized by the flows a switch actually forwards (a leaf of the 128-host Clos has about a thousand
+/// (port, destination) pairs, a spine two thousand), up to [`MAX_SLOTS`].
+const MIN_SLOTS: usize = 64;
+/// The most slots the index grows to (16 bytes each: 256 KiB). Half full at this size, it forgets every
+/// entry and starts again: a switch forwarding more flows than that recomputes some.
+const MAX_SLOTS: usize = 16384;
+/// `Slot::entry` of a next-hop group: the low bits are its index in [`FlowTable::groups`].
+const GROUP: u32 = 1 << 31;
+/// `Member::action` of a member the fast path does not serve.
+const NO_ACTION: u32 = u32::MAX;
 
 /// What the fast path does with a routed packet of one flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,36 +76,66 @@ pub(super) struct FlowAction {
     pub(super) max_len: u32,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct FlowSlot {
-    key: u64,
-    stamp: Stamp,
-    entry: Entry,
+impl std::hash::Hash for FlowAction {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Classification { tc, pg, queue_override, set_dscp, drop } = self.class;
+        (self.out, self.vid, tc, pg, queue_override, set_dscp, drop).hash(h);
+        (self.macs, self.router_mac, self.learn_vid, self.max_len).hash(h);
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Entry {
-    /// A route with one next hop.
-    One(FlowAction),
-    /// A next-hop group: its members are the slot's [`FlowTable::groups`] (in the route's order).
-    Group,
+/// One (ingress port, destination, DSCP) of the index: 16 bytes, so that a probe reads one cache line
+/// (four slots to a line); what it decides is kept apart, once per distinct decision.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(16))]
+struct Slot {
+    key: u64,
+    /// The slot holds an entry only when this is the table's [`FlowTable::epoch`].
+    epoch: u32,
+    /// An index into [`FlowTable::actions`], or [`GROUP`] | an index into [`FlowTable::groups`].
+    entry: u32,
+}
+
+const UNUSED: Slot = Slot { key: 0, epoch: 0, entry: 0 };
+
+/// A next-hop group's members: `members[start..start + len]`.
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    start: u32,
+    len: u32,
 }
 
 /// One member of a next-hop group, as a group entry holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Member {
     /// The port whose link decides membership (a port router interface's); `None`: always a member.
     port: Option<PortId>,
-    /// What the fast path does with a packet hashed to this member; `None`: the full way decides.
-    action: Option<FlowAction>,
+    /// What the fast path does with a packet hashed to this member, an index into
+    /// [`FlowTable::actions`]; [`NO_ACTION`]: the full way decides.
+    action: u32,
 }
 
+/// The flow entries. All of them were computed under one [`Stamp`] (the switch's when they were made):
+/// when the switch's stamp moves on, the table starts a new epoch, and a slot of an older epoch is
+/// unused; that is what an entry's own stamp was checked for, without 24 bytes in every slot. The index
+/// is open-addressed (linear probing): within an epoch nothing is removed, so a probe stops at the first
+/// unused slot. The decisions are interned: the 2,000 entries of a Clos spine share a few hundred
+/// actions (one per ingress port, egress port and class), a leaf's 1,000 group entries a few groups.
 #[derive(Debug, Default)]
 pub(super) struct FlowTable {
-    /// Empty until the first insert, then [`SLOTS`] long; a slot whose key is [`EMPTY`] is unused.
-    slots: Vec<FlowSlot>,
-    /// The members of a group entry, by slot (so their storage is reused, never grows past [`SLOTS`]).
-    groups: Vec<Vec<Member>>,
+    /// Empty until the first insert; a power of two at least [`MIN_SLOTS`] long from then on.
+    slots: Vec<Slot>,
+    /// Slots holding an entry of this epoch.
+    live: usize,
+    /// Counts up from 1 (0 marks a slot never used); the stamp its entries were computed under.
+    epoch: u32,
+    stamp: Option<Stamp>,
+    /// This epoch's distinct decisions, and where each is (to intern a new entry's).
+    actions: Vec<FlowAction>,
+    action_ids: FxHashMap<FlowAction, u32>,
+    groups: Vec<Group>,
+    members: Vec<Member>,
+    group_ids: FxHashMap<Vec<Member>, u32>,
     /// Tests compare the switch with and without the fast path, and count the frames it forwarded.
     #[cfg(test)]
     pub(super) disabled: bool,
@@ -98,14 +143,23 @@ pub(super) struct FlowTable {
     pub(super) hits: u64,
 }
 
+/// A new entry's decision, before it is interned.
+enum Entry {
+    /// A route with one next hop.
+    One(FlowAction),
+    /// A next-hop group: each member's port, and its decision if the fast path serves it (in the
+    /// route's order).
+    Group(Vec<(Option<PortId>, Option<FlowAction>)>),
+}
+
 fn flow_key(port: PortId, dst: u32, dscp: u8) -> u64 {
     u64::from(dst) << 32 | (port.index() as u64) << 8 | u64::from(dscp)
 }
 
-fn slot_of(key: u64) -> usize {
-    // Fibonacci hashing of the port and destination (the top bits of the product mix every bit): a
-    // flow's DSCPs share a slot (its data and ACKs have one; a CNP, rarer, replaces it for a while).
-    ((key >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize
+/// The home slot of `key` in an index of `2^bits` slots.
+fn slot_of(key: u64, bits: u32) -> usize {
+    // Fibonacci hashing (the top bits of the product depend on every bit of the key).
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
 }
 
 /// The fields of an untagged IPv4 frame without options the fast path reads, when its lengths hold as
@@ -162,20 +216,127 @@ fn checksum_ok(header: &[u8; 20]) -> bool {
 }
 
 impl FlowTable {
-    /// The slot of `key`, if it holds an entry for it under `stamp`.
-    fn find(&self, key: u64, stamp: Stamp) -> Option<usize> {
-        let at = slot_of(key);
-        self.slots.get(at).is_some_and(|s| s.key == key && s.stamp == stamp).then_some(at)
+    /// The entry of `key` under `stamp`: an index into `actions`, or [`GROUP`] | an index into
+    /// `groups`. A new stamp starts a new epoch first.
+    #[inline]
+    fn find(&mut self, key: u64, stamp: Stamp) -> Option<u32> {
+        if self.stamp != Some(stamp) {
+            self.new_epoch(stamp);
+            return None;
+        }
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut at = slot_of(key, self.slots.len().trailing_zeros());
+        // Never more than half full: an unused slot ends every probe.
+        loop {
+            let slot = self.slots.get(at)?;
+            if slot.epoch != self.epoch {
+                return None;
+            }
+            if slot.key == key {
+                return Some(slot.entry);
+            }
+            at = (at + 1) & mask;
+        }
     }
 
-    fn insert(&mut self, key: u64, stamp: Stamp, entry: Entry) -> usize {
-        if self.slots.is_empty() {
-            self.slots = vec![FlowSlot { key: EMPTY, stamp, entry: Entry::Group }; SLOTS];
-            self.groups = vec![Vec::new(); SLOTS];
+    /// Forgets every entry: they were computed under another stamp.
+    #[cold]
+    fn new_epoch(&mut self, stamp: Stamp) {
+        self.stamp = Some(stamp);
+        self.live = 0;
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // After 2^32 - 1 epochs a slot's epoch could come round again: mark every slot unused.
+            self.slots.fill(UNUSED);
+            self.epoch = 1;
         }
-        let at = slot_of(key);
-        self.slots[at] = FlowSlot { key, stamp, entry };
-        at
+        self.actions.clear();
+        self.action_ids.clear();
+        self.groups.clear();
+        self.members.clear();
+        self.group_ids.clear();
+    }
+
+    /// Adds the entry of `key`, not in the table, computed under the table's stamp (`find` just missed
+    /// it); returns what `find` will return for it.
+    fn insert(&mut self, key: u64, entry: Entry) -> u32 {
+        if (self.live + 1) * 2 > self.slots.len() {
+            if self.slots.len() < MAX_SLOTS {
+                self.grow();
+            } else {
+                self.new_epoch(self.stamp.expect("an entry has a stamp"));
+            }
+        }
+        let entry = match entry {
+            Entry::One(action) => self.intern(action),
+            Entry::Group(members) => {
+                let members: Vec<Member> = members
+                    .into_iter()
+                    .map(|(port, action)| Member {
+                        port,
+                        action: action.map_or(NO_ACTION, |a| self.intern(a)),
+                    })
+                    .collect();
+                let next = self.groups.len() as u32;
+                let id = *self.group_ids.entry(members).or_insert_with_key(|members| {
+                    let start = self.members.len() as u32;
+                    self.members.extend_from_slice(members);
+                    self.groups.push(Group { start, len: members.len() as u32 });
+                    next
+                });
+                GROUP | id
+            }
+        };
+        self.place(Slot { key, epoch: self.epoch, entry });
+        entry
+    }
+
+    /// The index of `action` in `actions`, added if new.
+    fn intern(&mut self, action: FlowAction) -> u32 {
+        let next = self.actions.len() as u32;
+        *self.action_ids.entry(action).or_insert_with(|| {
+            self.actions.push(action);
+            next
+        })
+    }
+
+    /// Puts `slot` at the first unused slot from its key's home.
+    fn place(&mut self, slot: Slot) {
+        let mask = self.slots.len() - 1;
+        let mut at = slot_of(slot.key, self.slots.len().trailing_zeros());
+        while self.slots[at].epoch == self.epoch {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = slot;
+        self.live += 1;
+    }
+
+    /// Doubles the index (from nothing: [`MIN_SLOTS`]), keeping this epoch's entries.
+    fn grow(&mut self) {
+        let len = (self.slots.len() * 2).max(MIN_SLOTS);
+        let old = std::mem::replace(&mut self.slots, vec![UNUSED; len]);
+        self.live = 0;
+        let epoch = self.epoch;
+        for slot in old.into_iter().filter(|s| s.epoch == epoch) {
+            self.place(slot);
+        }
+    }
+
+    /// The action a group entry's packet takes, by its flow hash `hash` and the ports' link state `up`
+    /// (a member whose port is down is left out, unless all are): `None` for a member the fast path does
+    /// not serve. As `Switch::ecmp_member` chooses.
+    #[inline]
+    fn member(&self, group: u32, hash: u64, up: impl Fn(PortId) -> bool) -> Option<&FlowAction> {
+        let Group { start, len } = self.groups[(group & !GROUP) as usize];
+        let members = &self.members[start as usize..(start + len) as usize];
+        let live = |m: &&Member| m.port.is_none_or(&up);
+        let n_up = members.iter().filter(live).count();
+        let member = if n_up == members.len() || n_up == 0 {
+            &members[(hash % members.len() as u64) as usize]
+        } else {
+            members.iter().filter(live).nth((hash % n_up as u64) as usize).expect("n_up > 0 members")
+        };
+        self.actions.get(member.action as usize)
     }
 }
 
@@ -192,61 +353,51 @@ impl Switch {
         let (dst, dscp, ttl) = head_fields(head);
         let key = flow_key(port, dst, dscp);
         let stamp = self.next_hop_stamp();
-        let at = match self.flows.find(key, stamp) {
-            Some(at) => {
+        let entry = match self.flows.find(key, stamp) {
+            Some(entry) => {
                 #[cfg(debug_assertions)]
-                if let Entry::One(action) = self.flows.slots[at].entry {
+                if entry & GROUP == 0 {
                     debug_assert_eq!(
-                        Some(action),
+                        Some(self.flows.actions[entry as usize]),
                         self.next_hop_uncached(IpAddr::V4(Ipv4Addr::from(dst)))
                             .and_then(|hop| self.flow_action(port, dscp, hop)),
                         "flow entry of port {port:?} to {} DSCP {dscp}",
                         Ipv4Addr::from(dst)
                     );
                 }
-                at
+                entry
             }
             None => {
                 // Only what the fast path serves is kept: a destination it does not serve is remembered
                 // by the next-hop cache, so it costs a probe there, not a computation per packet.
-                match self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) {
+                let entry = match self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) {
                     Some(hop) => {
                         let Some(action) = self.flow_action(port, dscp, hop) else { return Some(frame) };
-                        self.flows.insert(key, stamp, Entry::One(action))
+                        Entry::One(action)
                     }
                     None => {
                         let Some(members) = self.group_members(port, dst, dscp) else { return Some(frame) };
-                        let at = self.flows.insert(key, stamp, Entry::Group);
-                        self.flows.groups[at] = members;
-                        at
+                        Entry::Group(members)
                     }
-                }
+                };
+                self.flows.insert(key, entry)
             }
         };
-        let flow = match &self.flows.slots[at].entry {
-            Entry::One(action) => action,
-            Entry::Group => {
-                let (src, protocol, (src_port, dst_port)) = hash_fields(&frame);
-                let flow = FlowKey {
-                    src: IpAddr::V4(Ipv4Addr::from(src)),
-                    dst: IpAddr::V4(Ipv4Addr::from(dst)),
-                    protocol,
-                    src_port,
-                    dst_port,
-                };
-                let hash = flow.hash(self.config.switch.ecmp_hash_seed);
-                let live = |m: &&Member| m.port.is_none_or(|p| self.ports[p.index()].oper_up);
-                let members = &self.flows.groups[at];
-                let up = members.iter().filter(live).count();
-                let member = if up == members.len() || up == 0 {
-                    &members[(hash % members.len() as u64) as usize]
-                } else {
-                    members.iter().filter(live).nth((hash % up as u64) as usize).expect("up > 0 members")
-                };
-                match &member.action {
-                    Some(action) => action,
-                    None => return Some(frame),
-                }
+        let flow = if entry & GROUP == 0 {
+            &self.flows.actions[entry as usize]
+        } else {
+            let (src, protocol, (src_port, dst_port)) = hash_fields(&frame);
+            let flow = FlowKey {
+                src: IpAddr::V4(Ipv4Addr::from(src)),
+                dst: IpAddr::V4(Ipv4Addr::from(dst)),
+                protocol,
+                src_port,
+                dst_port,
+            };
+            let hash = flow.hash(self.config.switch.ecmp_hash_seed);
+            match self.flows.member(entry, hash, |p| self.ports[p.index()].oper_up) {
+                Some(action) => action,
+                None => return Some(frame),
             }
         };
         // The destination MAC as a 4- and a 2-byte word: one load and comparison each.
@@ -277,7 +428,7 @@ impl Switch {
             "the fixed-offset read disagrees with wire::transit"
         );
         #[cfg(debug_assertions)]
-        if self.flows.slots[at].entry == Entry::Group {
+        if entry & GROUP != 0 {
             let ip = wire::transit(&frame).ok().and_then(|v| v.ip).expect("an IPv4 packet");
             let full = match self.derived.routes.lookup(ip.dst_addr) {
                 Some(RouteAction::NextHops(hops)) if hops.len() > 1 => {
@@ -327,7 +478,12 @@ impl Switch {
 
     /// A group entry's members for packets with `dscp` arriving on `port` to `dst`, when its route is a
     /// next-hop group and the fast path serves at least one member; else `None`.
-    fn group_members(&self, port: PortId, dst: u32, dscp: u8) -> Option<Vec<Member>> {
+    fn group_members(
+        &self,
+        port: PortId,
+        dst: u32,
+        dscp: u8,
+    ) -> Option<Vec<(Option<PortId>, Option<FlowAction>)>> {
         let Some(RouteAction::NextHops(hops)) = self.derived.routes.lookup(IpAddr::V4(Ipv4Addr::from(dst)))
         else {
             return None;
@@ -335,17 +491,17 @@ impl Switch {
         if hops.len() < 2 {
             return None;
         }
-        let members: Vec<Member> = hops
+        let members: Vec<_> = hops
             .iter()
-            .map(|&(next_hop, rif)| Member {
-                port: match self.config.interfaces[rif.index()].kind {
+            .map(|&(next_hop, rif)| {
+                let member = match self.config.interfaces[rif.index()].kind {
                     RifKind::Port(p) => Some(p),
                     RifKind::Vlan(_) => None,
-                },
-                action: self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop)),
+                };
+                (member, self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop)))
             })
             .collect();
-        members.iter().any(|m| m.action.is_some()).then_some(members)
+        members.iter().any(|m| m.1.is_some()).then_some(members)
     }
 
     /// The fast path's decision for an untagged IPv4 packet with `dscp` arriving on `port` (addressed

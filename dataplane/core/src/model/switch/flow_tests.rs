@@ -363,8 +363,64 @@ proptest! {
 
 #[test]
 fn a_flow_slot_stays_small() {
-    // 4096 of them per switch, probed at random: a guard against the entry growing.
-    assert!(std::mem::size_of::<FlowSlot>() <= 80, "{} bytes", std::mem::size_of::<FlowSlot>());
+    // Four to a cache line, so that a probe reads one line: a guard against the slot growing.
+    assert_eq!(std::mem::size_of::<Slot>(), 16);
+    assert_eq!(std::mem::align_of::<Slot>(), 16);
+}
+
+/// A RoCEv2 packet from the VLAN host to `dst` with `dscp`.
+fn from_host(dst: Ipv4Addr, dscp: u8) -> Vec<u8> {
+    Ipv4Flow {
+        src_mac: HOST_MAC,
+        dst_mac: ROUTER_MAC,
+        src_ip: HOST_IP,
+        dst_ip: dst,
+        src_port: 49152,
+        dscp,
+        ecn: Ecn::Ect0,
+        ttl: 64,
+    }
+    .udp(4791, &[0; 100])
+}
+
+#[test]
+fn the_index_grows_with_the_flows_and_starts_again_when_full() {
+    let mut twin = Twin::new(&t0_db());
+    let (e0, e4) = (twin.port("Ethernet0"), twin.port("Ethernet4"));
+    // Both uplinks resolved (10.0.0.3 is static); the host's first frame is learnt the full way.
+    twin.frame("Ethernet0", arp_request(UPLINK_MAC, UPLINK0_IP, Ipv4Addr::new(10, 0, 0, 0)), 1_000);
+    twin.frame("Ethernet8", from_host(HOST_IP, 3), 2_000);
+    assert!(twin.fast.flows.slots.is_empty(), "nothing routed yet");
+    // Distinct destinations of the ECMP route, then one more DSCP (another key, the same destination).
+    let dst = |i: usize| Ipv4Addr::new(172, 16, (i / 256) as u8, (i % 256) as u8);
+    let mut t = 10_000;
+    let mut send = |twin: &mut Twin, frame: Vec<u8>| {
+        t += 1_000;
+        let out = left(&twin.frame("Ethernet8", frame, t));
+        assert!(matches!(out[..], [(p, _, Some(_))] if p == e0 || p == e4), "{out:?}");
+    };
+    for i in 0..MAX_SLOTS / 2 {
+        let hits = twin.hits();
+        send(&mut twin, from_host(dst(i), 3));
+        assert_eq!(twin.hits(), hits + 1, "a new entry forwards its first packet");
+        let k = i + 1;
+        // Sized by the entries it holds: never more than half full, never more than twice that.
+        assert_eq!(twin.fast.flows.slots.len(), (2 * k).next_power_of_two().max(MIN_SLOTS), "{k} entries");
+        assert_eq!(twin.fast.flows.live, k);
+    }
+    // Every entry of one port and DSCP shares one group, of two member actions.
+    assert_eq!((twin.fast.flows.groups.len(), twin.fast.flows.members.len()), (1, 2));
+    assert_eq!(twin.fast.flows.actions.len(), 2);
+    let live = |twin: &Twin| twin.fast.flows.live;
+    send(&mut twin, from_host(dst(0), 3));
+    assert_eq!(live(&twin), MAX_SLOTS / 2, "the first destination is still there");
+    // Half full at its largest: the next new entry starts the table again, alone in it.
+    send(&mut twin, from_host(dst(0), 5));
+    assert_eq!((twin.fast.flows.slots.len(), live(&twin)), (MAX_SLOTS, 1));
+    // So the first destination is computed again, then found.
+    send(&mut twin, from_host(dst(0), 3));
+    send(&mut twin, from_host(dst(0), 3));
+    assert_eq!(live(&twin), 2);
 }
 
 #[test]
