@@ -236,7 +236,7 @@ impl SendFlow {
     /// Builds the next data packet at `now`, whose first bit leaves at `start_ps`; updates sequence
     /// state, pacing, the RTO and the byte counter.
     /// `buffer` is reused for the frame.
-    pub fn transmit(&mut self, now: Instant, start_ps: u128, local: &Local, buffer: Vec<u8>) -> Vec<u8> {
+    pub fn transmit(&mut self, now: Instant, start_ps: u128, local: &Local, buffer: packet::Buffer) -> Vec<u8> {
         if self.nxt == self.seq_limit {
             self.message_starts.push_back(now);
             self.messages_started += 1;
@@ -278,7 +278,7 @@ impl SendFlow {
         self.ip_ident = self.ip_ident.wrapping_add(1);
         let bth = packet::bth(opcode, self.cfg.dst_qp, self.psn_of(seq), index == ppm - 1);
         let payload_len = (app_len as usize).max(DataHeader::LEN);
-        let frame = packet::rocev2_frame_in(buffer, &env, &bth, payload_len, |p| header.emit(p));
+        let frame = packet::rocev2_frame_on(buffer, &env, &bth, payload_len, |p| header.emit(p));
 
         let retransmission = seq < self.max;
         self.nxt += 1;
