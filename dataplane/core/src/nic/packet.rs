@@ -380,6 +380,29 @@ mod tests {
         }
     }
 
+    /// The bound `Buffer::zero_padded` relies on: the longest headers this model writes (tagged, a data
+    /// header or a probe's, as a switch that tags it would leave it) end before `ZERO_PADDED_FROM`.
+    #[test]
+    fn frames_of_this_model_are_zeros_from_the_padding_bound() {
+        let h = DataHeader { sent_ns: u64::MAX, message_start_ns: u64::MAX, seq: u64::MAX, message_id: u64::MAX, flow_id: u32::MAX, src_qp: u32::MAX, app_len: u32::MAX };
+        let probe = crate::nic::probe::ProbeHeader {
+            kind: crate::nic::probe::ProbeKind::Pong,
+            seq: u64::MAX,
+            sent_ns: u64::MAX,
+            responder_hold_ns: u64::MAX,
+        };
+        let frames = [
+            rocev2_frame(&envelope(Some(100)), &bth(Opcode::RcSendOnly, 0x11, 1, true), 4096, |p| h.emit(p)),
+            crate::nic::probe::probe_frame(&envelope(Some(100)), &probe),
+        ];
+        for frame in frames {
+            // Headers and payload header end at most 4 bytes (a tag a switch adds) before the bound.
+            let written = frame.iter().rposition(|&b| b != 0).unwrap_or(0) + 1;
+            assert!(written + vlan::HEADER_LEN <= ZERO_PADDED_FROM, "{written} bytes written");
+            let _ = Buffer::zero_padded(frame);
+        }
+    }
+
     #[test]
     fn psn_arithmetic_wraps() {
         assert_eq!(psn_add(0xff_fffe, 3), 1);
