@@ -248,7 +248,13 @@ impl SendFlow {
     /// Builds the next data packet at `now`, whose first bit leaves at `start_ps`; updates sequence
     /// state, pacing, the RTO and the byte counter.
     /// `buffer` is reused for the frame.
-    pub fn transmit(&mut self, now: Instant, start_ps: u128, local: &Local, buffer: packet::Buffer) -> Vec<u8> {
+    pub fn transmit(
+        &mut self,
+        now: Instant,
+        start_ps: u128,
+        local: &Local,
+        buffer: packet::Buffer,
+    ) -> Vec<u8> {
         if self.nxt == self.seq_limit {
             self.message_starts.push_back(now);
             self.messages_started += 1;

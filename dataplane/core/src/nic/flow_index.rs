@@ -220,7 +220,8 @@ impl Nic {
         // 2 KiB for 127 flows, a few cache misses an ACK where the flow's own state is needed anyway).
         let direct = (qp.checked_sub(super::FIRST_AUTO_QP))
             .and_then(|k| self.flows.get(k as usize).filter(|f| f.src_qp == qp).map(|_| k as usize));
-        let i = direct.or_else(|| self.by_qp.binary_search_by_key(&qp, |&(q, _)| q).ok().map(|k| self.by_qp[k].1));
+        let i = direct
+            .or_else(|| self.by_qp.binary_search_by_key(&qp, |&(q, _)| q).ok().map(|k| self.by_qp[k].1));
         debug_assert_eq!(i, self.by_qp.binary_search_by_key(&qp, |&(q, _)| q).ok().map(|k| self.by_qp[k].1));
         i
     }

@@ -384,7 +384,15 @@ mod tests {
     /// header or a probe's, as a switch that tags it would leave it) end before `ZERO_PADDED_FROM`.
     #[test]
     fn frames_of_this_model_are_zeros_from_the_padding_bound() {
-        let h = DataHeader { sent_ns: u64::MAX, message_start_ns: u64::MAX, seq: u64::MAX, message_id: u64::MAX, flow_id: u32::MAX, src_qp: u32::MAX, app_len: u32::MAX };
+        let h = DataHeader {
+            sent_ns: u64::MAX,
+            message_start_ns: u64::MAX,
+            seq: u64::MAX,
+            message_id: u64::MAX,
+            flow_id: u32::MAX,
+            src_qp: u32::MAX,
+            app_len: u32::MAX,
+        };
         let probe = crate::nic::probe::ProbeHeader {
             kind: crate::nic::probe::ProbeKind::Pong,
             seq: u64::MAX,
