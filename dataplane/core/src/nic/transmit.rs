@@ -115,8 +115,8 @@ impl Nic {
     /// on the sending side) come back through [`Nic::recycle`], so a simulated host builds most frames
     /// without an allocation; best fit keeps the large buffers for data frames (an ACK built in the last
     /// buffer received, whatever its size, left data frames to grow small ones: an allocation and a
-    /// copy). Of equal ones, the oldest (taking the latest instead, whose headers were just read, left
-    /// the Clos shuffle's resident memory 9% larger).
+    /// copy). Of equal ones, the oldest (taking the latest instead, whose headers were just read, added
+    /// 2% to the Clos shuffle's resident memory early in the run).
     fn spare_frame(&mut self, len: usize) -> Buffer {
         // Nor more than twice as large: an ACK built in a data frame's buffer carries 4 KiB across the
         // fabric and back into another NIC's spares (with no buffer clogging the spares, that raised the
