@@ -89,29 +89,23 @@ pub(crate) struct Local {
     pub ttl: u8,
 }
 
+/// The fields are laid out by hand (`repr(C)`, from a cache line's start) so that what every packet sent
+/// or acknowledged touches comes first, in about five lines: sequence and message state, pacing, timers,
+/// the counters. The configuration, the completion histogram and DCQCN follow. In a 128-host shuffle a
+/// host has 127 flows and comes back to each once in 127 packets, so every visit finds the flow out of
+/// cache: in Rust's own layout (by alignment) the same fields were spread over a KiB.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub(crate) struct SendFlow {
-    pub cfg: FlowConfig,
-    pub src_qp: u32,
-    mode: Retransmit,
-    rto: Nanos,
-    /// `cfg.start_ns` and `cfg.until_ns`, compiled.
-    start: Instant,
-    until: Option<Instant>,
-    payload_max: u64,
-    packets_per_message: u64,
-    /// The flow's own cap: min(line rate, configured rate).
-    cap_bps: u64,
-    dcqcn: Option<Dcqcn>,
     una: u64,
     nxt: u64,
     max: u64,
     /// One past the last packet of the messages started so far.
     seq_limit: u64,
     messages_started: u64,
-    /// First-transmission time of every message from `una`'s on.
-    message_starts: VecDeque<Instant>,
     message_base: u64,
+    packets_per_message: u64,
+    payload_max: u64,
     /// Pacing: the earliest start of the next packet, in ps, and the division remainder carried.
     next_send_ps: u128,
     pace_remainder: u128,
@@ -120,13 +114,41 @@ pub(crate) struct SendFlow {
     gap_base_ps: u128,
     gap_scaled: u128,
     rto_deadline: Option<Instant>,
-    ip_ident: u16,
     /// The first transmission, and when the flow finished (reported as `first_send_ns`, `finished_ns`).
     first_send: Option<Instant>,
     finished: Option<Instant>,
-    stats: FlowStats,
+    /// `cfg.start_ns` and `cfg.until_ns`, compiled.
+    until: Option<Instant>,
+    start: Instant,
+    rto: Nanos,
+    /// The flow's own cap: min(line rate, configured rate).
+    cap_bps: u64,
+    pub src_qp: u32,
+    ip_ident: u16,
+    mode: Retransmit,
+    /// First-transmission time of every message from `una`'s on.
+    message_starts: VecDeque<Instant>,
+    counts: FlowCounts,
+    pub cfg: FlowConfig,
     /// Message completion times (first transmission to the ACK covering the last packet).
     completion: Histogram,
+    dcqcn: Option<Dcqcn>,
+}
+
+/// The counters of [`FlowStats`] (its other fields are the configuration's, or computed when read).
+#[derive(Debug, Clone, Default)]
+struct FlowCounts {
+    sent_packets: u64,
+    sent_bytes: u64,
+    acked_bytes: u64,
+    acked_packets: u64,
+    acks_received: u64,
+    messages_completed: u64,
+    retransmitted_packets: u64,
+    retransmitted_bytes: u64,
+    naks_received: u64,
+    timeouts: u64,
+    cnps_received: u64,
 }
 
 impl SendFlow {
@@ -143,16 +165,6 @@ impl SendFlow {
             cfg.rate_mbps.map_or(line_rate_bps, |r| (u64::from(r) * 1_000_000).min(line_rate_bps)).max(1);
         let packets_per_message = cfg.message_bytes.div_ceil(payload_max).max(1);
         let dcqcn = cfg.dcqcn.then(|| Dcqcn::new(params, cap_bps));
-        let stats = FlowStats {
-            id: cfg.id,
-            dst_ip: Some(cfg.dst_ip),
-            src_qp,
-            dst_qp: cfg.dst_qp,
-            initial_psn: cfg.initial_psn,
-            dscp: cfg.dscp,
-            priority: cfg.priority,
-            ..FlowStats::default()
-        };
         SendFlow {
             start: Instant::from_ns(cfg.start_ns),
             until: cfg.until_ns.map(Instant::from_ns),
@@ -179,7 +191,7 @@ impl SendFlow {
             ip_ident: 0,
             first_send: None,
             finished: None,
-            stats,
+            counts: FlowCounts::default(),
             completion: Histogram::new(),
         }
     }
@@ -236,7 +248,13 @@ impl SendFlow {
     /// Builds the next data packet at `now`, whose first bit leaves at `start_ps`; updates sequence
     /// state, pacing, the RTO and the byte counter.
     /// `buffer` is reused for the frame.
-    pub fn transmit(&mut self, now: Instant, start_ps: u128, local: &Local, buffer: Vec<u8>) -> Vec<u8> {
+    pub fn transmit(
+        &mut self,
+        now: Instant,
+        start_ps: u128,
+        local: &Local,
+        buffer: packet::Buffer,
+    ) -> Vec<u8> {
         if self.nxt == self.seq_limit {
             self.message_starts.push_back(now);
             self.messages_started += 1;
@@ -278,12 +296,12 @@ impl SendFlow {
         self.ip_ident = self.ip_ident.wrapping_add(1);
         let bth = packet::bth(opcode, self.cfg.dst_qp, self.psn_of(seq), index == ppm - 1);
         let payload_len = (app_len as usize).max(DataHeader::LEN);
-        let frame = packet::rocev2_frame_in(buffer, &env, &bth, payload_len, |p| header.emit(p));
+        let frame = packet::rocev2_frame_on(buffer, &env, &bth, payload_len, |p| header.emit(p));
 
         let retransmission = seq < self.max;
         self.nxt += 1;
         self.max = self.max.max(self.nxt);
-        let s = &mut self.stats;
+        let s = &mut self.counts;
         s.sent_packets += 1;
         s.sent_bytes += app_len;
         if retransmission {
@@ -336,8 +354,8 @@ impl SendFlow {
             return;
         }
         let acked_bytes = self.bytes_before(new_una) - self.bytes_before(self.una);
-        self.stats.acked_bytes += acked_bytes;
-        self.stats.acked_packets += new_una - self.una;
+        self.counts.acked_bytes += acked_bytes;
+        self.counts.acked_packets += new_una - self.una;
         self.una = new_una;
         self.nxt = self.nxt.max(self.una);
         let first_open = self.una / self.packets_per_message;
@@ -346,7 +364,7 @@ impl SendFlow {
             self.completion.record(now.saturating_since(start).as_ns());
             self.message_base += 1;
         }
-        self.stats.messages_completed = first_open;
+        self.counts.messages_completed = first_open;
         self.rto_deadline = (self.una < self.max).then_some(now + self.rto);
         self.check_finished(now);
     }
@@ -396,7 +414,7 @@ impl SendFlow {
 
     /// An RC ACK acknowledging everything up to `psn`.
     pub fn on_ack(&mut self, psn: u32, now: Instant) {
-        self.stats.acks_received += 1;
+        self.counts.acks_received += 1;
         let acked = u64::from(psn_diff(psn_add(psn, 1), self.psn_of(self.una)));
         if acked == 0 || acked > self.max - self.una {
             return; // stale (or not for anything we sent)
@@ -412,7 +430,7 @@ impl SendFlow {
     /// A NAK (PSN sequence error) carrying the receiver's expected PSN: everything before it is
     /// acknowledged; sending resumes there (go-back-N) or at the start of its message (go-back-0).
     pub fn on_nak(&mut self, psn: u32, now: Instant) {
-        self.stats.naks_received += 1;
+        self.counts.naks_received += 1;
         let good = u64::from(psn_diff(psn, self.psn_of(self.una)));
         if good > self.max - self.una {
             return;
@@ -429,7 +447,7 @@ impl SendFlow {
     }
 
     pub fn on_cnp(&mut self, now: Instant) {
-        self.stats.cnps_received += 1;
+        self.counts.cnps_received += 1;
         self.with_dcqcn(|d| d.on_cnp(now));
     }
 
@@ -438,7 +456,7 @@ impl SendFlow {
         self.with_dcqcn(|d| d.handle_timeout(now));
         if let Some(deadline) = self.rto_deadline.filter(|&t| t <= now) {
             if self.una < self.max {
-                self.stats.timeouts += 1;
+                self.counts.timeouts += 1;
                 self.nxt = self.message_boundary_for_mode(self.una);
                 self.rto_deadline = Some(deadline.max(now) + self.rto);
             } else {
@@ -467,7 +485,29 @@ impl SendFlow {
     }
 
     pub fn stats(&self, now: Instant) -> FlowStats {
-        let mut s = self.stats.clone();
+        let c = &self.counts;
+        let cfg = &self.cfg;
+        let mut s = FlowStats {
+            id: cfg.id,
+            dst_ip: Some(cfg.dst_ip),
+            src_qp: self.src_qp,
+            dst_qp: cfg.dst_qp,
+            initial_psn: cfg.initial_psn,
+            dscp: cfg.dscp,
+            priority: cfg.priority,
+            sent_packets: c.sent_packets,
+            sent_bytes: c.sent_bytes,
+            retransmitted_packets: c.retransmitted_packets,
+            retransmitted_bytes: c.retransmitted_bytes,
+            acked_bytes: c.acked_bytes,
+            acked_packets: c.acked_packets,
+            messages_completed: c.messages_completed,
+            acks_received: c.acks_received,
+            naks_received: c.naks_received,
+            timeouts: c.timeouts,
+            cnps_received: c.cnps_received,
+            ..FlowStats::default()
+        };
         s.messages_started = self.messages_started;
         s.message_completion = self.completion.summary();
         s.rate_mbps_now = self.rate_bps() as f64 / 1e6;
@@ -499,9 +539,9 @@ impl SendFlow {
     pub fn sample(&self) -> FlowSample {
         FlowSample {
             id: self.cfg.id,
-            sent_bytes: self.stats.sent_bytes,
-            acked_bytes: self.stats.acked_bytes,
-            cnps_received: self.stats.cnps_received,
+            sent_bytes: self.counts.sent_bytes,
+            acked_bytes: self.counts.acked_bytes,
+            cnps_received: self.counts.cnps_received,
             dcqcn_rate_mbps: self.dcqcn.as_ref().map(|d| d.rate_bps() as f64 / 1e6),
         }
     }

@@ -132,7 +132,7 @@ pub struct Nic {
     /// The flows' ids, sorted, with each flow's position in `flows` (for [`Nic::flow_stats`]).
     by_id: Vec<(u32, usize)>,
     /// Buffers of frames the NIC handled, to build frames in (no allocation per frame in a simulation).
-    spare_frames: Vec<Vec<u8>>,
+    spare_frames: Vec<packet::Buffer>,
     rr_next: usize,
     /// The live receiving QPs, hashed: a data packet, and each ACK, NAK or CNP it makes due, finds its QP
     /// in one probe (a B-tree of 127 QPs per host in the 128-host shuffle took a few cache misses each).
@@ -598,8 +598,8 @@ impl Nic {
         if self.flows.len() > flow_index::SCAN_FLOWS && self.index.ready_holds(now) {
             // The earliest ready flow of each priority, gated by its pause: the same minimum as the scan
             // (gating is monotone in the ready instant).
-            for (p, tree) in self.index.ready.iter().enumerate() {
-                earliest(tree.min().and_then(|r| gate(p as u8, r)));
+            for (p, min) in self.index.ready_min().enumerate() {
+                earliest(min.and_then(|r| gate(p as u8, r)));
             }
             if cfg!(debug_assertions) {
                 let mut scanned = [self.pfc.next_frame_at(now), probe].into_iter().flatten().min();

@@ -135,33 +135,55 @@ pub(crate) fn data_position(opcode: Opcode) -> Option<(bool, bool)> {
     })
 }
 
+/// Laid out by hand (`repr(C)`, from a cache line's start): what every data packet and its ACK touch
+/// first (PSN state, where answers go, arrival times, the counters), then the key and the histograms'
+/// own fields (their buckets are elsewhere). In a 128-host shuffle a host's 127 QPs each get one packet in
+/// 127, so each one finds its QP out of cache: Rust's layout spread these fields over half a KiB.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub(crate) struct RxQp {
-    /// Where ACKs, NAKs and CNPs go, learnt from the latest data packet.
-    pub peer_mac: EthernetAddress,
-    pub requester_qp: u32,
-    pub udp_src_port: u16,
-    pub dscp: u8,
     pub expected: u32,
     /// The PSN of the QP's first packet (learnt from the first packet that arrived).
     initial_psn: u32,
     msn: u32,
-    in_message: bool,
     message_start_psn: u32,
-    partial_bytes: u64,
     since_ack: u32,
+    pub requester_qp: u32,
     /// The expected PSN the last NAK carried (cleared by in-order progress), and when it was sent.
     pub nak_psn: Option<u32>,
+    partial_bytes: u64,
     nak_at: Instant,
+    /// Where ACKs, NAKs and CNPs go, learnt from the latest data packet.
+    pub peer_mac: EthernetAddress,
+    pub udp_src_port: u16,
+    pub dscp: u8,
+    in_message: bool,
+    pub ack_queued: bool,
+    pub nak_queued: bool,
     last_cnp: Option<Instant>,
     /// When data first and last arrived (reported as `RxStats::first_ns`/`last_ns`).
     first_at: Option<Instant>,
     last_at: Option<Instant>,
-    pub ack_queued: bool,
-    pub nak_queued: bool,
+    pub counts: RxCounts,
+    key: RxKey,
     latency: Histogram,
     message_latency: Histogram,
-    pub stats: RxStats,
+}
+
+/// The counters of [`RxStats`] (its other fields are the key's, or computed when read).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RxCounts {
+    pub received_packets: u64,
+    pub received_bytes: u64,
+    pub messages_received: u64,
+    pub acks_sent: u64,
+    pub ce_packets: u64,
+    pub cnps_sent: u64,
+    pub out_of_order: u64,
+    pub duplicates: u64,
+    pub psn_gaps: u64,
+    pub naks_sent: u64,
+    pub flow_id: u32,
 }
 
 impl RxQp {
@@ -188,7 +210,8 @@ impl RxQp {
             nak_queued: false,
             latency: Histogram::new(),
             message_latency: Histogram::new(),
-            stats: RxStats { src_ip: Some(key.src_ip), qp: key.qp, src_qp: key.src_qp, ..RxStats::default() },
+            counts: RxCounts::default(),
+            key,
         }
     }
 
@@ -237,7 +260,7 @@ impl RxQp {
         params: &RxParams,
     ) -> RxOutcome {
         let mut out = RxOutcome::default();
-        let s = &mut self.stats;
+        let s = &mut self.counts;
         s.flow_id = header.flow_id;
         s.received_packets += 1;
         self.first_at.get_or_insert(now);
@@ -304,11 +327,28 @@ impl RxQp {
     /// An ACK is about to go out.
     pub fn ack_sent(&mut self) {
         self.since_ack = 0;
-        self.stats.acks_sent += 1;
+        self.counts.acks_sent += 1;
     }
 
     pub fn stats(&self) -> RxStats {
-        let mut s = self.stats.clone();
+        let c = &self.counts;
+        let mut s = RxStats {
+            src_ip: Some(self.key.src_ip),
+            qp: self.key.qp,
+            src_qp: self.key.src_qp,
+            flow_id: c.flow_id,
+            received_packets: c.received_packets,
+            received_bytes: c.received_bytes,
+            messages_received: c.messages_received,
+            out_of_order: c.out_of_order,
+            duplicates: c.duplicates,
+            psn_gaps: c.psn_gaps,
+            acks_sent: c.acks_sent,
+            naks_sent: c.naks_sent,
+            ce_packets: c.ce_packets,
+            cnps_sent: c.cnps_sent,
+            ..RxStats::default()
+        };
         s.expected_psn = self.expected;
         s.latency = self.latency.summary();
         s.message_latency = self.message_latency.summary();

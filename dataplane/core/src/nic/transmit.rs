@@ -2,7 +2,7 @@
 //! then data round-robin among the flows that may send).
 
 use super::flow::Local;
-use super::packet::{self, Envelope};
+use super::packet::{self, Buffer, Envelope};
 use super::probe;
 use super::{
     ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_FRAMES, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
@@ -115,8 +115,9 @@ impl Nic {
     /// on the sending side) come back through [`Nic::recycle`], so a simulated host builds most frames
     /// without an allocation; best fit keeps the large buffers for data frames (an ACK built in the last
     /// buffer received, whatever its size, left data frames to grow small ones: an allocation and a
-    /// copy).
-    fn spare_frame(&mut self, len: usize) -> Vec<u8> {
+    /// copy). Of equal ones, the oldest (taking the latest instead, whose headers were just read, added
+    /// 2% to the Clos shuffle's resident memory early in the run).
+    fn spare_frame(&mut self, len: usize) -> Buffer {
         // Nor more than twice as large: an ACK built in a data frame's buffer carries 4 KiB across the
         // fabric and back into another NIC's spares (with no buffer clogging the spares, that raised the
         // Clos shuffle's resident memory by a quarter).
@@ -126,7 +127,7 @@ impl Nic {
             .map(|(i, _)| i);
         match best {
             Some(i) => self.spare_frames.swap_remove(i),
-            None => Vec::with_capacity(len),
+            None => Buffer::any(Vec::with_capacity(len)),
         }
     }
 
@@ -137,20 +138,36 @@ impl Nic {
         (l2 + packet::IP_OVERHEAD + payload).max(ethernet::MIN_FRAME_LEN)
     }
 
-    /// Takes back a frame the NIC has handled, to build a later one in. A buffer too small for any frame
-    /// the NIC builds in one (a received PFC frame's 60 bytes) is not kept: a host of a congested fabric
-    /// receives PFC frames by the thousand, and sixteen of them filled the spares for good, so that every
-    /// data frame was allocated and zeroed anew.
+    /// Takes back a frame the NIC has handled, to build a later one in; its bytes are read when that
+    /// frame is built (only zeros need no write). A buffer too small for any frame the NIC builds in one
+    /// (a received PFC frame's 60 bytes) is not kept: a host of a congested fabric receives PFC frames by
+    /// the thousand, and sixteen of them filled the spares for good, so that every data frame was
+    /// allocated and zeroed anew.
     /// When the spares are full the oldest goes, so that no buffer the NIC never picks (of a size between
     /// its frames') stays for good either.
     pub fn recycle(&mut self, frame: Vec<u8>) {
-        if frame.capacity() < CONTROL_LEN {
+        self.keep_spare(Buffer::any(frame));
+    }
+
+    /// [`Nic::recycle`] for a frame built by this crate's NICs (forwarded, perhaps, by its switches), as
+    /// every frame a NIC receives in a simulation of these models is: zeros past its first
+    /// [`packet::ZERO_PADDED_FROM`] bytes, which a frame built in it then need not read (debug builds
+    /// check them here). A data frame's 4 KiB were read back for every frame built in them, long after
+    /// their last use: 64 cache misses a frame in the 128-host shuffle.
+    pub fn recycle_zero_padded(&mut self, frame: Vec<u8>) {
+        if frame.capacity() >= CONTROL_LEN {
+            self.keep_spare(Buffer::zero_padded(frame));
+        }
+    }
+
+    fn keep_spare(&mut self, buffer: Buffer) {
+        if buffer.capacity() < CONTROL_LEN {
             return;
         }
         if self.spare_frames.len() >= SPARE_FRAMES {
             self.spare_frames.remove(0);
         }
-        self.spare_frames.push(frame);
+        self.spare_frames.push(buffer);
     }
 
     fn local(&self) -> Local {
@@ -233,7 +250,7 @@ impl Nic {
                     if rx.nak_psn != Some(rx.expected) {
                         return None;
                     }
-                    rx.stats.naks_sent += 1;
+                    rx.counts.naks_sent += 1;
                     (rx.expected, Aeth::nak_sequence_error(rx.msn()))
                 } else {
                     rx.ack_queued = false;
@@ -252,7 +269,7 @@ impl Nic {
                 };
                 let bth = packet::bth(Opcode::RcAck, rx.requester_qp, psn, false);
                 let frame =
-                    packet::rocev2_frame_in(self.spare_frame(CONTROL_LEN), &env, &bth, Aeth::LEN, |p| {
+                    packet::rocev2_frame_on(self.spare_frame(CONTROL_LEN), &env, &bth, Aeth::LEN, |p| {
                         aeth.emit(p)
                     });
                 if is_nak {
@@ -289,7 +306,7 @@ impl Nic {
                 let gateway = self.cfg.gateway_mac;
                 let np = self.cfg.np;
                 let rx = self.receivers.get_mut(&key)?;
-                rx.stats.cnps_sent += 1;
+                rx.counts.cnps_sent += 1;
                 let env = Envelope {
                     dst_mac: gateway.unwrap_or(rx.peer_mac),
                     priority: np.cnp_priority,
@@ -301,7 +318,7 @@ impl Nic {
                 };
                 let bth = packet::bth(Opcode::Cnp, rx.requester_qp, 0, false);
                 self.counters.tx_cnp_frames += 1;
-                Some(packet::rocev2_frame_in(
+                Some(packet::rocev2_frame_on(
                     self.spare_frame(CONTROL_LEN),
                     &env,
                     &bth,
