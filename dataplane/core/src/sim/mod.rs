@@ -614,9 +614,9 @@ impl Sim {
             }
         }
         let mut group_weight = vec![0u64; n];
-        for id in 0..n {
+        for (id, w) in weight.iter().enumerate() {
             let r = root(&mut group, id);
-            group_weight[r] += weight[id];
+            group_weight[r] += w;
         }
         let total: u64 = group_weight.iter().sum();
         // Groups by their first node, cut into `parts` runs of about total / parts each.
@@ -688,7 +688,7 @@ impl Sim {
             for std::cmp::Reverse((at, order, (n, port), frame)) in part.injected.drain() {
                 injected.push((at, order, Endpoint::new(part.ids[n as usize], port), frame));
             }
-            events.extend(part.events.drain(..));
+            events.append(&mut part.events);
             self.now = self.now.max(part.now);
         }
         debug_assert!(events.is_empty(), "parts are reassigned between runs");

@@ -286,7 +286,7 @@ impl Part {
                     let to = self.wires[w as usize].to;
                     loop {
                         let frames = &mut self.wires[w as usize].frames;
-                        if !frames.front().is_some_and(|f| f.at <= now) {
+                        if frames.front().is_none_or(|f| f.at > now) {
                             break;
                         }
                         let f = frames.pop_front().expect("peeked");

@@ -444,10 +444,6 @@ impl Switch {
                 ip.dst_addr
             );
         }
-        #[cfg(test)]
-        {
-            self.flows.hits += 1;
-        }
         // What the full way does with such a frame once decided: MACs and TTL, counters, the queue.
         // The same 34 bytes, now to write: the MACs straight from the entry, then the TTL with its
         // checksum (RFC 1624), before the counters, so that nothing of the entry waits in a register.
@@ -457,6 +453,10 @@ impl Switch {
         macs_out[..12].copy_from_slice(&flow.macs);
         wire::ipv4::decrement_ttl_fixed(header.try_into().expect("20 bytes"));
         let (out, vid, class) = (flow.out, flow.vid, flow.class);
+        #[cfg(test)]
+        {
+            self.flows.hits += 1;
+        }
         let len = frame.len() as u64;
         self.ledger.received += 1;
         let counters = &mut self.ports[port.index()].counters;
