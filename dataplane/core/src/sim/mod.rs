@@ -16,7 +16,7 @@
 //!   asked for comes, never otherwise. Frames arriving at one instant are delivered in the order their links
 //!   were added and nodes at one instant are visited in id order: the same inputs (and seed) give the same
 //!   run, on every machine.
-//! - A simulation may be split into parts ([`Sim::partition`], [`part`]) that run side by side in windows
+//! - A simulation may be split into parts ([`Sim::partition`], [`Part`]) that run side by side in windows
 //!   as long as the shortest link delay between them: the same run, whether the parts run one after another
 //!   ([`Sim::run_until`]) or on threads (the caller's: this crate has none; [`Sim::begin_run`]).
 
