@@ -170,6 +170,8 @@ pub fn run_observed(
     // A capture sees every frame of its link in the order sent: a captured run is one part.
     let threads =
         if captures.is_empty() { super::parallel::partition(&mut f.sim, options.threads) } else { 1 };
+    // The report reads no XON (`collect_events`): a congested fabric makes one per pause.
+    f.sim.keep_events(|e| !matches!(e, Event::PfcXon { .. }));
     super::parallel::run_until(&mut f.sim, Instant::from_ns(ORIGIN_NS - 1));
     loop {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);

@@ -218,6 +218,7 @@ pub struct Sim {
     tap: Option<Tap>,
     captures: Vec<Capture>,
     ties: TieOrder,
+    keep: Option<fn(&Event) -> bool>,
     /// Wake-ups and arrivals handled (the simulator's events).
     pub wakeups: u64,
     /// Record every frame sent and delivered in [`Sim::sent`] and [`Sim::delivered`].
@@ -252,6 +253,7 @@ impl Sim {
             tap: None,
             captures: Vec::new(),
             ties: TieOrder::default(),
+            keep: None,
             wakeups: 0,
             keep_log: false,
             sent: Vec::new(),
@@ -278,6 +280,15 @@ impl Sim {
         self.ties = ties;
         for p in &mut self.parts {
             p.ties = ties;
+        }
+    }
+
+    /// Keeps only the nodes' events `keep` accepts in [`Sim::events`] from now on (a congested fabric's
+    /// switches make an XOFF or XON event per pause; a caller that reads none of them need not hold them).
+    pub fn keep_events(&mut self, keep: fn(&Event) -> bool) {
+        self.keep = Some(keep);
+        for p in &mut self.parts {
+            p.keep = Some(keep);
         }
     }
 
@@ -560,10 +571,16 @@ impl Sim {
         if self.parts.len() == 1 {
             self.events.extend(self.parts[0].events.drain(..).map(|(t, _, id, e)| (t, id, e)));
         } else {
-            let mut merged: Vec<_> = self.parts.iter_mut().flat_map(|p| p.events.drain(..)).collect();
-            // Each part's events are in (time, round, node) order; the parts' together, stably.
-            merged.sort_by_key(|&(t, round, id, _)| (t, round, id));
-            self.events.extend(merged.into_iter().map(|(t, _, id, e)| (t, id, e)));
+            // Each part's events are in (time, round, node) order: merged, not sorted (one pass).
+            let mut lists: Vec<_> = self.parts.iter_mut().map(|p| p.events.drain(..).peekable()).collect();
+            loop {
+                let next = (lists.iter_mut().enumerate())
+                    .filter_map(|(i, l)| l.peek().map(|&(t, round, id, _)| ((t, round, id), i)))
+                    .min();
+                let Some((_, i)) = next else { break };
+                let (t, _, id, e) = lists[i].next().expect("peeked");
+                self.events.push((t, id, e));
+            }
         }
     }
 
@@ -696,6 +713,7 @@ impl Sim {
         self.parts = (0..count as u32).map(Part::new).collect();
         for p in &mut self.parts {
             p.ties = self.ties;
+            p.keep = self.keep;
         }
         for (id, slot) in devices.into_iter().enumerate() {
             let (device, stopped) = slot.expect("every node is in a part");

@@ -128,6 +128,8 @@ pub struct Part {
     pub(super) outbox: Vec<Crossing>,
     pub(super) wakeups: u64,
     pub(super) ties: TieOrder,
+    /// Which nodes' events are kept ([`super::Sim::keep_events`]); all when `None`.
+    pub(super) keep: Option<fn(&Event) -> bool>,
 }
 
 impl Part {
@@ -152,6 +154,7 @@ impl Part {
             outbox: Vec::new(),
             wakeups: 0,
             ties: TieOrder::default(),
+            keep: None,
         }
     }
 
@@ -364,7 +367,9 @@ impl Part {
             from = port + 1;
         }
         while let Some(event) = with_node!(&mut self.devices[i], node => Node::poll_event(node)) {
-            self.events.push((now, self.round, self.ids[i], event));
+            if self.keep.is_none_or(|keep| keep(&event)) {
+                self.events.push((now, self.round, self.ids[i], event));
+            }
         }
         self.reschedule(n);
     }
