@@ -11,7 +11,7 @@ use crate::lab::topology::resolve_switch_config;
 use anyhow::bail;
 use lossless_dataplane::io::runtime::TimedEvent;
 use lossless_dataplane::model::config::ConfigDb;
-use lossless_dataplane::model::{Event, PortId};
+use lossless_dataplane::model::{Event, PfcEvents, PortId};
 use lossless_dataplane::rocehost::report::{Report, RunStart};
 use lossless_dataplane::server::{CountersSnapshot, event_to_proto, fdb_to_proto, neighbors_to_proto};
 use lossless_dataplane::sim::{Device, Endpoint};
@@ -170,7 +170,11 @@ pub fn run_observed(
     // A capture sees every frame of its link in the order sent: a captured run is one part.
     let threads =
         if captures.is_empty() { super::parallel::partition(&mut f.sim, options.threads) } else { 1 };
-    // The report reads no XON (`collect_events`): a congested fabric makes one per pause.
+    // The report reads each switch's first XOFF and no XON (`collect_events`): a congested fabric makes
+    // one of each per pause, so the switches raise no others.
+    for &id in f.switches.values() {
+        f.sim.switch(id).set_pfc_events(PfcEvents::FirstXoff);
+    }
     f.sim.keep_events(|e| !matches!(e, Event::PfcXon { .. }));
     super::parallel::run_until(&mut f.sim, Instant::from_ns(ORIGIN_NS - 1));
     loop {

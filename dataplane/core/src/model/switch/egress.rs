@@ -286,7 +286,10 @@ impl Switch {
         let before = self.ports[port.index()].pfc.asserted();
         self.ports[port.index()].pfc.assert_xoff(prios);
         self.touch_port(port);
-        if before & prios != prios {
+        if before & prios != prios && self.pfc_events != PfcEvents::None {
+            if self.pfc_events == PfcEvents::FirstXoff {
+                self.pfc_events = PfcEvents::None;
+            }
             self.push_event(Event::PfcXoff { port: self.port_name(port), pg });
         }
     }
@@ -296,7 +299,9 @@ impl Switch {
         if self.ports[port.index()].pfc.asserted() & prios != 0 {
             self.ports[port.index()].pfc.release_xoff(prios);
             self.touch_port(port);
-            self.push_event(Event::PfcXon { port: self.port_name(port), pg });
+            if self.pfc_events == PfcEvents::All {
+                self.push_event(Event::PfcXon { port: self.port_name(port), pg });
+            }
         }
     }
 
@@ -331,7 +336,8 @@ impl Switch {
         let qos = &self.config.qos[port.index()];
         let pgs =
             (0..8).filter(|&p| stale & enabled & (1 << p) != 0).fold(0u8, |m, p| m | 1 << qos.pfc_to_pg[p]);
-        for pg in (0..8u8).filter(|&g| pgs & (1 << g) != 0) {
+        let report = self.pfc_events == PfcEvents::All;
+        for pg in (0..8u8).filter(|&g| report && pgs & (1 << g) != 0) {
             self.push_event(Event::PfcXon { port: self.port_name(port), pg });
         }
     }
@@ -440,10 +446,20 @@ impl Switch {
             Nanos::from_ns(mac_control::quanta_to_ns(quanta, speed)) * u64::from(refresh_percent) / 100;
         let state = &mut self.ports[port.index()];
         let repr = state.pfc.poll_frame(now, quanta, refresh)?;
-        let mut frame = vec![0u8; mac_control::FRAME_LEN];
+        let mut frame = self.control_frames.pop().unwrap_or_default();
+        frame.clear();
+        frame.resize(mac_control::FRAME_LEN, 0);
         MacControlRepr::Pfc(repr).emit_frame(mac, &mut frame);
         state.egress.occupy_line(now, frame.len());
         Some(Transmit { frame, queue: None })
+    }
+
+    /// Keeps a MAC Control frame the switch consumed, to build a PFC frame of its own in: in a fabric of
+    /// switches pausing each other, PFC frames then cost no allocation.
+    pub(super) fn keep_control_frame(&mut self, frame: Vec<u8>) {
+        if self.control_frames.len() < CONTROL_FRAMES && frame.capacity() >= mac_control::FRAME_LEN {
+            self.control_frames.push(frame);
+        }
     }
 
     /// The earliest instant at which something is due on a port: a PFC frame, or a queue that becomes

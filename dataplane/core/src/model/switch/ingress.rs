@@ -55,6 +55,7 @@ impl Switch {
             // PFC/PAUSE are consumed by the MAC, never forwarded, and not counted as RX_OK.
             self.ports[port.index()].counters.rx_mac_control += 1;
             self.receive_mac_control(port, repr, now);
+            self.keep_control_frame(frame);
             return self.trap(port);
         }
         let counters = &mut self.ports[port.index()].counters;

@@ -261,6 +261,28 @@ pub struct Switch {
     link_changes: u64,
     /// Drops recorded for a capture (`None`: not recording; see [`Switch::record_drops`]).
     drop_log: Option<Vec<DropRecord>>,
+    /// Which PFC transitions become events ([`Switch::set_pfc_events`]).
+    pfc_events: PfcEvents,
+    /// MAC Control frames received, kept to send PFC frames in (at most [`CONTROL_FRAMES`]).
+    control_frames: Vec<Vec<u8>>,
+}
+
+/// How many received MAC Control frames a switch keeps for its own PFC frames: one per port of a 16-port
+/// switch pausing and resuming at once is plenty; more would only hold memory.
+const CONTROL_FRAMES: usize = 16;
+
+/// Which PFC transitions a switch reports as [`Event`]s ([`Switch::set_pfc_events`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PfcEvents {
+    /// Every XOFF and XON (what a lab's event stream carries).
+    #[default]
+    All,
+    /// The next XOFF only, then none, and no XON: when PFC began on the switch, which is all a simulation's
+    /// report reads. A congested fabric raises and clears XOFF at every pause (some 170,000 times per
+    /// virtual ms in a 128-host Clos shuffle), and each event carries its port's name.
+    FirstXoff,
+    /// No PFC events.
+    None,
 }
 
 /// One frame (or egress copy) the switch dropped, for a capture of drops: where it was counted and why.
@@ -322,7 +344,15 @@ impl Switch {
             wd_masks: Vec::new(),
             link_changes: 0,
             drop_log: None,
+            pfc_events: PfcEvents::All,
+            control_frames: Vec::new(),
         }
+    }
+
+    /// Chooses which PFC transitions become events from now on (all by default). It outlasts
+    /// configurations; the counters and the PFC frames themselves are the same in every choice.
+    pub fn set_pfc_events(&mut self, report: PfcEvents) {
+        self.pfc_events = report;
     }
 
     /// Starts (or stops) recording every drop with its reason, for a capture of dropped frames: a driver

@@ -88,6 +88,47 @@ fn a_port_asserts_pfc_while_its_pg_is_in_xoff_and_its_link_is_up() {
     assert_eq!((sw.mmu().xoff_pgs(e0), sw.pfc_state(e0).unwrap().0), (0, 0));
 }
 
+/// Fills Ethernet0's PG 3 to XOFF behind a held Ethernet8 queue 3, then drains it to XON, `cycles` times:
+/// (PFC frames Ethernet0 sent, XOFF events, XON events).
+fn pause_cycles(sw: &mut Switch, cycles: u32) -> (u32, usize, usize) {
+    let (e0, e8) = (sw.port_id("Ethernet0").unwrap(), sw.port_id("Ethernet8").unwrap());
+    let (mut frames, mut xoff, mut xon) = (0, 0, 0);
+    let mut t = 2_000;
+    for _ in 0..cycles {
+        sw.set_queue_hold(e8, 3, true);
+        while sw.mmu().xoff_pgs(e0) & (1 << 3) == 0 {
+            sw.handle_frame(e0, lossless_frame(), Instant::from_ns(t));
+        }
+        sw.set_queue_hold(e8, 3, false);
+        while sw.port_backlog(e8) > 0 || sw.mmu().xoff_pgs(e0) != 0 {
+            t += 1_000;
+            sw.poll_transmit(e8, Instant::from_ns(t));
+            frames += u32::from(sw.poll_transmit(e0, Instant::from_ns(t)).is_some());
+        }
+        t += 1_000;
+        frames += u32::from(sw.poll_transmit(e0, Instant::from_ns(t)).is_some());
+        for e in std::iter::from_fn(|| sw.poll_event()) {
+            xoff += usize::from(matches!(e, Event::PfcXoff { pg: 3, .. }));
+            xon += usize::from(matches!(e, Event::PfcXon { pg: 3, .. }));
+        }
+    }
+    (frames, xoff, xon)
+}
+
+#[test]
+fn a_switch_told_to_report_the_first_xoff_only_pauses_the_same() {
+    // What a simulation asks of its switches (`PfcEvents::FirstXoff`): one XOFF event, no XON; the PFC
+    // frames on the wire are those of a switch reporting every transition.
+    let mut all = switch_with_host();
+    let (frames, xoff, xon) = pause_cycles(&mut all, 3);
+    assert_eq!((xoff, xon), (3, 3), "every transition reported by default");
+    assert!(frames >= 6, "an XOFF and an XON frame per cycle: {frames}");
+    let mut first = switch_with_host();
+    first.set_pfc_events(PfcEvents::FirstXoff);
+    assert_eq!(pause_cycles(&mut first, 3), (frames, 1, 0));
+    assert_eq!(first.counters().ports, all.counters().ports, "the same counters");
+}
+
 /// Where the routed lossless frame of [`lossless_frame`] leaves, after it was handed to Ethernet0:
 /// (egress port, destination MAC), or `None` if it left nowhere.
 fn route_one(sw: &mut Switch, now: Instant) -> Option<(PortId, EthernetAddress)> {
