@@ -29,7 +29,7 @@
 //!
 //! The table's memory is what a switch of a large simulated fabric pays for it in cache misses, so it is
 //! sized by the flows the switch forwards, not by a fixed worst case: an index of 16-byte slots (key,
-//! epoch, decision number), four to a cache line, that doubles when half full, and the decisions apart,
+//! decision number), four to a cache line, that doubles when half full, and the decisions apart,
 //! each kept once however many (port, destination) pairs share it. A probe reads one line of the index
 //! and one decision from a pool of a few hundred, where the fixed table of 4,096 80-byte entries read
 //! two lines of 320 KiB per switch.
@@ -92,14 +92,15 @@ impl std::hash::Hash for FlowAction {
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(16))]
 struct Slot {
+    /// [`UNUSED_KEY`] in an unused slot.
     key: u64,
-    /// The slot holds an entry only when this is the table's [`FlowTable::epoch`].
-    epoch: u32,
     /// An index into [`FlowTable::actions`], or [`GROUP`] | an index into [`FlowTable::groups`].
     entry: u32,
 }
 
-const UNUSED: Slot = Slot { key: 0, epoch: 0, entry: 0 };
+/// No flow's key: a key's bits 38 and 39 are always 0 (a DSCP is below 64).
+const UNUSED_KEY: u64 = u64::MAX;
+const UNUSED: Slot = Slot { key: UNUSED_KEY, entry: 0 };
 
 /// A next-hop group's members: `members[start..start + len]`.
 #[derive(Debug, Clone, Copy)]
@@ -119,23 +120,20 @@ struct Member {
 }
 
 /// The flow entries. All of them were computed under one [`Stamp`] (the switch's when they were made):
-/// when the switch's stamp moves on, the table starts a new epoch, and a slot of an older epoch is
-/// unused; that is what an entry's own stamp was checked for, without 24 bytes in every slot. The index
-/// is open-addressed (linear probing): within an epoch nothing is removed, so a probe stops at the first
-/// unused slot. The decisions are interned: the 2,000 entries of a Clos spine share a few hundred
+/// when the switch's stamp moves on, the table forgets them all (a new epoch: every slot marked unused,
+/// which costs far less than computing the entries again); that is what an entry's own stamp was
+/// checked for, without 24 bytes in every slot. The index is open-addressed (linear probing): within
+/// an epoch nothing is removed, so a probe stops at the first unused slot. (Slots used to carry the
+/// epoch they were made in, so that a new one marked none of them; that was a second comparison per
+/// probe, and a register.) The decisions are interned: the 2,000 entries of a Clos spine share a few hundred
 /// actions (one per ingress port, egress port and class), a leaf's 1,000 group entries a few groups.
 #[derive(Debug, Default)]
 pub(super) struct FlowTable {
     /// Empty until the first insert; a power of two at least [`MIN_SLOTS`] long from then on.
     slots: Vec<Slot>,
-    /// 64 less the log2 of `slots.len()` (the home slot is the top bits of the key's hash), kept rather
-    /// than computed per probe; 0 while `slots` is empty (any slot is then out of it).
-    shift: u32,
-    /// Slots holding an entry of this epoch.
+    /// Slots holding an entry.
     live: usize,
-    /// Counts up from 1 (0 marks a slot never used); the stamp its entries were computed under.
-    epoch: u32,
-    /// [`Stamp::NEVER`] until the first entry.
+    /// What the entries were computed under; [`Stamp::NEVER`] until the first entry.
     stamp: Stamp,
     /// This epoch's distinct decisions, and where each is (to intern a new entry's).
     actions: Vec<FlowAction>,
@@ -161,19 +159,26 @@ enum Entry {
 
 /// The index key of a frame's flow, from the 34-byte head `wire::transit::untagged_ipv4_head` returned:
 /// its ingress port, IPv4 destination and DSCP. The destination is taken as it lies in memory (a key
-/// only has to tell flows apart), which spares a byte swap per frame.
+/// only has to tell flows apart), which spares a byte swap per frame, in the low 32 bits (see
+/// `slot_of`). Keys of distinct flows differ while port indices are below 2^24 (a switch's port
+/// states alone would take 80 GB beyond that).
 #[inline]
 fn flow_key(port: PortId, head: &[u8; 34]) -> u64 {
+    debug_assert!(port.index() < 1 << 24, "port index {}", port.index());
     let header = wire::transit::ip_header(head);
     let dst = u32::from_ne_bytes([header[16], header[17], header[18], header[19]]);
-    u64::from(dst) << 32 | (port.index() as u64) << 8 | u64::from(header[1] >> 2)
+    ((port.index() as u64) << 8 | u64::from(header[1] >> 2)) << 32 | u64::from(dst)
 }
 
-/// The home slot of `key` in an index of `2^(64 - shift)` slots.
+/// The home slot of `key` in an index of `mask + 1` slots (a power of two, at most [`MAX_SLOTS`]).
 #[inline]
-fn slot_of(key: u64, shift: u32) -> usize {
-    // Fibonacci hashing (the top bits of the product depend on every bit of the key).
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+fn slot_of(key: u64, mask: usize) -> usize {
+    // Fibonacci hashing: the top bits of the product, by a fixed shift (a shift by the index's size
+    // needed the count register, and moves around it), then the low bits of those. Bit i of the
+    // product depends on the key's bits up to i: the shift keeps bits 50 and up, which depend on the
+    // destination (the key's low 32 bits), the DSCP and the port's low bits whatever the index's size.
+    const SHIFT: u32 = 64 - MAX_SLOTS.trailing_zeros();
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> SHIFT) as usize & mask
 }
 
 /// The fields of an untagged IPv4 frame without options the fast path reads, when its lengths hold as
@@ -238,15 +243,15 @@ impl FlowTable {
             return None;
         }
         let mask = self.slots.len().wrapping_sub(1);
-        let mut at = slot_of(key, self.shift);
+        let mut at = slot_of(key, mask);
         // Never more than half full: an unused slot ends every probe.
         loop {
             let slot = self.slots.get(at)?;
-            if slot.epoch != self.epoch {
-                return None;
-            }
             if slot.key == key {
                 return Some(slot.entry);
+            }
+            if slot.key == UNUSED_KEY {
+                return None;
             }
             at = (at + 1) & mask;
         }
@@ -264,12 +269,7 @@ impl FlowTable {
     fn new_epoch(&mut self, stamp: Stamp) {
         self.stamp = stamp;
         self.live = 0;
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            // After 2^32 - 1 epochs a slot's epoch could come round again: mark every slot unused.
-            self.slots.fill(UNUSED);
-            self.epoch = 1;
-        }
+        self.slots.fill(UNUSED);
         self.actions.clear();
         self.action_ids.clear();
         self.groups.clear();
@@ -307,7 +307,7 @@ impl FlowTable {
                 GROUP | id
             }
         };
-        self.place(Slot { key, epoch: self.epoch, entry });
+        self.place(Slot { key, entry });
         entry
     }
 
@@ -323,22 +323,20 @@ impl FlowTable {
     /// Puts `slot` at the first unused slot from its key's home.
     fn place(&mut self, slot: Slot) {
         let mask = self.slots.len() - 1;
-        let mut at = slot_of(slot.key, self.shift);
-        while self.slots[at].epoch == self.epoch {
+        let mut at = slot_of(slot.key, mask);
+        while self.slots[at].key != UNUSED_KEY {
             at = (at + 1) & mask;
         }
         self.slots[at] = slot;
         self.live += 1;
     }
 
-    /// Doubles the index (from nothing: [`MIN_SLOTS`]), keeping this epoch's entries.
+    /// Doubles the index (from nothing: [`MIN_SLOTS`]), keeping its entries.
     fn grow(&mut self) {
         let len = (self.slots.len() * 2).max(MIN_SLOTS);
         let old = std::mem::replace(&mut self.slots, vec![UNUSED; len]);
-        self.shift = 64 - len.trailing_zeros();
         self.live = 0;
-        let epoch = self.epoch;
-        for slot in old.into_iter().filter(|s| s.epoch == epoch) {
+        for slot in old.into_iter().filter(|s| s.key != UNUSED_KEY) {
             self.place(slot);
         }
     }
@@ -509,7 +507,10 @@ impl Switch {
             self.flows.hits += 1;
         }
         let len = frame.len() as u64;
+        // Counted as forwarded before the call, taken back if `enqueue` drops it: nothing of the switch
+        // is needed after the call on the common way.
         self.ledger.received += 1;
+        self.ledger.forwarded += 1;
         let counters = &mut self.ports[port.index()].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
@@ -519,9 +520,8 @@ impl Switch {
         pg.packets += 1;
         pg.bytes += len;
         // What `deliver` does with one copy, without its iterator.
-        if self.enqueue(out, vid, frame, meta, now) {
-            self.ledger.forwarded += 1;
-        } else {
+        if !self.enqueue(out, vid, frame, meta, now) {
+            self.ledger.forwarded -= 1;
             self.ledger.dropped += 1;
         }
     }
