@@ -125,8 +125,9 @@ struct Member {
 /// checked for, without 24 bytes in every slot. The index is open-addressed (linear probing): within
 /// an epoch nothing is removed, so a probe stops at the first unused slot. (Slots used to carry the
 /// epoch they were made in, so that a new one marked none of them; that was a second comparison per
-/// probe, and a register.) The decisions are interned: the 2,000 entries of a Clos spine share a few hundred
-/// actions (one per ingress port, egress port and class), a leaf's 1,000 group entries a few groups.
+/// probe, and a register.) The decisions are interned: the 2,000 entries of a Clos spine share a few
+/// hundred actions (one per ingress port, egress port and class), a leaf's 1,000 group entries a few
+/// groups.
 #[derive(Debug, Default)]
 pub(super) struct FlowTable {
     /// Empty until the first insert; a power of two at least [`MIN_SLOTS`] long from then on.
