@@ -29,7 +29,7 @@
 //!
 //! The table's memory is what a switch of a large simulated fabric pays for it in cache misses, so it is
 //! sized by the flows the switch forwards, not by a fixed worst case: an index of 16-byte slots (key,
-//! epoch, decision number), four to a cache line, that doubles when half full, and the decisions apart,
+//! decision number), four to a cache line, that doubles when half full, and the decisions apart,
 //! each kept once however many (port, destination) pairs share it. A probe reads one line of the index
 //! and one decision from a pool of a few hundred, where the fixed table of 4,096 80-byte entries read
 //! two lines of 320 KiB per switch.
@@ -65,7 +65,9 @@ pub(super) struct FlowAction {
     pub(super) out: PortId,
     /// The VLAN it leaves in (a VLAN router interface), for the egress tag.
     pub(super) vid: Option<u16>,
-    pub(super) class: Classification,
+    /// What `enqueue` is given with the frame (the ingress port, the classification, no PCP): whole,
+    /// so that it is copied as it lies rather than put together from its fields per packet.
+    pub(super) meta: Meta,
     /// The neighbour's MAC then the egress interface's: the frame's first 12 bytes after routing.
     pub(super) macs: [u8; 12],
     /// The ingress router interface's MAC: a frame to any other MAC is not routed.
@@ -78,8 +80,9 @@ pub(super) struct FlowAction {
 
 impl std::hash::Hash for FlowAction {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        let Classification { tc, pg, queue_override, set_dscp, drop } = self.class;
-        (self.out, self.vid, tc, pg, queue_override, set_dscp, drop).hash(h);
+        let Meta { ingress, class, pcp } = self.meta;
+        let Classification { tc, pg, queue_override, set_dscp, drop } = class;
+        (self.out, self.vid, ingress, pcp, tc, pg, queue_override, set_dscp, drop).hash(h);
         (self.macs, self.router_mac, self.learn_vid, self.max_len).hash(h);
     }
 }
@@ -89,14 +92,15 @@ impl std::hash::Hash for FlowAction {
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(16))]
 struct Slot {
+    /// [`UNUSED_KEY`] in an unused slot.
     key: u64,
-    /// The slot holds an entry only when this is the table's [`FlowTable::epoch`].
-    epoch: u32,
     /// An index into [`FlowTable::actions`], or [`GROUP`] | an index into [`FlowTable::groups`].
     entry: u32,
 }
 
-const UNUSED: Slot = Slot { key: 0, epoch: 0, entry: 0 };
+/// No flow's key: a key's bits 38 and 39 are always 0 (a DSCP is below 64).
+const UNUSED_KEY: u64 = u64::MAX;
+const UNUSED: Slot = Slot { key: UNUSED_KEY, entry: 0 };
 
 /// A next-hop group's members: `members[start..start + len]`.
 #[derive(Debug, Clone, Copy)]
@@ -116,20 +120,22 @@ struct Member {
 }
 
 /// The flow entries. All of them were computed under one [`Stamp`] (the switch's when they were made):
-/// when the switch's stamp moves on, the table starts a new epoch, and a slot of an older epoch is
-/// unused; that is what an entry's own stamp was checked for, without 24 bytes in every slot. The index
-/// is open-addressed (linear probing): within an epoch nothing is removed, so a probe stops at the first
-/// unused slot. The decisions are interned: the 2,000 entries of a Clos spine share a few hundred
-/// actions (one per ingress port, egress port and class), a leaf's 1,000 group entries a few groups.
+/// when the switch's stamp moves on, the table forgets them all (a new epoch: every slot marked unused,
+/// which costs far less than computing the entries again); that is what an entry's own stamp was
+/// checked for, without 24 bytes in every slot. The index is open-addressed (linear probing): within
+/// an epoch nothing is removed, so a probe stops at the first unused slot. (Slots used to carry the
+/// epoch they were made in, so that a new one marked none of them; that was a second comparison per
+/// probe, and a register.) The decisions are interned: the 2,000 entries of a Clos spine share a few
+/// hundred actions (one per ingress port, egress port and class), a leaf's 1,000 group entries a few
+/// groups.
 #[derive(Debug, Default)]
 pub(super) struct FlowTable {
     /// Empty until the first insert; a power of two at least [`MIN_SLOTS`] long from then on.
     slots: Vec<Slot>,
-    /// Slots holding an entry of this epoch.
+    /// Slots holding an entry.
     live: usize,
-    /// Counts up from 1 (0 marks a slot never used); the stamp its entries were computed under.
-    epoch: u32,
-    stamp: Option<Stamp>,
+    /// What the entries were computed under; [`Stamp::NEVER`] until the first entry.
+    stamp: Stamp,
     /// This epoch's distinct decisions, and where each is (to intern a new entry's).
     actions: Vec<FlowAction>,
     action_ids: FxHashMap<FlowAction, u32>,
@@ -152,14 +158,28 @@ enum Entry {
     Group(Vec<(Option<PortId>, Option<FlowAction>)>),
 }
 
-fn flow_key(port: PortId, dst: u32, dscp: u8) -> u64 {
-    u64::from(dst) << 32 | (port.index() as u64) << 8 | u64::from(dscp)
+/// The index key of a frame's flow, from the 34-byte head `wire::transit::untagged_ipv4_head` returned:
+/// its ingress port, IPv4 destination and DSCP. The destination is taken as it lies in memory (a key
+/// only has to tell flows apart), which spares a byte swap per frame, in the low 32 bits (see
+/// `slot_of`). Keys of distinct flows differ while port indices are below 2^24 (a switch's port
+/// states alone would take 80 GB beyond that).
+#[inline]
+fn flow_key(port: PortId, head: &[u8; 34]) -> u64 {
+    debug_assert!(port.index() < 1 << 24, "port index {}", port.index());
+    let header = wire::transit::ip_header(head);
+    let dst = u32::from_ne_bytes([header[16], header[17], header[18], header[19]]);
+    ((port.index() as u64) << 8 | u64::from(header[1] >> 2)) << 32 | u64::from(dst)
 }
 
-/// The home slot of `key` in an index of `2^bits` slots.
-fn slot_of(key: u64, bits: u32) -> usize {
-    // Fibonacci hashing (the top bits of the product depend on every bit of the key).
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+/// The home slot of `key` in an index of `mask + 1` slots (a power of two, at most [`MAX_SLOTS`]).
+#[inline]
+fn slot_of(key: u64, mask: usize) -> usize {
+    // Fibonacci hashing: the top bits of the product, by a fixed shift (a shift by the index's size
+    // needed the count register, and moves around it), then the low bits of those. Bit i of the
+    // product depends on the key's bits up to i: the shift keeps bits 50 and up, which depend on the
+    // destination (the key's low 32 bits), the DSCP and the port's low bits whatever the index's size.
+    const SHIFT: u32 = 64 - MAX_SLOTS.trailing_zeros();
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> SHIFT) as usize & mask
 }
 
 /// The fields of an untagged IPv4 frame without options the fast path reads, when its lengths hold as
@@ -217,39 +237,40 @@ fn checksum_ok(header: &[u8; 20]) -> bool {
 
 impl FlowTable {
     /// The entry of `key` under `stamp`: an index into `actions`, or [`GROUP`] | an index into
-    /// `groups`. A new stamp starts a new epoch first.
+    /// `groups`. `None` under another stamp than the table's too (`at_stamp` then starts a new epoch).
     #[inline]
-    fn find(&mut self, key: u64, stamp: Stamp) -> Option<u32> {
-        if self.stamp != Some(stamp) {
-            self.new_epoch(stamp);
+    fn find(&self, key: u64, stamp: Stamp) -> Option<u32> {
+        if self.stamp != stamp {
             return None;
         }
         let mask = self.slots.len().wrapping_sub(1);
-        let mut at = slot_of(key, self.slots.len().trailing_zeros());
+        let mut at = slot_of(key, mask);
         // Never more than half full: an unused slot ends every probe.
         loop {
             let slot = self.slots.get(at)?;
-            if slot.epoch != self.epoch {
-                return None;
-            }
             if slot.key == key {
                 return Some(slot.entry);
             }
+            if slot.key == UNUSED_KEY {
+                return None;
+            }
             at = (at + 1) & mask;
+        }
+    }
+
+    /// Forgets every entry if they were computed under another stamp than `stamp`.
+    fn at_stamp(&mut self, stamp: Stamp) {
+        if self.stamp != stamp {
+            self.new_epoch(stamp);
         }
     }
 
     /// Forgets every entry: they were computed under another stamp.
     #[cold]
     fn new_epoch(&mut self, stamp: Stamp) {
-        self.stamp = Some(stamp);
+        self.stamp = stamp;
         self.live = 0;
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            // After 2^32 - 1 epochs a slot's epoch could come round again: mark every slot unused.
-            self.slots.fill(UNUSED);
-            self.epoch = 1;
-        }
+        self.slots.fill(UNUSED);
         self.actions.clear();
         self.action_ids.clear();
         self.groups.clear();
@@ -264,7 +285,7 @@ impl FlowTable {
             if self.slots.len() < MAX_SLOTS {
                 self.grow();
             } else {
-                self.new_epoch(self.stamp.expect("an entry has a stamp"));
+                self.new_epoch(self.stamp);
             }
         }
         let entry = match entry {
@@ -287,7 +308,7 @@ impl FlowTable {
                 GROUP | id
             }
         };
-        self.place(Slot { key, epoch: self.epoch, entry });
+        self.place(Slot { key, entry });
         entry
     }
 
@@ -303,21 +324,20 @@ impl FlowTable {
     /// Puts `slot` at the first unused slot from its key's home.
     fn place(&mut self, slot: Slot) {
         let mask = self.slots.len() - 1;
-        let mut at = slot_of(slot.key, self.slots.len().trailing_zeros());
-        while self.slots[at].epoch == self.epoch {
+        let mut at = slot_of(slot.key, mask);
+        while self.slots[at].key != UNUSED_KEY {
             at = (at + 1) & mask;
         }
         self.slots[at] = slot;
         self.live += 1;
     }
 
-    /// Doubles the index (from nothing: [`MIN_SLOTS`]), keeping this epoch's entries.
+    /// Doubles the index (from nothing: [`MIN_SLOTS`]), keeping its entries.
     fn grow(&mut self) {
         let len = (self.slots.len() * 2).max(MIN_SLOTS);
         let old = std::mem::replace(&mut self.slots, vec![UNUSED; len]);
         self.live = 0;
-        let epoch = self.epoch;
-        for slot in old.into_iter().filter(|s| s.epoch == epoch) {
+        for slot in old.into_iter().filter(|s| s.key != UNUSED_KEY) {
             self.place(slot);
         }
     }
@@ -326,7 +346,7 @@ impl FlowTable {
     /// (a member whose port is down is left out, unless all are): `None` for a member the fast path does
     /// not serve. As `Switch::ecmp_member` chooses.
     #[inline]
-    fn member(&self, group: u32, hash: u64, up: impl Fn(PortId) -> bool) -> Option<&FlowAction> {
+    fn member(&self, group: u32, hash: u64, up: impl Fn(PortId) -> bool) -> Option<u32> {
         let Group { start, len } = self.groups[(group & !GROUP) as usize];
         let members = &self.members[start as usize..(start + len) as usize];
         let live = |m: &&Member| m.port.is_none_or(&up);
@@ -336,113 +356,143 @@ impl FlowTable {
         } else {
             members.iter().filter(live).nth((hash % n_up as u64) as usize).expect("n_up > 0 members")
         };
-        self.actions.get(member.action as usize)
+        (member.action != NO_ACTION).then_some(member.action)
     }
 }
 
 impl Switch {
     /// Forwards `frame` by its flow entry, if it is a packet the fast path serves and every per-packet
-    /// check passes; else hands it back untouched for the full way.
-    pub(super) fn forward_by_flow(&mut self, port: PortId, frame: Vec<u8>, now: Instant) -> Option<Vec<u8>> {
+    /// check passes; else hands it, untouched, to the full way (`Switch::receive_full`).
+    ///
+    /// Everything but the common hit is out of line, each called last (a new flow's entry, a group's
+    /// member, a refresh of the source's FDB entry, the full way): nothing is kept across those calls,
+    /// so the common frame pays no stack frame and few saved registers for them.
+    #[inline(always)]
+    pub(super) fn forward_by_flow(&mut self, port: PortId, frame: Vec<u8>, now: Instant) {
         #[cfg(test)]
         if self.flows.disabled {
-            return Some(frame);
+            return self.receive_full(port, frame, now);
         }
         // Ethernet and the IPv4 header as one array: every read below at a fixed offset, unchecked.
-        let Some(head) = wire::transit::untagged_ipv4_head(&frame) else { return Some(frame) };
-        let (dst, dscp, ttl) = head_fields(head);
-        let key = flow_key(port, dst, dscp);
-        let stamp = self.next_hop_stamp();
-        let entry = match self.flows.find(key, stamp) {
-            Some(entry) => {
-                #[cfg(debug_assertions)]
-                if entry & GROUP == 0 {
-                    debug_assert_eq!(
-                        Some(self.flows.actions[entry as usize]),
-                        self.next_hop_uncached(IpAddr::V4(Ipv4Addr::from(dst)))
-                            .and_then(|hop| self.flow_action(port, dscp, hop)),
-                        "flow entry of port {port:?} to {} DSCP {dscp}",
-                        Ipv4Addr::from(dst)
-                    );
-                }
-                entry
-            }
-            None => {
-                // Only what the fast path serves is kept: a destination it does not serve is remembered
-                // by the next-hop cache, so it costs a probe there, not a computation per packet.
-                let entry = match self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) {
-                    Some(hop) => {
-                        let Some(action) = self.flow_action(port, dscp, hop) else { return Some(frame) };
-                        Entry::One(action)
-                    }
-                    None => {
-                        let Some(members) = self.group_members(port, dst, dscp) else { return Some(frame) };
-                        Entry::Group(members)
-                    }
-                };
-                self.flows.insert(key, entry)
-            }
+        let Some(head) = wire::transit::untagged_ipv4_head(&frame) else {
+            return self.receive_full(port, frame, now);
         };
-        let flow = if entry & GROUP == 0 {
-            &self.flows.actions[entry as usize]
-        } else {
-            let (src, protocol, (src_port, dst_port)) = hash_fields(&frame);
-            let flow = FlowKey {
-                src: IpAddr::V4(Ipv4Addr::from(src)),
-                dst: IpAddr::V4(Ipv4Addr::from(dst)),
-                protocol,
-                src_port,
-                dst_port,
-            };
-            let hash = flow.hash(self.config.switch.ecmp_hash_seed);
-            match self.flows.member(entry, hash, |p| self.ports[p.index()].oper_up) {
-                Some(action) => action,
-                None => return Some(frame),
-            }
+        let Some(entry) = self.flows.find(flow_key(port, head), self.next_hop_stamp()) else {
+            return self.forward_new_flow(port, frame, now);
         };
+        if entry & GROUP != 0 {
+            return self.forward_group(port, frame, now, entry);
+        }
+        #[cfg(debug_assertions)]
+        {
+            let (dst, dscp, _) = head_fields(head);
+            debug_assert_eq!(
+                Some(self.flows.actions[entry as usize]),
+                self.next_hop_uncached(IpAddr::V4(Ipv4Addr::from(dst)))
+                    .and_then(|hop| self.flow_action(port, dscp, hop)),
+                "flow entry of port {port:?} to {} DSCP {dscp}",
+                Ipv4Addr::from(dst)
+            );
+        }
+        self.forward_by_action::<false>(port, frame, now, entry, entry);
+    }
+
+    /// A frame of a group entry (`entry`): by the action of the member it hashes to, or the full way
+    /// when the fast path does not serve that member.
+    #[inline(never)]
+    fn forward_group(&mut self, port: PortId, frame: Vec<u8>, now: Instant, entry: u32) {
+        let (src, protocol, (src_port, dst_port)) = hash_fields(&frame);
+        let head = frame.first_chunk::<34>().expect("a frame the fast path read");
+        let (dst, _, _) = head_fields(head);
+        let flow = FlowKey {
+            src: IpAddr::V4(Ipv4Addr::from(src)),
+            dst: IpAddr::V4(Ipv4Addr::from(dst)),
+            protocol,
+            src_port,
+            dst_port,
+        };
+        let ports = &self.ports;
+        match self
+            .flows
+            .member(entry, flow.hash(self.config.switch.ecmp_hash_seed), |p| ports[p.index()].oper_up)
+        {
+            Some(action) => self.forward_by_action::<false>(port, frame, now, entry, action),
+            None => self.receive_full(port, frame, now),
+        }
+    }
+
+    /// A frame whose entry's action learns its source (an ingress VLAN): the refresh of its FDB entry is
+    /// a call, whose saved registers the other frames do not pay.
+    #[inline(never)]
+    fn forward_learning(&mut self, port: PortId, frame: Vec<u8>, now: Instant, entry: u32, action: u32) {
+        self.forward_by_action::<true>(port, frame, now, entry, action);
+    }
+
+    /// The per-packet checks of action `action` (an index into the table's actions; `entry` is what the
+    /// index gave, for debug builds' checks) and, when they pass, the frame forwarded by it. `LEARN`:
+    /// the source's FDB entry is refreshed here (else a learning action is handed to
+    /// `forward_learning`).
+    #[inline(always)]
+    fn forward_by_action<const LEARN: bool>(
+        &mut self,
+        port: PortId,
+        frame: Vec<u8>,
+        now: Instant,
+        entry: u32,
+        action: u32,
+    ) {
+        #[cfg(not(debug_assertions))]
+        let _ = entry;
+        let head = frame.first_chunk::<34>().expect("a frame the fast path read");
+        let flow = &self.flows.actions[action as usize];
         // The destination MAC as a 4- and a 2-byte word: one load and comparison each.
         let (mac_hi, mac_lo) = flow.router_mac.split_at(4);
         if frame.len() > flow.max_len as usize
             || head[..4] != *mac_hi
             || head[4..6] != *mac_lo
             || head[6] & 1 != 0
-            // The TTL read again where it lies (a copy would wait on the stack through the probe).
             || head[ethernet::HEADER_LEN + 8] <= 1
             || !checksum_ok(wire::transit::ip_header(head))
         {
-            return Some(frame);
+            return self.receive_full(port, frame, now);
         }
         if let Some(v) = flow.learn_vid {
+            if !LEARN {
+                return self.forward_learning(port, frame, now, entry, action);
+            }
             let src = EthernetAddress(head[6..12].try_into().expect("6 bytes"));
             // The only learning left to do: a refresh of the entry already on this port.
             if !self.fdb.refresh(v, src, port, now) {
-                return Some(frame);
+                return self.receive_full(port, frame, now);
             }
         }
-        debug_assert!(
-            wire::transit(&frame).is_ok_and(|v| v.vlan.is_none()
-                && v.dst_addr.0 == flow.router_mac
-                && v.ip.is_some_and(|ip| ip.dst_addr == IpAddr::from(Ipv4Addr::from(dst))
-                    && ip.dscp == dscp
-                    && ip.ttl == ttl)),
-            "the fixed-offset read disagrees with wire::transit"
-        );
         #[cfg(debug_assertions)]
-        if entry & GROUP != 0 {
-            let ip = wire::transit(&frame).ok().and_then(|v| v.ip).expect("an IPv4 packet");
-            let full = match self.derived.routes.lookup(ip.dst_addr) {
-                Some(RouteAction::NextHops(hops)) if hops.len() > 1 => {
-                    let (next_hop, rif) = self.ecmp_member(hops, &ip);
-                    self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop))
-                }
-                _ => None,
-            };
-            debug_assert_eq!(
-                Some(*flow),
-                full,
-                "ECMP member of port {port:?} to {} DSCP {dscp}",
-                ip.dst_addr
+        {
+            let (dst, dscp, ttl) = head_fields(head);
+            debug_assert!(
+                wire::transit(&frame).is_ok_and(|v| v.vlan.is_none()
+                    && v.dst_addr.0 == flow.router_mac
+                    && v.ip.is_some_and(|ip| ip.dst_addr == IpAddr::from(Ipv4Addr::from(dst))
+                        && ip.dscp == dscp
+                        && ip.ttl == ttl)),
+                "the fixed-offset read disagrees with wire::transit"
             );
+            if entry & GROUP != 0 {
+                let ip = wire::transit(&frame).ok().and_then(|v| v.ip).expect("an IPv4 packet");
+                let full = match self.derived.routes.lookup(ip.dst_addr) {
+                    Some(RouteAction::NextHops(hops)) if hops.len() > 1 => {
+                        let (next_hop, rif) = self.ecmp_member(hops, &ip);
+                        self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop))
+                    }
+                    _ => None,
+                };
+                debug_assert_eq!(
+                    Some(*flow),
+                    full,
+                    "ECMP member of port {port:?} to {} DSCP {dscp}",
+                    ip.dst_addr
+                );
+            }
         }
         // What the full way does with such a frame once decided: MACs and TTL, counters, the queue.
         // The same 34 bytes, now to write: the MACs straight from the entry, then the TTL with its
@@ -452,28 +502,57 @@ impl Switch {
         let (macs_out, header) = head.split_at_mut(ethernet::HEADER_LEN);
         macs_out[..12].copy_from_slice(&flow.macs);
         wire::ipv4::decrement_ttl_fixed(header.try_into().expect("20 bytes"));
-        let (out, vid, class) = (flow.out, flow.vid, flow.class);
+        let (out, vid, meta) = (flow.out, flow.vid, flow.meta);
         #[cfg(test)]
         {
             self.flows.hits += 1;
         }
         let len = frame.len() as u64;
+        // Counted as forwarded before the call, taken back if `enqueue` drops it: nothing of the switch
+        // is needed after the call on the common way.
         self.ledger.received += 1;
+        self.ledger.forwarded += 1;
         let counters = &mut self.ports[port.index()].counters;
         counters.rx_ok += 1;
         counters.rx_bytes += len;
         // A PG is below 8 (`classify` masks it): the mask spares the bounds check.
-        debug_assert!(class.pg < 8, "PG {}", class.pg);
-        let pg = &mut counters.pgs[usize::from(class.pg & 7)];
+        debug_assert!(meta.class.pg < 8, "PG {}", meta.class.pg);
+        let pg = &mut counters.pgs[usize::from(meta.class.pg & 7)];
         pg.packets += 1;
         pg.bytes += len;
         // What `deliver` does with one copy, without its iterator.
-        if self.enqueue(out, vid, frame, Meta { ingress: Some(port), class, pcp: None }, now) {
-            self.ledger.forwarded += 1;
-        } else {
+        if !self.enqueue(out, vid, frame, meta, now) {
+            self.ledger.forwarded -= 1;
             self.ledger.dropped += 1;
         }
-        None
+    }
+
+    /// A frame of the fast path's shape whose flow has no entry (or whose entries a new stamp just
+    /// forgot): its entry is made when the fast path serves it, and the frame forwarded by it; any
+    /// other frame goes the full way. Only what the fast path serves is kept: a destination it does not
+    /// serve is remembered by the next-hop cache, so it costs a probe there, not a computation per packet.
+    #[cold]
+    #[inline(never)]
+    fn forward_new_flow(&mut self, port: PortId, frame: Vec<u8>, now: Instant) {
+        let head = wire::transit::untagged_ipv4_head(&frame).expect("checked by forward_by_flow");
+        let (key, (dst, dscp, _)) = (flow_key(port, head), head_fields(head));
+        let stamp = self.next_hop_stamp();
+        self.flows.at_stamp(stamp);
+        let entry = match self.next_hop_kept(IpAddr::V4(Ipv4Addr::from(dst)), stamp) {
+            Some(hop) => match self.flow_action(port, dscp, hop) {
+                Some(action) => Entry::One(action),
+                None => return self.receive_full(port, frame, now),
+            },
+            None => match self.group_members(port, dst, dscp) {
+                Some(members) => Entry::Group(members),
+                None => return self.receive_full(port, frame, now),
+            },
+        };
+        // `find` has just missed the key under this stamp.
+        self.flows.insert(key, entry);
+        // Found now: the fast path's checks and forwarding, as for any later frame of the flow
+        // (`handle_frame` is `forward_by_flow`, inlined).
+        self.handle_frame(port, frame, now);
     }
 
     /// A group entry's members for packets with `dscp` arriving on `port` to `dst`, when its route is a
@@ -548,7 +627,7 @@ impl Switch {
         Some(FlowAction {
             out,
             vid,
-            class,
+            meta: Meta { ingress: Some(port), class, pcp: None },
             macs,
             router_mac: router_mac.0,
             learn_vid,

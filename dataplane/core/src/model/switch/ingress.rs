@@ -13,17 +13,17 @@ impl Switch {
         self.receive(port, frame, now);
     }
 
+    #[inline(always)]
     fn receive(&mut self, port: PortId, frame: Vec<u8>, now: Instant) {
-        // The common routed packet by its flow entry (`flow.rs`); anything else the full way.
-        if let Some(frame) = self.forward_by_flow(port, frame, now) {
-            self.receive_full(port, frame, now);
-        }
+        // The common routed packet by its flow entry (`flow.rs`), which hands anything else to
+        // `receive_full`.
+        self.forward_by_flow(port, frame, now);
     }
 
     /// Every frame the fast path does not take. Kept out of line: inlined, its stack frame and saved
     /// registers were paid by every frame, the fast path's included.
     #[inline(never)]
-    fn receive_full(&mut self, port: PortId, mut frame: Vec<u8>, now: Instant) {
+    pub(super) fn receive_full(&mut self, port: PortId, mut frame: Vec<u8>, now: Instant) {
         let Some(port_cfg) = self.config.ports.get(port.index()) else { return };
         self.ledger.received += 1;
         let len = frame.len() as u64;

@@ -177,7 +177,7 @@ fn updown(up: bool) -> &'static str {
 }
 
 /// Per-packet metadata decided at ingress.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Meta {
     ingress: Option<PortId>,
     class: Classification,

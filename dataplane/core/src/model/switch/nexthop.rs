@@ -45,6 +45,17 @@ pub(super) struct NextHop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Stamp(u64);
 
+impl Stamp {
+    /// A stamp no switch has (the sum of its counts never comes near `u64::MAX`): an empty table's.
+    pub(super) const NEVER: Stamp = Stamp(u64::MAX);
+}
+
+impl Default for Stamp {
+    fn default() -> Self {
+        Stamp::NEVER
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     dst: IpAddr,
