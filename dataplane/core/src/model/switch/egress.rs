@@ -2,7 +2,7 @@
 //! holds and the PFC watchdog's actions.
 
 use super::*;
-use crate::model::mmu::{Allocation, Refusal, WatermarkKind};
+use crate::model::mmu::{Admitted, Allocation, Refusal, WatermarkKind, WredHint};
 use crate::model::scheduler::Queued;
 use crate::model::watchdog::{QueueObservation, Transition};
 use crate::model::wred::{self, Colour, WredAction};
@@ -116,7 +116,7 @@ impl Switch {
         }
         let cells = self.mmu.cells_for(frame.len());
         let ingress = meta.ingress.map(|p| (p, class.pg));
-        let (alloc, xoff) = match self.mmu.admit(cells, ingress, (out, queue)) {
+        let Admitted { alloc, xoff, wred } = match self.mmu.admit(cells, ingress, (out, queue)) {
             Ok(admitted) => admitted,
             Err(Refusal::Ingress) => {
                 let port = meta.ingress.expect("only an ingress PG refuses at ingress");
@@ -145,9 +145,56 @@ impl Switch {
             raised.clear();
             self.pg_scratch = raised;
         }
-        if let Some(w) =
-            self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
-        {
+        match wred {
+            WredHint::Off => {
+                debug_assert!(self.queue_wred(out, queue).is_none(), "WRED off on {out:?} {queue}")
+            }
+            // Below its minimum WRED passes every frame, whatever its ECN field, without a random number;
+            // with weight 0 the average it keeps is the length it saw.
+            WredHint::Pass { ahead_bytes } => {
+                self.debug_check_wred_pass(out, queue, &alloc, ahead_bytes);
+                self.ports[out.index()].wred[usize::from(queue)].observe(ahead_bytes, 0);
+            }
+            WredHint::Unknown => {
+                if !self.wred(out, queue, &alloc, &mut frame, len) {
+                    return false;
+                }
+            }
+        }
+        let item = QueuedFrame { frame, alloc };
+        self.touch_port(out);
+        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now) {
+            // The strict queue's policer refused it.
+            self.release(&item.alloc);
+            self.count_egress_drop(out, queue, len, "POLICER");
+            return false;
+        }
+        true
+    }
+
+    /// The WRED profile of a queue, if any.
+    fn queue_wred(&self, out: PortId, queue: u8) -> Option<usize> {
+        self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
+    }
+
+    /// Debug builds: the full WRED computation agrees that WRED passes this frame below its minimum.
+    fn debug_check_wred_pass(&self, out: PortId, queue: u8, alloc: &Allocation, ahead_bytes: u64) {
+        if cfg!(debug_assertions) {
+            let profile = &self.config.wred_profiles[self.queue_wred(out, queue).expect("a WRED profile")];
+            let ahead = self
+                .queue_occupancy_bytes(out, queue)
+                .saturating_sub(u64::from(alloc.egress_cells()) * self.mmu.cell_bytes());
+            assert_eq!(ahead, ahead_bytes, "queue length before the frame on {out:?} {queue}");
+            assert!(profile.weight == 0, "WRED weight {} taken as instantaneous", profile.weight);
+            assert!(ahead < profile.colours[Colour::Green as usize].min_bytes, "WRED above its minimum");
+        }
+    }
+
+    /// WRED/ECN for an admitted copy, in full: returns whether it passes (marked or not); a dropped copy's
+    /// cells are released and counted.
+    #[inline(always)]
+    fn wred(&mut self, out: PortId, queue: u8, alloc: &Allocation, frame: &mut [u8], len: u64) -> bool {
+        if let Some(w) = self.queue_wred(out, queue) {
             let profile = &self.config.wred_profiles[w];
             let ahead = self
                 .queue_occupancy_bytes(out, queue)
@@ -168,12 +215,12 @@ impl Switch {
                 );
                 WredAction::Pass
             } else {
-                let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
+                let ect = frame_ecn(frame).is_some_and(|e| e != Ecn::NotEct);
                 wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng)
             };
             match action {
                 WredAction::Drop => {
-                    self.release(&alloc);
+                    self.release(alloc);
                     let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
                     q.wred_dropped_packets += 1;
                     q.wred_dropped_bytes += len;
@@ -181,20 +228,12 @@ impl Switch {
                     return false;
                 }
                 WredAction::MarkCe
-                    if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(&mut frame) =>
+                    if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(frame) =>
                 {
                     self.count_ecn_mark(out, queue, len);
                 }
                 _ => {}
             }
-        }
-        let item = QueuedFrame { frame, alloc };
-        self.touch_port(out);
-        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now) {
-            // The strict queue's policer refused it.
-            self.release(&item.alloc);
-            self.count_egress_drop(out, queue, len, "POLICER");
-            return false;
         }
         true
     }
@@ -228,8 +267,19 @@ impl Switch {
     }
 
     /// Gives back an allocation's cells and sends XON for PGs that drained to their XON point.
+    #[inline(always)]
     fn release(&mut self, alloc: &Allocation) {
-        if let Some((port, pg)) = self.mmu.release(alloc) {
+        // The common case inline (cells in both reserves, or none; no PG in XOFF anywhere), the rest not.
+        let done = self.mmu.release_simple(alloc);
+        if !done || self.mmu.any_xoff() {
+            self.release_rest(alloc, done);
+        }
+    }
+
+    /// [`Switch::release`] past its common case: `done` when the MMU has already released the cells.
+    #[inline(never)]
+    fn release_rest(&mut self, alloc: &Allocation, done: bool) {
+        if !done && let Some((port, pg)) = self.mmu.release_from_top(alloc) {
             self.release_pfc(port, pg);
         }
         // Other PGs in XOFF may be back at their XON point (a dynamic limit grows as the pool drains); the
