@@ -46,6 +46,7 @@ fn ip_header(frame: &[u8]) -> Option<(bool, usize)> {
     }
 }
 
+#[inline(always)]
 fn frame_ecn(frame: &[u8]) -> Option<Ecn> {
     let (v4, off) = ip_header(frame)?;
     let ds = if v4 {
@@ -242,6 +243,7 @@ impl Switch {
     /// an ASIC compares), else the bytes of its frames.
     /// Bytes a queue holds now (`SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES`): its buffer cells times the cell size
     /// when a buffer profile manages it, else the bytes of the frames waiting in it.
+    #[inline(always)]
     pub fn queue_occupancy_bytes(&self, port: PortId, queue: u8) -> u64 {
         match self.mmu.managed_queue_cells(port, queue) {
             Some(cells) => cells * self.mmu.cell_bytes(),
@@ -269,17 +271,18 @@ impl Switch {
     /// Gives back an allocation's cells and sends XON for PGs that drained to their XON point.
     #[inline(always)]
     fn release(&mut self, alloc: &Allocation) {
-        // The common case inline (cells in both reserves, or none; no PG in XOFF anywhere), the rest not.
-        let done = self.mmu.release_simple(alloc);
-        if !done || self.mmu.any_xoff() {
-            self.release_rest(alloc, done);
+        // The common case inline: no PG in XOFF anywhere (so none to release) and cells in both reserves,
+        // or none. Anything else (as under load, where some PG is in XOFF) out of line, as before.
+        if !self.mmu.any_xoff() && self.mmu.release_simple(alloc) {
+            return;
         }
+        self.release_rest(alloc);
     }
 
-    /// [`Switch::release`] past its common case: `done` when the MMU has already released the cells.
+    /// [`Switch::release`] in full.
     #[inline(never)]
-    fn release_rest(&mut self, alloc: &Allocation, done: bool) {
-        if !done && let Some((port, pg)) = self.mmu.release_from_top(alloc) {
+    fn release_rest(&mut self, alloc: &Allocation) {
+        if let Some((port, pg)) = self.mmu.release(alloc) {
             self.release_pfc(port, pg);
         }
         // Other PGs in XOFF may be back at their XON point (a dynamic limit grows as the pool drains); the
