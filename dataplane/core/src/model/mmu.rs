@@ -40,6 +40,7 @@
 use super::config::PortId;
 use super::config::asic::cells;
 
+mod allocation;
 mod configure;
 mod fast;
 mod observe;
@@ -47,6 +48,7 @@ mod xoff;
 
 use xoff::{NO_SLOT, XoffEntry};
 
+pub use allocation::Allocation;
 pub use observe::{
     PgOccupancy, PgThresholds, PoolWatermarks, PortWatermarks, WatermarkKind, WatermarkTables,
 };
@@ -74,45 +76,40 @@ impl AllocPool {
 /// The most buffer partitions a personality has.
 pub const MAX_PARTITIONS: usize = super::config::asic::MAX_PARTITIONS;
 
-/// Where the cells of one admitted frame went, on both sides; released exactly on dequeue or drop.
-///
-/// Every queued frame carries one and the packet path moves it several times, so it is kept to 24 bytes:
-/// the side's port, pool and PG or queue, the partition (both sides are in the frame's partition) and the
-/// cell count (the same on both sides). Where the cells went at admission (reserved, shared, headroom) is
-/// not kept: a release gives back from the top of each level.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Allocation {
-    pub cells: u32,
-    ingress_port: u32,
-    ingress_pool: AllocPool,
-    egress_port: u32,
-    egress_pool: AllocPool,
-    pg: u8,
-    queue: u8,
-    partition: u8,
-    /// [`Allocation::INGRESS`] and [`Allocation::EGRESS`]: the sides a profile manages.
-    sides: u8,
+/// An admitted frame: its allocation, whether its PG newly asserted XOFF, and what the MMU already knows
+/// of its queue's WRED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admitted {
+    pub alloc: Allocation,
+    pub xoff: bool,
+    pub wred: WredHint,
 }
 
-impl Allocation {
-    const INGRESS: u8 = 1;
-    const EGRESS: u8 = 2;
-    const BOTH: u8 = Self::INGRESS | Self::EGRESS;
+/// What the admission of a frame tells of its queue's WRED (the configuration's `queue_wred`, cached
+/// per queue when it is applied, so the packet path's common case reads it where it has just read the
+/// queue's level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WredHint {
+    /// Not known here: the full WRED computation decides.
+    Unknown,
+    /// The queue has no WRED profile.
+    Off,
+    /// The queue's WRED profile has weight 0 (the instantaneous length) and the queue held fewer bytes
+    /// than its green minimum before the frame: WRED passes it. The queue's length before it, bytes.
+    Pass { ahead_bytes: u64 },
+}
 
-    /// The (port, PG) whose cells the frame holds, if a profile manages its ingress PG.
-    pub fn ingress(&self) -> Option<(PortId, u8)> {
-        (self.sides & Self::INGRESS != 0).then(|| (PortId::new(self.ingress_port as usize), self.pg))
-    }
-
-    /// The (port, queue) whose cells the frame holds, if a profile manages its egress queue.
-    pub fn egress(&self) -> Option<(PortId, u8)> {
-        (self.sides & Self::EGRESS != 0).then(|| (PortId::new(self.egress_port as usize), self.queue))
-    }
-
-    /// Cells held on the egress queue (0 when no profile manages it).
-    pub fn egress_cells(&self) -> u32 {
-        if self.sides & Self::EGRESS != 0 { self.cells } else { 0 }
-    }
+/// A queue's WRED profile as the fast admission reads it (`configure.rs`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum QueueWred {
+    /// No WRED profile.
+    #[default]
+    Off,
+    /// Weight 0: every frame passes while the queue holds fewer cells than this (the green minimum in
+    /// whole cells: `n × cell < min` exactly when `n < ceil(min / cell)`).
+    Instant { pass_below_cells: u64 },
+    /// Anything else (an average, or a minimum of 0): the full computation.
+    Other,
 }
 
 /// What admission planned on the ingress side: the pool and the cells for each region
@@ -150,6 +147,35 @@ struct CellProfile {
     xon: u64,
     xoff: u64,
     xon_offset: u64,
+    /// The fast admission (`fast.rs`) takes a frame into the PG's reserve while its reserved cells with
+    /// the frame's stay below this: the reserve plus one, or 0 where that admission does not apply
+    /// (Spectrum's layout, or a limit `zero_limit_from` cannot describe).
+    fast_reserve_end: u64,
+    /// The usage of a pool partition from which the shared limit is 0 (a lossless PG holding no shared
+    /// cells is then at its XOFF point); `u64::MAX`: never.
+    zero_limit_from: u64,
+}
+
+impl CellProfile {
+    /// [`CellProfile::zero_limit_from`] for a pool partition of `size` shared cells, if it is exact: the
+    /// limit is 0 exactly when the partition's usage is at least that.
+    fn zero_limit_from(threshold: CellThreshold, size: u64) -> Option<u64> {
+        match threshold {
+            CellThreshold::Static(Some(0)) => Some(0),
+            CellThreshold::Static(Some(_)) => Some(u64::MAX),
+            CellThreshold::Static(None) => Some(if size == 0 { 0 } else { u64::MAX }),
+            // free << n is 0 exactly when free is 0 (used >= size), while size << n does not overflow.
+            CellThreshold::Dynamic(n) if n >= 0 => (size.leading_zeros() >= n as u32).then_some(size),
+            // free >> m is 0 exactly when free < 2^m: used > size - 2^m.
+            CellThreshold::Dynamic(n) => {
+                let m = u32::from(n.unsigned_abs());
+                if m >= 64 {
+                    return Some(0);
+                }
+                Some(size.saturating_add(1).saturating_sub(1 << m))
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,6 +234,8 @@ struct PgState {
     partition: u8,
     wm_shared: [u64; 2],
     wm_headroom: [u64; 2],
+    /// [`Allocation::side`] of this PG's profile (0 without one), for the fast admission.
+    alloc_side: u64,
     /// Its index in `Mmu::in_xoff` while in XOFF, and in its pool's `Mmu::dynamic_lossless` if there
     /// ([`NO_SLOT`] otherwise).
     xoff_slot: u32,
@@ -226,6 +254,7 @@ impl Default for PgState {
             partition: 0,
             wm_shared: [0; 2],
             wm_headroom: [0; 2],
+            alloc_side: 0,
             xoff_slot: NO_SLOT,
             dynamic_slot: NO_SLOT,
         }
@@ -240,6 +269,9 @@ struct QueueState {
     shared_used: u64,
     partition: u8,
     wm_shared: [u64; 2],
+    wred: QueueWred,
+    /// [`Allocation::side`] of this queue's profile (0 without one), for the fast admission.
+    alloc_side: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -253,6 +285,11 @@ struct PortState {
     pg_priorities: [u8; 8],
     /// The port's pipe (its partition comes from its frames' two pipes).
     pipe: u8,
+    /// The partition's parts that this port's pipe decides as a frame's ingress and as its egress: a
+    /// frame's partition is `in_part | out_part` (`configure.rs`; debug builds compare with
+    /// [`Personality::partition`](super::config::Personality)).
+    in_part: u8,
+    out_part: u8,
 }
 
 /// The buffer state of the whole switch.
@@ -289,7 +326,17 @@ impl Mmu {
     }
 
     /// Cells a frame of `len` bytes occupies.
+    #[inline(always)]
     pub fn cells_for(&self, len: usize) -> u32 {
+        // A frame of one cell at most (a 64-byte frame on every ASIC here) needs no division.
+        if (len as u64).wrapping_sub(1) < self.cell_bytes {
+            debug_assert_eq!(self.cells_by_division(len), 1);
+            return 1;
+        }
+        self.cells_by_division(len)
+    }
+
+    fn cells_by_division(&self, len: usize) -> u32 {
         cells(len as u64, self.cell_bytes.max(1)).min(u64::from(u32::MAX)) as u32
     }
 
@@ -340,21 +387,23 @@ impl Mmu {
     }
 
     /// Admits a frame of `cells` on (ingress port, PG) and (egress port, queue), or refuses it, changing
-    /// nothing. Returns the allocation and whether the PG newly asserted XOFF.
+    /// nothing. Returns the allocation, whether the PG newly asserted XOFF and what is known of the
+    /// queue's WRED.
     #[inline]
     pub fn admit(
         &mut self,
         cells: u32,
         ingress: Option<(PortId, u8)>,
         egress: (PortId, u8),
-    ) -> Result<(Allocation, bool), Refusal> {
+    ) -> Result<Admitted, Refusal> {
         // Most frames fit in both sides' reserve (or neither side is managed): decided without plans.
         if let Some((port, pg)) = ingress
             && let Some(admitted) = self.admit_reserved(cells, port, pg, egress.0, egress.1)
         {
             return Ok(admitted);
         }
-        self.admit_planned(cells, ingress, egress)
+        let (alloc, xoff) = self.admit_planned(cells, ingress, egress)?;
+        Ok(Admitted { alloc, xoff, wred: WredHint::Unknown })
     }
 
     /// [`Mmu::admit`] in full: each side's regions planned, then taken.
@@ -378,7 +427,7 @@ impl Mmu {
         if pg_side.is_none() && queue_side.is_none() {
             // Neither side has a profile: admitted without limits and counted nowhere (what planning both
             // sides would conclude, without the partition and the plans).
-            return Ok((Allocation { cells, ..Allocation::default() }, false));
+            return Ok((Allocation::unmanaged(cells), false));
         }
         let c = u64::from(cells);
         let partition = self.partition(ingress.map(|(port, _)| port), out);
@@ -398,18 +447,20 @@ impl Mmu {
             Some(planned) => planned,
             None => plan_egress(self)?,
         };
-        let mut alloc = Allocation { cells, partition, ..Allocation::default() };
+        let (mut sides, mut pg_index, mut ingress_side, mut egress_side, mut queue_index) = (0, 0, 0, 0, 0);
         let mut xoff = false;
         if let Some((port, pg, plan)) = ingress_plan {
-            alloc.sides |= Allocation::INGRESS;
-            (alloc.ingress_port, alloc.pg, alloc.ingress_pool) = (port.index() as u32, pg, plan.pool);
+            sides |= Allocation::INGRESS;
+            (pg_index, ingress_side) = (pg, Allocation::side(plan.pool, port.index()));
             xoff = self.take_ingress(port, pg, partition, plan);
         }
         if let Some(plan) = egress_plan {
-            alloc.sides |= Allocation::EGRESS;
-            (alloc.egress_port, alloc.queue, alloc.egress_pool) = (out.index() as u32, queue, plan.pool);
+            sides |= Allocation::EGRESS;
+            (queue_index, egress_side) = (queue, Allocation::side(plan.pool, out.index()));
             self.take_egress(out, queue, partition, plan);
         }
+        let alloc =
+            Allocation::new(cells, (pg_index, queue_index, partition, sides), ingress_side, egress_side);
         Ok((alloc, xoff))
     }
 
@@ -576,25 +627,34 @@ impl Mmu {
     /// Releases an allocation (frame transmitted or dropped after admission), from the top of each level.
     /// Returns the (port, PG) whose XOFF was released by it, if any.
     pub fn release(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
-        // Most frames leave a PG and a queue that hold nothing above their reserve; a frame neither side
-        // manages holds nothing.
-        match alloc.sides {
-            0 => return None,
-            Allocation::BOTH if self.release_reserved(alloc) => return None,
-            _ => {}
+        if self.release_simple(alloc) {
+            return None;
         }
         self.release_from_top(alloc)
     }
 
-    /// [`Mmu::release`] in full.
+    /// The common cases of [`Mmu::release`], inline: most frames leave a PG and a queue that hold
+    /// nothing above their reserve; a frame neither side manages holds nothing. Returns whether it was
+    /// one (then it is released, and no XOFF was released by it); otherwise nothing changed and
+    /// [`Mmu::release_from_top`] must release it.
+    #[inline(always)]
+    pub fn release_simple(&mut self, alloc: &Allocation) -> bool {
+        match alloc.sides() {
+            0 => true,
+            Allocation::BOTH => self.release_reserved(alloc),
+            _ => false,
+        }
+    }
+
+    /// [`Mmu::release`] in full: returns the (port, PG) whose XOFF was released by it, if any.
     #[inline(never)]
-    fn release_from_top(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
-        let c = u64::from(alloc.cells);
-        let k = usize::from(alloc.partition);
-        if alloc.sides & Allocation::EGRESS != 0 && (alloc.egress_port as usize) < self.ports.len() {
-            let pool_id = alloc.egress_pool.index();
-            let port = &mut self.ports[alloc.egress_port as usize];
-            let q = &mut port.queues[usize::from(alloc.queue)];
+    pub fn release_from_top(&mut self, alloc: &Allocation) -> Option<(PortId, u8)> {
+        let c = u64::from(alloc.cells());
+        let k = usize::from(alloc.partition());
+        if alloc.sides() & Allocation::EGRESS != 0 && alloc.egress_port() < self.ports.len() {
+            let pool_id = alloc.egress_pool().index();
+            let port = &mut self.ports[alloc.egress_port()];
+            let q = &mut port.queues[usize::from(alloc.queue())];
             let shared = c.min(q.shared_used);
             sub(&mut q.shared_used, shared);
             sub(&mut q.reserved_used, c - shared);
@@ -604,14 +664,14 @@ impl Mmu {
                 self.note_pool_drained(pool_id, k);
             }
         }
-        if alloc.sides & Allocation::INGRESS == 0 || alloc.ingress_port as usize >= self.ports.len() {
+        if alloc.sides() & Allocation::INGRESS == 0 || alloc.ingress_port() >= self.ports.len() {
             return None;
         }
         let (port_id, pg_index, pool_id) =
-            (PortId::new(alloc.ingress_port as usize), alloc.pg, alloc.ingress_pool.index());
+            (PortId::new(alloc.ingress_port()), alloc.pg(), alloc.ingress_pool().index());
         let shared_headroom =
             self.pools[pool_id].headroom_size > 0 || self.pools[pool_id].headroom_used[k] > 0;
-        let port = &mut self.ports[alloc.ingress_port as usize];
+        let port = &mut self.ports[alloc.ingress_port()];
         let pg = &mut port.pgs[usize::from(pg_index)];
         let headroom = c.min(pg.headroom_used);
         // From the top of the PG's level: headroom, then what lies under it (Spectrum: the reserve above

@@ -67,6 +67,7 @@ impl WredQueue {
 }
 
 /// Decides for one packet of `colour`, ECN-capable or not, with the queue at `queue_bytes`.
+#[inline(always)]
 pub fn decide(
     profile: &WredProfile,
     colour: Colour,

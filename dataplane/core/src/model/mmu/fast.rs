@@ -7,14 +7,15 @@
 //! two levels. Everything else goes through the full admission and release of `mmu.rs`. Debug builds
 //! compare each answer with the full planning.
 
-use super::{Allocation, EgressPlan, IngressPlan, MAX_PARTITIONS, Mmu, sub};
+use super::{Admitted, Allocation, EgressPlan, IngressPlan, MAX_PARTITIONS, Mmu, QueueWred, WredHint, sub};
 use crate::model::config::PortId;
 
 impl Mmu {
     /// Admits a frame of `cells` that fits in the reserved space of both its (port, PG) and its (port,
-    /// queue), or that neither side manages: the allocation and whether the PG newly asserted XOFF. `None`
-    /// when the full admission must decide (a side without room in its reserve, a PG in XOFF, a side
-    /// managed alone, Spectrum's layout).
+    /// queue), or that neither side manages: the allocation, whether the PG newly asserted XOFF, and
+    /// whether WRED passes it below its minimum (from the queue's level before the frame, read here).
+    /// `None` when the full admission must decide (a side without room in its reserve, a PG in XOFF, a
+    /// side managed alone, Spectrum's layout).
     #[inline]
     pub(super) fn admit_reserved(
         &mut self,
@@ -23,7 +24,7 @@ impl Mmu {
         pg: u8,
         out: PortId,
         queue: u8,
-    ) -> Option<(Allocation, bool)> {
+    ) -> Option<Admitted> {
         let c = u64::from(cells);
         let (pg, queue) = (pg & 7, queue & 7);
         let (from, to) = (self.ports.get(port.index())?, self.ports.get(out.index())?);
@@ -31,27 +32,36 @@ impl Mmu {
         let (Some(gp), Some(qp)) = (&g.profile, &q.profile) else {
             // Neither side managed: admitted without limits and counted nowhere (what the full admission
             // concludes). One side managed alone: the full admission.
-            return (g.profile.is_none() && q.profile.is_none())
-                .then(|| (Allocation { cells, ..Allocation::default() }, false));
+            return (g.profile.is_none() && q.profile.is_none()).then(|| Admitted {
+                alloc: Allocation::unmanaged(cells),
+                xoff: false,
+                wred: WredHint::Unknown,
+            });
         };
-        // Spectrum's layout takes the shared space first; a PG in XOFF has its XON threshold to refresh.
-        if self.pooled_reserve
-            || g.xoff
-            || g.reserved_used + c > gp.reserved
+        // Spectrum's layout takes the shared space first, and a profile whose zero-limit point is not
+        // exact is left to the full admission: their `fast_reserve_end` is 0. A PG in XOFF has its XON
+        // threshold to refresh; one holding shared or headroom cells is left to the full admission too
+        // (its reserve is full but after a reconfiguration).
+        if g.xoff
+            || (g.shared_used | g.headroom_used) != 0
+            || g.reserved_used + c >= gp.fast_reserve_end
             || q.reserved_used + c > qp.reserved
         {
             return None;
         }
-        let partition = if self.personality.partitions() == 1 {
-            0
-        } else {
-            self.personality.partition(from.pipe, to.pipe).min(MAX_PARTITIONS - 1) as u8
-        };
+        debug_assert!(!self.pooled_reserve, "the fast admission under Spectrum's layout");
+        let partition = from.in_part | to.out_part;
         debug_assert_eq!(partition, self.partition(Some(port), out), "partition of {port:?} to {out:?}");
         // The XOFF check of `xoff_due` after the take: the frame changes neither the PG's shared and
-        // headroom usage nor the pool, so it reads the same before it.
+        // headroom usage (both 0) nor the pool, so it reads the same before it: the PG is at its XOFF
+        // point when its limit is 0.
         let xoff = g.lossless
-            && (g.headroom_used > 0 || g.shared_used >= self.limit(gp.threshold, gp.pool, partition));
+            && self.pools[gp.pool].shared_used[usize::from(partition) % MAX_PARTITIONS] >= gp.zero_limit_from;
+        debug_assert_eq!(
+            xoff,
+            g.lossless && g.shared_used >= self.limit(gp.threshold, gp.pool, partition),
+            "the XOFF check of {port:?} PG {pg}"
+        );
         if cfg!(debug_assertions) {
             let ingress = self.plan_ingress(c, port, g, gp, partition);
             assert!(
@@ -64,52 +74,52 @@ impl Mmu {
                 "egress plan {egress:?} for a frame in the reserve"
             );
         }
-        let alloc = Allocation {
-            cells,
-            ingress_port: port.index() as u32,
-            ingress_pool: gp.alloc_pool,
-            egress_port: out.index() as u32,
-            egress_pool: qp.alloc_pool,
-            pg,
-            queue,
-            partition,
-            sides: Allocation::BOTH,
-        };
+        debug_assert_eq!(
+            (g.alloc_side, q.alloc_side),
+            (Allocation::side(gp.alloc_pool, port.index()), Allocation::side(qp.alloc_pool, out.index()))
+        );
+        let alloc =
+            Allocation::new(cells, (pg, queue, partition, Allocation::BOTH), g.alloc_side, q.alloc_side);
         let g = &mut self.ports[port.index()].pgs[usize::from(pg)];
         g.reserved_used += c;
         g.partition = partition;
         let q = &mut self.ports[out.index()].queues[usize::from(queue)];
+        // WRED compares the queue's length before the frame (its cells, reserved and shared).
+        let ahead_cells = q.reserved_used + q.shared_used;
+        let wred = match q.wred {
+            QueueWred::Off => WredHint::Off,
+            QueueWred::Instant { pass_below_cells } if ahead_cells < pass_below_cells => {
+                WredHint::Pass { ahead_bytes: ahead_cells * self.cell_bytes }
+            }
+            _ => WredHint::Unknown,
+        };
         q.reserved_used += c;
         q.partition = partition;
         if xoff {
             self.enter_xoff(port, pg);
         }
         self.debug_check_pg_index(port, pg);
-        Some((alloc, xoff))
+        Some(Admitted { alloc, xoff, wred })
     }
 
     /// Releases an allocation of both sides whose PG and queue hold nothing above their reserve (so the
     /// release from the top takes reserved cells only) and whose PG is not in XOFF. Returns whether it
     /// did; otherwise nothing changed and the full release must.
-    #[inline]
+    #[inline(always)]
     pub(super) fn release_reserved(&mut self, alloc: &Allocation) -> bool {
-        let c = u64::from(alloc.cells);
-        let (pg, queue) = (usize::from(alloc.pg & 7), usize::from(alloc.queue & 7));
-        let (from, to) = (alloc.ingress_port as usize, alloc.egress_port as usize);
-        if self.pooled_reserve || from >= self.ports.len() || to >= self.ports.len() {
-            return false;
-        }
-        let g = &self.ports[from].pgs[pg];
-        if g.xoff
-            || g.headroom_used != 0
-            || g.shared_used != 0
-            || self.ports[to].queues[queue].shared_used != 0
-        {
+        let c = u64::from(alloc.cells());
+        let (pg, queue) = (usize::from(alloc.pg() & 7), usize::from(alloc.queue() & 7));
+        let (from, to) = (alloc.ingress_port(), alloc.egress_port());
+        let (Some(f), Some(t)) = (self.ports.get(from), self.ports.get(to)) else { return false };
+        let (g, q) = (&f.pgs[pg], &t.queues[queue]);
+        // One test of everything that sends the release the long way (not short-circuited: each is a
+        // load, and they are rarely set).
+        if self.pooled_reserve | g.xoff | (g.headroom_used | g.shared_used | q.shared_used != 0) {
             return false;
         }
         sub(&mut self.ports[from].pgs[pg].reserved_used, c);
         sub(&mut self.ports[to].queues[queue].reserved_used, c);
-        self.debug_check_pg_index(PortId::new(from), alloc.pg);
+        self.debug_check_pg_index(PortId::new(from), alloc.pg());
         true
     }
 }

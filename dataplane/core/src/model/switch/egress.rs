@@ -2,7 +2,7 @@
 //! holds and the PFC watchdog's actions.
 
 use super::*;
-use crate::model::mmu::{Allocation, Refusal, WatermarkKind};
+use crate::model::mmu::{Admitted, Allocation, Refusal, WatermarkKind, WredHint};
 use crate::model::scheduler::Queued;
 use crate::model::watchdog::{QueueObservation, Transition};
 use crate::model::wred::{self, Colour, WredAction};
@@ -46,6 +46,7 @@ fn ip_header(frame: &[u8]) -> Option<(bool, usize)> {
     }
 }
 
+#[inline(always)]
 fn frame_ecn(frame: &[u8]) -> Option<Ecn> {
     let (v4, off) = ip_header(frame)?;
     let ds = if v4 {
@@ -116,7 +117,7 @@ impl Switch {
         }
         let cells = self.mmu.cells_for(frame.len());
         let ingress = meta.ingress.map(|p| (p, class.pg));
-        let (alloc, xoff) = match self.mmu.admit(cells, ingress, (out, queue)) {
+        let Admitted { alloc, xoff, wred } = match self.mmu.admit(cells, ingress, (out, queue)) {
             Ok(admitted) => admitted,
             Err(Refusal::Ingress) => {
                 let port = meta.ingress.expect("only an ingress PG refuses at ingress");
@@ -145,9 +146,56 @@ impl Switch {
             raised.clear();
             self.pg_scratch = raised;
         }
-        if let Some(w) =
-            self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
-        {
+        match wred {
+            WredHint::Off => {
+                debug_assert!(self.queue_wred(out, queue).is_none(), "WRED off on {out:?} {queue}")
+            }
+            // Below its minimum WRED passes every frame, whatever its ECN field, without a random number;
+            // with weight 0 the average it keeps is the length it saw.
+            WredHint::Pass { ahead_bytes } => {
+                self.debug_check_wred_pass(out, queue, &alloc, ahead_bytes);
+                self.ports[out.index()].wred[usize::from(queue)].observe(ahead_bytes, 0);
+            }
+            WredHint::Unknown => {
+                if !self.wred(out, queue, &alloc, &mut frame, len) {
+                    return false;
+                }
+            }
+        }
+        let item = QueuedFrame { frame, alloc };
+        self.touch_port(out);
+        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now) {
+            // The strict queue's policer refused it.
+            self.release(&item.alloc);
+            self.count_egress_drop(out, queue, len, "POLICER");
+            return false;
+        }
+        true
+    }
+
+    /// The WRED profile of a queue, if any.
+    fn queue_wred(&self, out: PortId, queue: u8) -> Option<usize> {
+        self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
+    }
+
+    /// Debug builds: the full WRED computation agrees that WRED passes this frame below its minimum.
+    fn debug_check_wred_pass(&self, out: PortId, queue: u8, alloc: &Allocation, ahead_bytes: u64) {
+        if cfg!(debug_assertions) {
+            let profile = &self.config.wred_profiles[self.queue_wred(out, queue).expect("a WRED profile")];
+            let ahead = self
+                .queue_occupancy_bytes(out, queue)
+                .saturating_sub(u64::from(alloc.egress_cells()) * self.mmu.cell_bytes());
+            assert_eq!(ahead, ahead_bytes, "queue length before the frame on {out:?} {queue}");
+            assert!(profile.weight == 0, "WRED weight {} taken as instantaneous", profile.weight);
+            assert!(ahead < profile.colours[Colour::Green as usize].min_bytes, "WRED above its minimum");
+        }
+    }
+
+    /// WRED/ECN for an admitted copy, in full: returns whether it passes (marked or not); a dropped copy's
+    /// cells are released and counted.
+    #[inline(always)]
+    fn wred(&mut self, out: PortId, queue: u8, alloc: &Allocation, frame: &mut [u8], len: u64) -> bool {
+        if let Some(w) = self.queue_wred(out, queue) {
             let profile = &self.config.wred_profiles[w];
             let ahead = self
                 .queue_occupancy_bytes(out, queue)
@@ -168,12 +216,12 @@ impl Switch {
                 );
                 WredAction::Pass
             } else {
-                let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
+                let ect = frame_ecn(frame).is_some_and(|e| e != Ecn::NotEct);
                 wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng)
             };
             match action {
                 WredAction::Drop => {
-                    self.release(&alloc);
+                    self.release(alloc);
                     let q = &mut self.ports[out.index()].counters.queues[usize::from(queue)];
                     q.wred_dropped_packets += 1;
                     q.wred_dropped_bytes += len;
@@ -181,20 +229,12 @@ impl Switch {
                     return false;
                 }
                 WredAction::MarkCe
-                    if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(&mut frame) =>
+                    if self.config.asic.ecn_mark_point == EcnMarkPoint::Enqueue && mark_ce(frame) =>
                 {
                     self.count_ecn_mark(out, queue, len);
                 }
                 _ => {}
             }
-        }
-        let item = QueuedFrame { frame, alloc };
-        self.touch_port(out);
-        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now) {
-            // The strict queue's policer refused it.
-            self.release(&item.alloc);
-            self.count_egress_drop(out, queue, len, "POLICER");
-            return false;
         }
         true
     }
@@ -203,6 +243,7 @@ impl Switch {
     /// an ASIC compares), else the bytes of its frames.
     /// Bytes a queue holds now (`SAI_QUEUE_STAT_CURR_OCCUPANCY_BYTES`): its buffer cells times the cell size
     /// when a buffer profile manages it, else the bytes of the frames waiting in it.
+    #[inline(always)]
     pub fn queue_occupancy_bytes(&self, port: PortId, queue: u8) -> u64 {
         match self.mmu.managed_queue_cells(port, queue) {
             Some(cells) => cells * self.mmu.cell_bytes(),
@@ -228,7 +269,19 @@ impl Switch {
     }
 
     /// Gives back an allocation's cells and sends XON for PGs that drained to their XON point.
+    #[inline(always)]
     fn release(&mut self, alloc: &Allocation) {
+        // The common case inline: no PG in XOFF anywhere (so none to release) and cells in both reserves,
+        // or none. Anything else (as under load, where some PG is in XOFF) out of line, as before.
+        if !self.mmu.any_xoff() && self.mmu.release_simple(alloc) {
+            return;
+        }
+        self.release_rest(alloc);
+    }
+
+    /// [`Switch::release`] in full.
+    #[inline(never)]
+    fn release_rest(&mut self, alloc: &Allocation) {
         if let Some((port, pg)) = self.mmu.release(alloc) {
             self.release_pfc(port, pg);
         }
