@@ -423,29 +423,32 @@ impl Switch {
         // Whatever the scheduler did (a frame, or none while paused or shaped), the port is computed afresh
         // after this poll.
         self.readiness.mark(port);
-        let (queue, item) = dequeued?;
-        let len = item.frame.len() as u64;
+        let (queue, QueuedFrame { frame, alloc }) = dequeued?;
+        let len = frame.len() as u64;
         // Counted before the cells go back: nothing the release does (XON, events) reads these.
         let c = &mut state.counters;
         c.tx_ok += 1;
         c.tx_bytes += len;
         // The group bit of the destination MAC (the frame's first byte; a frame is at least 14 bytes here).
-        if item.frame.first().is_some_and(|b| b & 1 == 1) {
+        if frame.first().is_some_and(|b| b & 1 == 1) {
             c.tx_non_ucast += 1;
         }
-        let qc = &mut c.queues[usize::from(queue)];
+        let qc = &mut c.queues[usize::from(queue & 7)];
         qc.packets += 1;
         qc.bytes += len;
-        self.release(&item.alloc);
+        let transmit = Transmit { frame, queue: Some(queue) };
+        self.release(&alloc);
         if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue {
-            return Some(self.mark_at_dequeue(port, queue, item.frame, len));
+            return Some(self.mark_at_dequeue(port, transmit, len));
         }
-        Some(Transmit { frame: item.frame, queue: Some(queue) })
+        Some(transmit)
     }
 
     /// WRED's CE marking at dequeue (`ecn_mark_point: dequeue`) of a frame leaving `queue`.
     #[inline(never)]
-    fn mark_at_dequeue(&mut self, port: PortId, queue: u8, mut frame: Vec<u8>, len: u64) -> Transmit {
+    fn mark_at_dequeue(&mut self, port: PortId, transmit: Transmit, len: u64) -> Transmit {
+        let Transmit { mut frame, queue } = transmit;
+        let queue = queue.expect("a queued frame");
         if let Some(w) = self.config.port_buffers[port.index()].queue_wred[usize::from(queue)] {
             let profile = &self.config.wred_profiles[w];
             let behind = self.queue_occupancy_bytes(port, queue);
