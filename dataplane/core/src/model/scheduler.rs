@@ -384,7 +384,7 @@ impl<T: Queued> Scheduler<T> {
     /// turn away (classic DRR); of the round, only its position moves (to `q` when it is weighted). Debug
     /// builds compare with [`Scheduler::pick_only`] (itself checked against the full choice) followed by the
     /// general dequeue's bookkeeping.
-    #[inline]
+    #[inline(always)]
     #[cfg_attr(not(debug_assertions), allow(unused_variables))]
     fn dequeue_last(&mut self, q: usize, now: Instant, blocked: u8) -> (u8, T) {
         #[cfg(debug_assertions)]
