@@ -426,7 +426,7 @@ impl<T: Queued> Scheduler<T> {
 
     /// The line carries a frame that is not from a queue (a PFC frame): busy for its serialisation time from
     /// max(now, line free).
-    #[inline]
+    #[inline(always)]
     pub fn occupy_line(&mut self, now: Instant, wire_len: usize) {
         if now > self.line_free {
             // The line was idle: the frame starts now.
