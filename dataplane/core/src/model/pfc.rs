@@ -211,6 +211,16 @@ impl PfcPort {
         (0..8).filter(|&p| prios & (1 << p) != 0).fold(0, |m, p| m | 1 << (pfc_to_queue[p] & 7))
     }
 
+    /// [`PfcPort::paused_queues`], the map asked for only when some priority is paused.
+    #[inline(always)]
+    pub fn paused_queues_with<'a>(&self, now: Instant, pfc_to_queue: impl FnOnce() -> &'a [u8; 8]) -> u8 {
+        if self.link_paused_until <= now && self.paused_until_max <= now {
+            debug_assert_eq!(self.paused_queues(now, &[0, 1, 2, 3, 4, 5, 6, 7]), 0, "nothing paused");
+            return 0;
+        }
+        self.paused_queues(now, pfc_to_queue())
+    }
+
     /// The earliest pause expiry after `now`, if any queue is paused.
     pub fn next_unpause_at(&self, now: Instant) -> Option<Instant> {
         self.paused_until

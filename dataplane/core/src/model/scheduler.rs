@@ -330,14 +330,18 @@ impl<T: Queued> Scheduler<T> {
     /// The next item to put on the line, if the line is free at `now` and some queue not in `blocked`
     /// (bit q = queue q paused by PFC or held) is eligible under its shapers. Marks the line busy for the
     /// frame's serialisation time.
-    #[inline]
+    #[inline(always)]
     pub fn dequeue(&mut self, now: Instant, blocked: u8) -> Option<(u8, T)> {
         if self.total_len == 0 || now < self.line_free_at() {
             return None;
         }
         let open = self.nonempty & !blocked;
         let (q, step) = if open.is_power_of_two() && open & self.plain_queues != 0 {
-            self.pick_only(open.trailing_zeros() as usize, now, blocked)
+            let q = open.trailing_zeros() as usize;
+            if self.queues[q].items.len() == 1 {
+                return Some(self.dequeue_last(q, now, blocked));
+            }
+            self.pick_only(q, now, blocked)
         } else {
             self.pick(now, blocked)?
         };
@@ -374,9 +378,55 @@ impl<T: Queued> Scheduler<T> {
         Some((q as u8, item))
     }
 
+    /// [`Scheduler::dequeue`] when queue `q`, without shaper or meter on a port without port shaper, is the
+    /// only open queue and holds one frame (a lightly loaded port's every frame): the choice is `q`
+    /// ([`Scheduler::pick_only`]), no bucket is charged, and the queue empties, which takes its deficit and
+    /// turn away (classic DRR); of the round, only its position moves (to `q` when it is weighted). Debug
+    /// builds compare with [`Scheduler::pick_only`] (itself checked against the full choice) followed by the
+    /// general dequeue's bookkeeping.
+    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), allow(unused_variables))]
+    fn dequeue_last(&mut self, q: usize, now: Instant, blocked: u8) -> (u8, T) {
+        #[cfg(debug_assertions)]
+        let expected = {
+            let before = self.choice_state();
+            let (picked, _) = self.pick_only(q, now, blocked);
+            assert_eq!(picked, q, "the only open queue");
+            let mut after = self.choice_state();
+            self.restore_choice_state(before);
+            // What the general dequeue does to a queue it empties.
+            after.0[q] = 0;
+            if after.1 == Some(q) {
+                after.1 = None;
+            }
+            after
+        };
+        let bit = 1u8 << q;
+        let state = &mut self.queues[q];
+        let Some(item) = state.items.pop_front() else { unreachable!("queue {q} holds one frame") };
+        let wire_len = item.wire_len();
+        debug_assert_eq!(state.bytes, wire_len as u64, "the bytes of a queue's one frame");
+        debug_assert!(state.shaper.is_none() && state.min_bandwidth.is_none(), "a plain queue");
+        state.bytes = 0;
+        state.deficit = 0;
+        self.total_len -= 1;
+        self.nonempty &= !bit;
+        if self.strict_queues & bit == 0 {
+            // Weighted: its turn (continued or new) ends with its last frame.
+            self.last_visited = q;
+            self.turn = None;
+        } else if self.turn == Some(q) {
+            self.turn = None;
+        }
+        #[cfg(debug_assertions)]
+        assert_eq!(self.choice_state(), expected, "the last frame of the only open queue");
+        self.occupy_line(now, wire_len);
+        (q as u8, item)
+    }
+
     /// The line carries a frame that is not from a queue (a PFC frame): busy for its serialisation time from
     /// max(now, line free).
-    #[inline]
+    #[inline(always)]
     pub fn occupy_line(&mut self, now: Instant, wire_len: usize) {
         if now > self.line_free {
             // The line was idle: the frame starts now.

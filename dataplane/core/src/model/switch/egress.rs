@@ -445,48 +445,83 @@ impl Switch {
         if state.egress.line_free_at() > now || !state.oper_up || (!pfc_due && state.egress.is_empty()) {
             return None;
         }
+        if pfc_due {
+            return self.transmit_pfc_first(port, now);
+        }
+        self.transmit_queued(port, now)
+    }
+
+    /// [`next_transmit`](Self::next_transmit) when a PFC frame is due: it goes first, if the port's state
+    /// still calls for one, else a queued frame.
+    #[cold]
+    #[inline(never)]
+    fn transmit_pfc_first(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
         self.touch_port(port);
         // Without a PFC frame due, `poll_frame` would change nothing and return `None`: the refresh
         // interval (a division) is computed only when one is.
-        if pfc_due && let Some(transmit) = self.poll_pfc_frame(port, now) {
+        if let Some(transmit) = self.poll_pfc_frame(port, now) {
             return Some(transmit);
         }
-        let pfc_to_queue = &self.config.qos[port.index()].pfc_to_queue;
-        let state = &mut self.ports[port.index()];
-        if state.egress.is_empty() {
+        if self.ports[port.index()].egress.is_empty() {
             return None;
         }
+        self.transmit_queued(port, now)
+    }
+
+    /// The scheduler's pick among the queues of a port (free line, frames queued) that are neither paused
+    /// nor held, counted and its cells released.
+    #[inline(always)]
+    fn transmit_queued(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
+        let i = port.index();
+        let state = &mut self.ports[i];
         let hold = if state.port_hold { 0xff } else { state.queue_hold };
-        let blocked = state.pfc.paused_queues(now, pfc_to_queue) | hold;
-        let (queue, mut item) = state.egress.dequeue(now, blocked)?;
-        let len = item.frame.len() as u64;
+        // The priority → queue map is read only when some priority is paused.
+        let config = &self.config;
+        let blocked = state.pfc.paused_queues_with(now, || &config.qos[i].pfc_to_queue) | hold;
+        let dequeued = state.egress.dequeue(now, blocked);
+        // Whatever the scheduler did (a frame, or none while paused or shaped), the port is computed afresh
+        // after this poll.
+        self.readiness.mark(port);
+        let (queue, QueuedFrame { frame, alloc }) = dequeued?;
+        let len = frame.len() as u64;
         // Counted before the cells go back: nothing the release does (XON, events) reads these.
         let c = &mut state.counters;
         c.tx_ok += 1;
         c.tx_bytes += len;
         // The group bit of the destination MAC (the frame's first byte; a frame is at least 14 bytes here).
-        if item.frame.first().is_some_and(|b| b & 1 == 1) {
+        if frame.first().is_some_and(|b| b & 1 == 1) {
             c.tx_non_ucast += 1;
         }
-        c.queues[usize::from(queue)].packets += 1;
-        c.queues[usize::from(queue)].bytes += len;
-        self.release(&item.alloc);
-        if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue
-            && let Some(w) = self.config.port_buffers[port.index()].queue_wred[usize::from(queue)]
-        {
+        let qc = &mut c.queues[usize::from(queue & 7)];
+        qc.packets += 1;
+        qc.bytes += len;
+        let transmit = Transmit { frame, queue: Some(queue) };
+        self.release(&alloc);
+        if self.config.asic.ecn_mark_point == EcnMarkPoint::Dequeue {
+            return Some(self.mark_at_dequeue(port, transmit, len));
+        }
+        Some(transmit)
+    }
+
+    /// WRED's CE marking at dequeue (`ecn_mark_point: dequeue`) of a frame leaving `queue`.
+    #[inline(never)]
+    fn mark_at_dequeue(&mut self, port: PortId, transmit: Transmit, len: u64) -> Transmit {
+        let Transmit { mut frame, queue } = transmit;
+        let queue = queue.expect("a queued frame");
+        if let Some(w) = self.config.port_buffers[port.index()].queue_wred[usize::from(queue)] {
             let profile = &self.config.wred_profiles[w];
             let behind = self.queue_occupancy_bytes(port, queue);
             let queue_bytes =
                 self.ports[port.index()].wred[usize::from(queue)].observe(behind, profile.weight);
-            let ect = frame_ecn(&item.frame).is_some_and(|e| e != Ecn::NotEct);
+            let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
             if ect
                 && wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) == WredAction::MarkCe
-                && mark_ce(&mut item.frame)
+                && mark_ce(&mut frame)
             {
                 self.count_ecn_mark(port, queue, len);
             }
         }
-        Some(Transmit { frame: item.frame, queue: Some(queue) })
+        Transmit { frame, queue: Some(queue) }
     }
 
     /// The PFC frame due on a port, if its state still calls for one: it takes the line.

@@ -59,8 +59,9 @@ impl Readiness {
         self.pausing.clear();
     }
 
+    /// The port's readiness is to be computed afresh ([`Switch::touch_port`], for callers holding a port).
     #[inline]
-    fn mark(&mut self, port: PortId) {
+    pub(super) fn mark(&mut self, port: PortId) {
         if let Some(slot) = self.slots.get_mut(port.index())
             && !slot.stale
         {
