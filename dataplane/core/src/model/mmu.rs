@@ -95,8 +95,9 @@ pub enum WredHint {
     /// The queue has no WRED profile.
     Off,
     /// The queue's WRED profile has weight 0 (the instantaneous length) and the queue held fewer bytes
-    /// than its green minimum before the frame: WRED passes it. The queue's length before it, bytes.
-    Pass { ahead_bytes: u64 },
+    /// than its green minimum before the frame: WRED passes it. The queue's length before it, which WRED's
+    /// average takes with weight 0, is left with the MMU: [`Mmu::take_wred_sample`].
+    Pass,
 }
 
 /// A queue's WRED profile as the fast admission reads it (`configure.rs`).
@@ -270,6 +271,11 @@ struct QueueState {
     partition: u8,
     wm_shared: [u64; 2],
     wred: QueueWred,
+    /// The queue's length before the last frame the fast admission passed below WRED's minimum, in cells,
+    /// plus 1 (0: none since the switch last took it). WRED's average with weight 0 is that length; the
+    /// fast admission leaves it here (one store) instead of the switch's WRED state (a port look-up, a
+    /// multiplication and a store), and the switch folds it in before its WRED state is next read.
+    wred_sample: u64,
     /// [`Allocation::side`] of this queue's profile (0 without one), for the fast admission.
     alloc_side: u64,
 }

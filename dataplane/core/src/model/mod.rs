@@ -33,6 +33,6 @@ pub mod wred;
 
 pub use counters::{CountersDump, DropReason, FrameLedger, PortCounters};
 pub use switch::{
-    ARP_RETRY, Applied, CONTROL_QUEUE, DropRecord, Event, PfcEvents, PortId, Prepared, QueuedFrame, Retired, Switch,
-    Transmit, WatermarksDump,
+    ARP_RETRY, Applied, CONTROL_QUEUE, DropRecord, Event, PfcEvents, PortId, Prepared, QueuedFrame, Retired,
+    Switch, Transmit, WatermarksDump,
 };

@@ -89,7 +89,8 @@ impl Mmu {
         let wred = match q.wred {
             QueueWred::Off => WredHint::Off,
             QueueWred::Instant { pass_below_cells } if ahead_cells < pass_below_cells => {
-                WredHint::Pass { ahead_bytes: ahead_cells * self.cell_bytes }
+                q.wred_sample = ahead_cells + 1;
+                WredHint::Pass
             }
             _ => WredHint::Unknown,
         };
@@ -100,6 +101,22 @@ impl Mmu {
         }
         self.debug_check_pg_index(port, pg);
         Some(Admitted { alloc, xoff, wred })
+    }
+
+    /// The queue's length in bytes before the last frame that [`Mmu::admit`] passed below WRED's minimum
+    /// ([`WredHint::Pass`]) since the last call, if any: WRED's average with weight 0, for the switch to
+    /// fold into its WRED state before it reads it.
+    #[inline]
+    pub fn take_wred_sample(&mut self, out: PortId, queue: u8) -> Option<u64> {
+        let q = &mut self.ports.get_mut(out.index())?.queues[usize::from(queue & 7)];
+        let sample = std::mem::take(&mut q.wred_sample);
+        (sample != 0).then(|| (sample - 1) * self.cell_bytes)
+    }
+
+    /// [`Mmu::take_wred_sample`] without taking it (debug checks).
+    pub fn peek_wred_sample(&self, out: PortId, queue: u8) -> Option<u64> {
+        let sample = self.ports.get(out.index())?.queues[usize::from(queue & 7)].wred_sample;
+        (sample != 0).then(|| (sample - 1) * self.cell_bytes)
     }
 
     /// Releases an allocation of both sides whose PG and queue hold nothing above their reserve (so the

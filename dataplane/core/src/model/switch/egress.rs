@@ -5,7 +5,7 @@ use super::*;
 use crate::model::mmu::{Admitted, Allocation, Refusal, WatermarkKind, WredHint};
 use crate::model::scheduler::Queued;
 use crate::model::watchdog::{QueueObservation, Transition};
-use crate::model::wred::{self, Colour, WredAction};
+use crate::model::wred::{self, Colour, WredAction, WredQueue};
 use crate::wire::ip::Ecn;
 use crate::wire::{MacControlRepr, mac_control};
 
@@ -21,6 +21,18 @@ impl Queued for QueuedFrame {
     fn wire_len(&self) -> usize {
         self.frame.len()
     }
+}
+
+/// WRED's state of a queue, with the length the fast admission left with the MMU folded in first (with
+/// weight 0 the average is that length, whatever it was before).
+#[inline]
+fn wred_state<'a>(mmu: &mut Mmu, ports: &'a mut [PortState], out: PortId, queue: u8) -> &'a mut WredQueue {
+    let sample = mmu.take_wred_sample(out, queue);
+    let state = &mut ports[out.index()].wred[usize::from(queue)];
+    if let Some(ahead_bytes) = sample {
+        state.observe(ahead_bytes, 0);
+    }
+    state
 }
 
 /// The earlier of two optional instants (`None` is never).
@@ -152,10 +164,9 @@ impl Switch {
             }
             // Below its minimum WRED passes every frame, whatever its ECN field, without a random number;
             // with weight 0 the average it keeps is the length it saw.
-            WredHint::Pass { ahead_bytes } => {
-                self.debug_check_wred_pass(out, queue, &alloc, ahead_bytes);
-                self.ports[out.index()].wred[usize::from(queue)].observe(ahead_bytes, 0);
-            }
+            // The queue's length before the frame, the average that WRED keeps with weight 0, stays with
+            // the MMU until WRED's state of this queue is next read (`wred_state`).
+            WredHint::Pass => self.debug_check_wred_pass(out, queue, &alloc),
             WredHint::Unknown => {
                 if !self.wred(out, queue, &alloc, &mut frame, len) {
                     return false;
@@ -173,14 +184,26 @@ impl Switch {
         true
     }
 
+    /// Folds every queue's length that the fast admission left with the MMU into WRED's state (before a
+    /// reconfiguration, which may reset the MMU's ports).
+    pub(super) fn fold_wred_samples(&mut self) {
+        for port in PortId::all(self.ports.len()) {
+            for queue in 0..8 {
+                wred_state(&mut self.mmu, &mut self.ports, port, queue);
+            }
+        }
+    }
+
     /// The WRED profile of a queue, if any.
     fn queue_wred(&self, out: PortId, queue: u8) -> Option<usize> {
         self.config.port_buffers.get(out.index()).and_then(|b| b.queue_wred[usize::from(queue)])
     }
 
     /// Debug builds: the full WRED computation agrees that WRED passes this frame below its minimum.
-    fn debug_check_wred_pass(&self, out: PortId, queue: u8, alloc: &Allocation, ahead_bytes: u64) {
+    fn debug_check_wred_pass(&self, out: PortId, queue: u8, alloc: &Allocation) {
         if cfg!(debug_assertions) {
+            let ahead_bytes =
+                self.mmu.peek_wred_sample(out, queue).expect("the MMU keeps the queue's length");
             let profile = &self.config.wred_profiles[self.queue_wred(out, queue).expect("a WRED profile")];
             let ahead = self
                 .queue_occupancy_bytes(out, queue)
@@ -200,7 +223,8 @@ impl Switch {
             let ahead = self
                 .queue_occupancy_bytes(out, queue)
                 .saturating_sub(u64::from(alloc.egress_cells()) * self.mmu.cell_bytes());
-            let queue_bytes = self.ports[out.index()].wred[usize::from(queue)].observe(ahead, profile.weight);
+            let queue_bytes =
+                wred_state(&mut self.mmu, &mut self.ports, out, queue).observe(ahead, profile.weight);
             // Below the green minimum WRED passes every packet, ECN-capable or not (and draws no random
             // number): the frame's ECN field is read only when it can matter.
             let action = if queue_bytes < profile.colours[Colour::Green as usize].min_bytes {
@@ -512,7 +536,7 @@ impl Switch {
             let profile = &self.config.wred_profiles[w];
             let behind = self.queue_occupancy_bytes(port, queue);
             let queue_bytes =
-                self.ports[port.index()].wred[usize::from(queue)].observe(behind, profile.weight);
+                wred_state(&mut self.mmu, &mut self.ports, port, queue).observe(behind, profile.weight);
             let ect = frame_ecn(&frame).is_some_and(|e| e != Ecn::NotEct);
             if ect
                 && wred::decide(profile, Colour::Green, ect, queue_bytes, &mut self.rng) == WredAction::MarkCe

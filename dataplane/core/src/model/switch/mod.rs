@@ -427,6 +427,7 @@ impl Switch {
         now: Instant,
     ) -> Retired {
         self.note_time(now);
+        self.fold_wred_samples();
         let old_port_names: Vec<String> = self.config.ports.iter().map(|p| p.name.clone()).collect();
         let old_rif_names: Vec<String> = self.config.interfaces.iter().map(|r| r.name.clone()).collect();
         let same_ports = old_port_names.iter().eq(config.ports.iter().map(|p| &p.name));
