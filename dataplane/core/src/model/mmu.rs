@@ -408,6 +408,18 @@ impl Mmu {
         {
             return Ok(admitted);
         }
+        self.admit_slow(cells, ingress, egress)
+    }
+
+    /// [`Mmu::admit`] for a frame that [`Mmu::admit_fast`] did not admit (or that has no ingress PG): the
+    /// full admission, which leaves WRED to the caller.
+    #[inline]
+    pub fn admit_slow(
+        &mut self,
+        cells: u32,
+        ingress: Option<(PortId, u8)>,
+        egress: (PortId, u8),
+    ) -> Result<Admitted, Refusal> {
         let (alloc, xoff) = self.admit_planned(cells, ingress, egress)?;
         Ok(Admitted { alloc, xoff, wred: WredHint::Unknown })
     }

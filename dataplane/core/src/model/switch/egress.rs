@@ -128,20 +128,16 @@ impl Switch {
             return false;
         }
         let cells = self.mmu.cells_for(frame.len());
-        let ingress = meta.ingress.map(|p| (p, class.pg));
-        let Admitted { alloc, xoff, wred } = match self.mmu.admit(cells, ingress, (out, queue)) {
-            Ok(admitted) => admitted,
-            Err(Refusal::Ingress) => {
-                let port = meta.ingress.expect("only an ingress PG refuses at ingress");
-                self.ledger.copies_dropped += 1;
-                self.ports[port.index()].counters.pgs[usize::from(class.pg)].dropped_packets += 1;
-                self.count_ingress_drop(port, DropReason::IngressBuffer);
-                return false;
-            }
-            Err(Refusal::Egress) => {
-                self.count_egress_drop(out, queue, len, "EGRESS_BUFFER");
-                return false;
-            }
+        let fast = match meta.ingress {
+            Some(port) => self.mmu.admit_fast(cells, port, class.pg, out, queue),
+            None => None,
+        };
+        let Admitted { alloc, xoff, wred } = match fast {
+            Some(admitted) => admitted,
+            None => match self.mmu.admit_slow(cells, meta.ingress.map(|p| (p, class.pg)), (out, queue)) {
+                Ok(admitted) => admitted,
+                Err(refusal) => return self.refuse(out, queue, meta.ingress, class.pg, len, refusal),
+            },
         };
         // XOFF goes out as soon as the MMU asserts it, before WRED or the policer may still drop the copy:
         // the PG stays in XOFF after that drop (it is above its limit), and `admit` reports the transition
@@ -182,6 +178,30 @@ impl Switch {
             return false;
         }
         true
+    }
+
+    /// A copy the MMU refused: counted as the drop of its side.
+    #[cold]
+    #[inline(never)]
+    fn refuse(
+        &mut self,
+        out: PortId,
+        queue: u8,
+        ingress: Option<PortId>,
+        pg: u8,
+        len: u64,
+        refusal: Refusal,
+    ) -> bool {
+        match refusal {
+            Refusal::Ingress => {
+                let port = ingress.expect("only an ingress PG refuses at ingress");
+                self.ledger.copies_dropped += 1;
+                self.ports[port.index()].counters.pgs[usize::from(pg)].dropped_packets += 1;
+                self.count_ingress_drop(port, DropReason::IngressBuffer);
+            }
+            Refusal::Egress => self.count_egress_drop(out, queue, len, "EGRESS_BUFFER"),
+        }
+        false
     }
 
     /// Folds every queue's length that the fast admission left with the MMU into WRED's state (before a
