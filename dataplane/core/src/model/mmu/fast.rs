@@ -12,8 +12,9 @@ use crate::model::config::PortId;
 
 impl Mmu {
     /// [`Mmu::admit`]'s common case on its own, for the packet path to keep its answer apart from the
-    /// full admission's `Result` (whose layout cost a dozen instructions of packing): see
-    /// [`Mmu::admit_reserved`].
+    /// full admission's `Result` (whose layout cost a dozen instructions of packing): a frame that fits in
+    /// the reserved space of both its (port, PG) and its (port, queue), or that neither side manages;
+    /// `None` when [`Mmu::admit_slow`] must decide.
     #[inline(always)]
     pub fn admit_fast(
         &mut self,
