@@ -451,7 +451,11 @@ impl<T: Queued> Scheduler<T> {
                 };
                 (self.line_free, self.line_early_ps) = (Instant::from_ns(ns), idle_early_ps);
                 #[cfg(debug_assertions)]
-                assert_eq!((self.line_free, self.line_early_ps, self.line_remainder), expected, "an idle line");
+                assert_eq!(
+                    (self.line_free, self.line_early_ps, self.line_remainder),
+                    expected,
+                    "an idle line"
+                );
                 return;
             }
         }
