@@ -190,6 +190,11 @@ pub struct Scheduler<T: Queued> {
     speed_mbps: u32,
     /// [`whole_ps_per_byte`] of the speed: 0 when the line's time needs the general division.
     ps_per_byte: u64,
+    /// The last frame started on an idle line (so from a whole ns, `line_early_ps` 0) with the fast line
+    /// time: its bytes on the wire (0: none yet), the ns it moved the line by and the `line_early_ps` it left.
+    /// The next such frame of the same length (the common case: a lightly loaded port sending one size)
+    /// moves the line by the same without the multiplication and the division.
+    idle_frame: (u64, u64, u64),
     queues: [QueueState<T>; QUEUES],
     port_shaper: Option<TokenBucket>,
     unit: CreditUnit,
@@ -234,6 +239,7 @@ impl<T: Queued> Scheduler<T> {
         Scheduler {
             speed_mbps,
             ps_per_byte: whole_ps_per_byte(speed_mbps),
+            idle_frame: (0, 0, 0),
             queues: std::array::from_fn(|q| QueueState::new(queues[q], Instant::ZERO)),
             port_shaper: shaper
                 .and_then(|(meter, pir, pbs)| TokenBucket::new(meter, pir, Some(pbs), Instant::ZERO)),
@@ -287,6 +293,7 @@ impl<T: Queued> Scheduler<T> {
             self.line_remainder = 0;
             self.speed_mbps = speed_mbps;
             self.ps_per_byte = whole_ps_per_byte(speed_mbps);
+            self.idle_frame = (0, 0, 0);
         }
         let unit = CreditUnit::of(&queues);
         for (q, new) in queues.into_iter().enumerate() {
@@ -428,9 +435,29 @@ impl<T: Queued> Scheduler<T> {
     /// max(now, line free).
     #[inline(always)]
     pub fn occupy_line(&mut self, now: Instant, wire_len: usize) {
-        if now > self.line_free {
+        let bytes = (wire_len as u64).saturating_add(WIRE_OVERHEAD_BYTES);
+        let idle = now > self.line_free;
+        if idle {
             // The line was idle: the frame starts now.
             (self.line_free, self.line_early_ps, self.line_remainder) = (now, 0, 0);
+            let (idle_bytes, idle_ns, idle_early_ps) = self.idle_frame;
+            if bytes == idle_bytes
+                && let Some(ns) = now.as_ns().checked_add(idle_ns)
+            {
+                #[cfg(debug_assertions)]
+                let expected = {
+                    let (whole, remainder) = self.line_time(u128::from(bytes));
+                    self.line_end(self.line_end_ps() + whole, remainder)
+                };
+                (self.line_free, self.line_early_ps) = (Instant::from_ns(ns), idle_early_ps);
+                #[cfg(debug_assertions)]
+                assert_eq!(
+                    (self.line_free, self.line_early_ps, self.line_remainder),
+                    expected,
+                    "an idle line"
+                );
+                return;
+            }
         }
         // Otherwise it follows the previous frame from the exact instant that one ends.
         #[cfg(debug_assertions)]
@@ -438,15 +465,20 @@ impl<T: Queued> Scheduler<T> {
             let (whole, remainder) = self.line_time(wire_len as u128 + u128::from(WIRE_OVERHEAD_BYTES));
             self.line_end(self.line_end_ps() + whole, remainder)
         };
-        let bytes = (wire_len as u64).saturating_add(WIRE_OVERHEAD_BYTES);
         match bytes.checked_mul(self.ps_per_byte) {
             // (bytes × 8e6 + remainder) / speed with speed dividing 8e6 and remainder < speed: `whole` ps,
             // the remainder unchanged. The end moves by `whole` ps: with t = whole + 999 − early, the
             // instant rounded up moves by ⌊t / 1000⌋ ns and lies 999 − t mod 1000 ps after the end.
             Some(whole) if self.ps_per_byte != 0 && whole <= u64::MAX - 999 => {
                 let t = whole + (999 - self.line_early_ps);
-                (self.line_free, self.line_early_ps) = match self.line_free.as_ns().checked_add(t / 1000) {
-                    Some(ns) => (Instant::from_ns(ns), 999 - t % 1000),
+                let (ns, early_ps) = (t / 1000, 999 - t % 1000);
+                (self.line_free, self.line_early_ps) = match self.line_free.as_ns().checked_add(ns) {
+                    Some(end) => {
+                        if idle {
+                            self.idle_frame = (bytes, ns, early_ps);
+                        }
+                        (Instant::from_ns(end), early_ps)
+                    }
                     None => (Instant::MAX, 0),
                 };
             }

@@ -143,7 +143,11 @@ impl Mmu {
         let c = u64::from(alloc.cells());
         let (pg, queue) = (usize::from(alloc.pg() & 7), usize::from(alloc.queue() & 7));
         let (from, to) = (alloc.ingress_port(), alloc.egress_port());
-        let (Some(f), Some(t)) = (self.ports.get(from), self.ports.get(to)) else { return false };
+        // One bounds check for both ports.
+        if from.max(to) >= self.ports.len() {
+            return false;
+        }
+        let (f, t) = (&self.ports[from], &self.ports[to]);
         let (g, q) = (&f.pgs[pg], &t.queues[queue]);
         // One test of everything that sends the release the long way (not short-circuited: each is a
         // load, and they are rarely set).
