@@ -175,7 +175,6 @@ pub fn run_observed(
     for &id in f.switches.values() {
         f.sim.switch(id).set_pfc_events(PfcEvents::FirstXoff);
     }
-    f.sim.keep_events(|e| !matches!(e, Event::PfcXon { .. }));
     super::parallel::run_until(&mut f.sim, Instant::from_ns(ORIGIN_NS - 1));
     loop {
         let next_todo = todo.peek().map_or(u64::MAX, |(at, _)| *at);

@@ -404,7 +404,7 @@ impl Mmu {
     ) -> Result<Admitted, Refusal> {
         // Most frames fit in both sides' reserve (or neither side is managed): decided without plans.
         if let Some((port, pg)) = ingress
-            && let Some(admitted) = self.admit_reserved(cells, port, pg, egress.0, egress.1)
+            && let Some(admitted) = self.admit_fast(cells, port, pg, egress.0, egress.1)
         {
             return Ok(admitted);
         }

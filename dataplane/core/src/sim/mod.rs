@@ -218,7 +218,6 @@ pub struct Sim {
     tap: Option<Tap>,
     captures: Vec<Capture>,
     ties: TieOrder,
-    keep: Option<fn(&Event) -> bool>,
     /// Wake-ups and arrivals handled (the simulator's events).
     pub wakeups: u64,
     /// Record every frame sent and delivered in [`Sim::sent`] and [`Sim::delivered`].
@@ -253,7 +252,6 @@ impl Sim {
             tap: None,
             captures: Vec::new(),
             ties: TieOrder::default(),
-            keep: None,
             wakeups: 0,
             keep_log: false,
             sent: Vec::new(),
@@ -280,15 +278,6 @@ impl Sim {
         self.ties = ties;
         for p in &mut self.parts {
             p.ties = ties;
-        }
-    }
-
-    /// Keeps only the nodes' events `keep` accepts in [`Sim::events`] from now on (a congested fabric's
-    /// switches make an XOFF or XON event per pause; a caller that reads none of them need not hold them).
-    pub fn keep_events(&mut self, keep: fn(&Event) -> bool) {
-        self.keep = Some(keep);
-        for p in &mut self.parts {
-            p.keep = Some(keep);
         }
     }
 
@@ -713,7 +702,6 @@ impl Sim {
         self.parts = (0..count as u32).map(Part::new).collect();
         for p in &mut self.parts {
             p.ties = self.ties;
-            p.keep = self.keep;
         }
         for (id, slot) in devices.into_iter().enumerate() {
             let (device, stopped) = slot.expect("every node is in a part");

@@ -128,8 +128,6 @@ pub struct Part {
     pub(super) outbox: Vec<Crossing>,
     pub(super) wakeups: u64,
     pub(super) ties: TieOrder,
-    /// Which nodes' events are kept ([`super::Sim::keep_events`]); all when `None`.
-    pub(super) keep: Option<fn(&Event) -> bool>,
 }
 
 impl Part {
@@ -154,7 +152,6 @@ impl Part {
             outbox: Vec::new(),
             wakeups: 0,
             ties: TieOrder::default(),
-            keep: None,
         }
     }
 
@@ -367,9 +364,7 @@ impl Part {
             from = port + 1;
         }
         while let Some(event) = with_node!(&mut self.devices[i], node => Node::poll_event(node)) {
-            if self.keep.is_none_or(|keep| keep(&event)) {
-                self.events.push((now, self.round, self.ids[i], event));
-            }
+            self.events.push((now, self.round, self.ids[i], event));
         }
         self.reschedule(n);
     }

@@ -11,29 +11,15 @@ use super::{Admitted, Allocation, EgressPlan, IngressPlan, MAX_PARTITIONS, Mmu, 
 use crate::model::config::PortId;
 
 impl Mmu {
-    /// [`Mmu::admit`]'s common case on its own, for the packet path to keep its answer apart from the
-    /// full admission's `Result` (whose layout cost a dozen instructions of packing): a frame that fits in
-    /// the reserved space of both its (port, PG) and its (port, queue), or that neither side manages;
-    /// `None` when [`Mmu::admit_slow`] must decide.
-    #[inline(always)]
-    pub fn admit_fast(
-        &mut self,
-        cells: u32,
-        port: PortId,
-        pg: u8,
-        out: PortId,
-        queue: u8,
-    ) -> Option<Admitted> {
-        self.admit_reserved(cells, port, pg, out, queue)
-    }
-
     /// Admits a frame of `cells` that fits in the reserved space of both its (port, PG) and its (port,
     /// queue), or that neither side manages: the allocation, whether the PG newly asserted XOFF, and
     /// whether WRED passes it below its minimum (from the queue's level before the frame, read here).
     /// `None` when the full admission must decide (a side without room in its reserve, a PG in XOFF, a
-    /// side managed alone, Spectrum's layout).
+    /// side managed alone, Spectrum's layout): [`Mmu::admit_slow`]. The packet path calls the two apart,
+    /// to keep this answer out of the full admission's `Result` (whose layout cost a dozen instructions of
+    /// packing).
     #[inline]
-    pub(super) fn admit_reserved(
+    pub fn admit_fast(
         &mut self,
         cells: u32,
         port: PortId,
