@@ -45,6 +45,13 @@ enum Place {
     Far(u32),
 }
 
+/// A bucket's first and last slot.
+#[derive(Debug, Clone, Copy)]
+struct Ends {
+    head: u32,
+    tail: u32,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Slot {
     at: Instant,
@@ -61,9 +68,9 @@ pub(super) struct Calendar {
     /// Every wheel entry is at or after `base` and before `base + WHEEL_NS`; `base` is at most the
     /// earliest wheel entry (the latest instant popped, or 0).
     base: Instant,
-    /// Per bucket (instant modulo `WHEEL_NS`): its first and last slot, or `ABSENT`.
-    head: Vec<u32>,
-    tail: Vec<u32>,
+    /// Per bucket (instant modulo `WHEEL_NS`): its first and last slot, or `ABSENT`, side by side (a
+    /// booking reads both: one cache line).
+    ends: Vec<Ends>,
     /// A bit per non-empty bucket, and a bit per non-zero word of those.
     occupied: [u64; WORDS],
     summary: u64,
@@ -81,8 +88,7 @@ impl Default for Calendar {
         Calendar {
             slots: Vec::new(),
             base: Instant::ZERO,
-            head: vec![ABSENT; WHEEL_NS as usize],
-            tail: vec![ABSENT; WHEEL_NS as usize],
+            ends: vec![Ends { head: ABSENT, tail: ABSENT }; WHEEL_NS as usize],
             occupied: [0; WORDS],
             summary: 0,
             far: Vec::new(),
@@ -143,7 +149,7 @@ impl Calendar {
     /// The earliest entry: the earlier of the wheel's first bucket's head and the heap's top.
     fn find_first(&self) -> Option<(Instant, u64, u32)> {
         let near = self.first_bucket().map(|b| {
-            let s = self.head[b];
+            let s = self.ends[b].head;
             let slot = &self.slots[s as usize];
             (slot.at, slot.order, s)
         });
@@ -161,16 +167,26 @@ impl Calendar {
     /// The earliest entry, removed, if it is due by `now`.
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<Entry> {
         let (at, order, s) = self.earliest().filter(|e| e.0 <= now)?;
-        let next_in_bucket = match self.slots[s as usize].place {
-            Place::Wheel { next, .. } if next != ABSENT => Some(next),
-            _ => None,
-        };
-        self.remove(s as usize);
-        // The next in its bucket comes next unless the heap holds an entry of the same instant (booked
-        // when the instant was beyond the wheel's span, or in the past) that comes before it.
-        if let Some(n) = next_in_bucket {
-            let next = (at, self.slots[n as usize].order, n);
-            self.first = Some(Some(self.far.first().map_or(next, |&f| f.min(next))));
+        match self.slots[s as usize].place {
+            // The earliest wheel entry is its bucket's head: unlinked without `remove`'s general case.
+            Place::Wheel { prev, next } => {
+                debug_assert_eq!(prev, ABSENT, "the earliest entry heads its bucket");
+                let b = bucket(at);
+                self.ends[b].head = next;
+                self.slots[s as usize].place = Place::Absent;
+                if next == ABSENT {
+                    self.ends[b].tail = ABSENT;
+                    self.clear_bucket_bit(b);
+                    self.first = None;
+                } else {
+                    self.set_prev(next as usize, ABSENT);
+                    // The next in its bucket comes next unless the heap holds an entry of the same instant
+                    // (booked when the instant was beyond the wheel's span, or in the past) before it.
+                    let next = (at, self.slots[next as usize].order, next);
+                    self.first = Some(Some(self.far.first().map_or(next, |&f| f.min(next))));
+                }
+            }
+            _ => self.remove(s as usize),
         }
         // Nothing is earlier than what was just popped: the wheel may start there.
         self.base = self.base.max(at);
@@ -198,21 +214,21 @@ impl Calendar {
         if at >= self.base && at.as_ns() - self.base.as_ns() < WHEEL_NS {
             let b = bucket(at);
             // After the last entry that comes before it (buckets hold one instant's few entries).
-            let mut prev = self.tail[b];
+            let mut prev = self.ends[b].tail;
             while prev != ABSENT && (self.slots[prev as usize].order, prev as usize) > (order, s) {
                 prev = match self.slots[prev as usize].place {
                     Place::Wheel { prev, .. } => prev,
                     _ => unreachable!("a bucket's entries are on the wheel"),
                 };
             }
-            let next = if prev == ABSENT { self.head[b] } else { self.next_of(prev as usize) };
+            let next = if prev == ABSENT { self.ends[b].head } else { self.next_of(prev as usize) };
             self.slots[s].place = Place::Wheel { prev, next };
             match prev {
-                ABSENT => self.head[b] = s as u32,
+                ABSENT => self.ends[b].head = s as u32,
                 p => self.set_next(p as usize, s as u32),
             }
             match next {
-                ABSENT => self.tail[b] = s as u32,
+                ABSENT => self.ends[b].tail = s as u32,
                 n => self.set_prev(n as usize, s as u32),
             }
             self.occupied[b / 64] |= 1 << (b % 64);
@@ -240,23 +256,28 @@ impl Calendar {
             Place::Wheel { prev, next } => {
                 let b = bucket(self.slots[s].at);
                 match prev {
-                    ABSENT => self.head[b] = next,
+                    ABSENT => self.ends[b].head = next,
                     p => self.set_next(p as usize, next),
                 }
                 match next {
-                    ABSENT => self.tail[b] = prev,
+                    ABSENT => self.ends[b].tail = prev,
                     n => self.set_prev(n as usize, prev),
                 }
-                if self.head[b] == ABSENT {
-                    self.occupied[b / 64] &= !(1 << (b % 64));
-                    if self.occupied[b / 64] == 0 {
-                        self.summary &= !(1 << (b / 64));
-                    }
+                if self.ends[b].head == ABSENT {
+                    self.clear_bucket_bit(b);
                 }
             }
             Place::Far(i) => self.remove_far(i as usize),
         }
         self.slots[s].place = Place::Absent;
+    }
+
+    /// Bucket `b` became empty.
+    fn clear_bucket_bit(&mut self, b: usize) {
+        self.occupied[b / 64] &= !(1 << (b % 64));
+        if self.occupied[b / 64] == 0 {
+            self.summary &= !(1 << (b / 64));
+        }
     }
 
     fn next_of(&self, s: usize) -> u32 {
