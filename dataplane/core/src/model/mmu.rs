@@ -44,6 +44,8 @@ mod allocation;
 mod configure;
 mod fast;
 mod observe;
+#[cfg(test)]
+mod tests;
 mod xoff;
 
 use xoff::{NO_SLOT, XoffEntry};
@@ -321,6 +323,10 @@ pub struct Mmu {
     xon_bound: Vec<[u64; MAX_PARTITIONS]>,
     /// Some pool partition's usage may be below its bound: [`Mmu::recheck_xon`] has a walk to make.
     xon_dirty: bool,
+    /// Per pool and partition: at least the free space at or below which a raisable PG there is over its
+    /// limit, for every raisable PG (`xoff.rs`): an admission walks the raisable set only when the free
+    /// space is down to it.
+    raise_bound: Vec<[u64; MAX_PARTITIONS]>,
     /// Spectrum's layout: a PG's `size − xoff` lies above the shared space and counts in the pool (its
     /// occupancy and watermark, not the PG's shared watermark), as NVIDIA's sonic-mgmt generator expects.
     pooled_reserve: bool,
@@ -619,6 +625,8 @@ impl Mmu {
         }
         self.debug_check_pg_index(port, pg);
         let xoff = self.update_xoff(port, pg);
+        // The PG's usage or partition moved: the bound of its partition follows (a PG in XOFF has none).
+        self.note_raise_bound(port, pg);
         if shared > 0 {
             self.raise_crossed(port, pg, plan.pool.index(), partition);
         }

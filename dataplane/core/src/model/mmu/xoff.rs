@@ -108,6 +108,7 @@ impl Mmu {
             let words = &mut self.raisable[pool];
             if raisable {
                 words[word] |= 1 << bit;
+                self.note_raise_bound(port, pg);
             } else {
                 words[word] &= !(1 << bit);
             }
@@ -198,13 +199,37 @@ impl Mmu {
     /// The pool's free space shrank: every other lossless PG of the pool holding shared cells in the same
     /// partition is compared with its (lower) limit again, as the ASIC's level comparison does. Those that
     /// reach it assert XOFF without waiting for a frame of their own (sonic-mgmt's HdrmPoolSizeTest).
+    /// Nothing to do while the partition's free space is above the bound of its raisable PGs'
+    /// [`Mmu::raise_from`] points, as none of them is then at its limit.
+    #[inline]
     pub(super) fn raise_crossed(&mut self, port: PortId, pg: u8, pool: PoolId, partition: u8) {
         self.debug_check_raisable(pool);
         // The partition's free space, read once: each PG's dynamic limit is it times the PG's alpha.
+        let k = usize::from(partition);
         let free = {
             let p = &self.pools[pool];
-            p.size.saturating_sub(p.shared_used[usize::from(partition)])
+            p.size.saturating_sub(p.shared_used[k])
         };
+        if free > self.raise_bound[pool][k] {
+            if cfg!(debug_assertions) {
+                for &(other, other_pg) in &self.dynamic_lossless[pool] {
+                    let state = self.pg(other, other_pg);
+                    if state.shared_used > 0 && !state.xoff && state.partition == partition {
+                        assert!(free > self.raise_from(state), "{other:?} PG {other_pg} past the bound");
+                        assert!(!self.xoff_due(other, other_pg), "{other:?} PG {other_pg} under its limit");
+                    }
+                }
+            }
+            return;
+        }
+        self.raise_walk(port, pg, pool, partition, free);
+    }
+
+    /// [`Mmu::raise_crossed`]'s walk over the raisable PGs of the pool, which makes the partition's bound
+    /// exact again (the PGs it raised to XOFF leave the raisable set).
+    #[inline(never)]
+    fn raise_walk(&mut self, port: PortId, pg: u8, pool: PoolId, partition: u8, free: u64) {
+        let mut bound = 0;
         for w in 0..self.raisable[pool].len() {
             let mut word = self.raisable[pool][w];
             while word != 0 {
@@ -212,25 +237,63 @@ impl Mmu {
                 word &= word - 1;
                 let (other, other_pg) = self.dynamic_lossless[pool][i];
                 let state = self.pg(other, other_pg);
-                if (other, other_pg) == (port, pg) || state.partition != partition {
+                if state.partition != partition {
                     continue;
                 }
-                // Most PGs are still under their limit: that answer without the full check (the same
-                // limit as `Mmu::limit`'s, as the PG's profile is dynamic in this pool and partition).
-                if let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool: p, .. }) =
-                    &state.profile
-                    && *p == pool
-                    && state.headroom_used == 0
-                    && state.shared_used < if *n >= 0 { free << *n } else { free >> -*n }
-                {
-                    debug_assert!(!self.xoff_due(other, other_pg), "{other:?} PG {other_pg} under its limit");
+                let from = self.raise_from(state);
+                // Most PGs are still under their limit: that answer without the full check.
+                if (other, other_pg) == (port, pg) || free > from {
+                    debug_assert!(
+                        (other, other_pg) == (port, pg) || !self.xoff_due(other, other_pg),
+                        "{other:?} PG {other_pg} under its limit"
+                    );
+                    bound = bound.max(from);
                     continue;
                 }
                 if self.update_xoff(other, other_pg) {
                     self.raised.push((other, other_pg));
+                } else {
+                    bound = bound.max(from);
                 }
             }
         }
+        self.raise_bound[pool][usize::from(partition)] = bound;
+    }
+
+    /// The largest free space of its partition at which a PG holding `shared_used` cells is at or over its
+    /// dynamic limit, `2^n × free` (`u64::MAX` where that limit does not describe it: headroom in use, a
+    /// static profile, a shift that could overflow). With n ≥ 0, `s ≥ free << n` exactly when
+    /// `free ≤ s >> n`; with n = −m, `s ≥ free >> m` exactly when `free < (s + 1) << m`.
+    pub(super) fn raise_from(&self, state: &PgState) -> u64 {
+        let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool, .. }) = &state.profile else {
+            return u64::MAX;
+        };
+        if state.headroom_used > 0 {
+            return u64::MAX;
+        }
+        let s = state.shared_used;
+        if *n >= 0 {
+            let n = n.unsigned_abs() as u32;
+            // The limit is `free << n` for free up to the pool's size: exact while that does not overflow.
+            if n < 64 && self.pools[*pool].size.leading_zeros() >= n { s >> n } else { u64::MAX }
+        } else {
+            let m = n.unsigned_abs() as u32;
+            let s1 = s.saturating_add(1);
+            if m < 64 && s1.leading_zeros() >= m { (s1 << m) - 1 } else { u64::MAX }
+        }
+    }
+
+    /// A raisable PG's usage, partition or headroom may have grown: its partition's bound follows.
+    #[inline]
+    pub(super) fn note_raise_bound(&mut self, port: PortId, pg: u8) {
+        let state = self.pg(port, pg);
+        if state.shared_used == 0 || state.xoff || state.dynamic_slot == NO_SLOT {
+            return;
+        }
+        let Some(pool) = state.profile.as_ref().map(|p| p.pool) else { return };
+        let (from, k) = (self.raise_from(state), usize::from(state.partition));
+        let bound = &mut self.raise_bound[pool][k];
+        *bound = (*bound).max(from);
     }
 
     fn debug_check_raisable(&self, pool: PoolId) {
@@ -239,6 +302,12 @@ impl Mmu {
                 let state = self.pg(port, pg);
                 let bit = self.raisable[pool][i / 64] & (1 << (i % 64)) != 0;
                 assert_eq!(bit, state.shared_used > 0 && !state.xoff, "raisable bit of {port:?} PG {pg}");
+                if bit {
+                    assert!(
+                        self.raise_bound[pool][usize::from(state.partition)] >= self.raise_from(state),
+                        "raise bound below {port:?} PG {pg}'s point"
+                    );
+                }
             }
         }
     }
@@ -322,6 +391,7 @@ impl Mmu {
         self.in_xoff.clear();
         self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
         self.xon_bound = vec![[0; MAX_PARTITIONS]; self.pools.len()];
+        self.raise_bound = vec![[0; MAX_PARTITIONS]; self.pools.len()];
         self.xon_dirty = false;
         for p in 0..self.ports.len() {
             for g in 0..8 {
