@@ -157,9 +157,26 @@ struct CellProfile {
     /// The usage of a pool partition from which the shared limit is 0 (a lossless PG holding no shared
     /// cells is then at its XOFF point); `u64::MAX`: never.
     zero_limit_from: u64,
+    /// The alpha exponent n of a dynamic limit whose crossing point (`xoff.rs`'s `raise_from`) is exact
+    /// for every free space up to the pool's size, or [`NO_RAISE_SHIFT`].
+    raise_shift: i8,
 }
 
+/// [`CellProfile::raise_shift`] of a profile without an exact crossing point (static, or a shift that
+/// could overflow).
+const NO_RAISE_SHIFT: i8 = i8::MIN;
+
 impl CellProfile {
+    /// [`CellProfile::raise_shift`] for a pool partition of `size` shared cells: n where `free << n` (n ≥ 0)
+    /// cannot overflow for `free ≤ size`, or `free >> −n` shifts by less than 64.
+    fn raise_shift(threshold: CellThreshold, size: u64) -> i8 {
+        match threshold {
+            CellThreshold::Dynamic(n) if n >= 0 && n < 64 && size.leading_zeros() >= n as u32 => n,
+            CellThreshold::Dynamic(n) if n < 0 && n > -64 => n,
+            _ => NO_RAISE_SHIFT,
+        }
+    }
+
     /// [`CellProfile::zero_limit_from`] for a pool partition of `size` shared cells, if it is exact: the
     /// limit is 0 exactly when the partition's usage is at least that.
     fn zero_limit_from(threshold: CellThreshold, size: u64) -> Option<u64> {
@@ -588,6 +605,7 @@ impl Mmu {
         let state = &mut self.ports[port.index()];
         state.shared_by_pool[plan.pool.index()] += pooled;
         let g = &mut state.pgs[usize::from(pg)];
+        let headroom_before = g.headroom_used;
         g.reserved_used += reserved;
         g.shared_used += shared;
         g.headroom_used += headroom;
@@ -604,8 +622,9 @@ impl Mmu {
             "a PG watermark below its usage"
         );
         // The raisable bit moves only when the PG's shared usage leaves zero; a PG in XOFF has its XON
-        // threshold recomputed (`xoff.rs`). Otherwise `pg_changed` would write what is there.
-        let changed = g.xoff || (shared > 0 && g.shared_used == shared);
+        // threshold recomputed (`xoff.rs`), unless it had headroom in use (its threshold stays "never").
+        // Otherwise `pg_changed` would write what is there.
+        let changed = (g.xoff && headroom_before == 0) || (shared > 0 && g.shared_used == shared);
         let pool = &mut self.pools[plan.pool.index()];
         pool.shared_used[k] += pooled;
         // The pool's watermarks can only rise when the frame took pool cells.
@@ -712,9 +731,10 @@ impl Mmu {
         sub(&mut pg.headroom_used, headroom);
         sub(&mut pg.shared_used, shared);
         sub(&mut pg.reserved_used, reserved);
-        // As on admission: only a PG in XOFF, or one whose shared usage fell to zero, has bookkeeping to
-        // update.
-        let (changed, in_xoff) = (pg.xoff || (shared > 0 && pg.shared_used == 0), pg.xoff);
+        // As on admission: only a PG in XOFF (unless it keeps headroom in use: its XON threshold stays
+        // "never"), or one whose shared usage fell to zero, has bookkeeping to update.
+        let in_xoff = pg.xoff;
+        let changed = (in_xoff && pg.headroom_used == 0) || (shared > 0 && pg.shared_used == 0);
         let pooled = shared + if self.pooled_reserve { reserved } else { 0 };
         sub(&mut port.shared_by_pool[pool_id], pooled);
         let pool = &mut self.pools[pool_id];

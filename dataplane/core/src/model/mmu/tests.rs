@@ -106,8 +106,6 @@ proptest! {
     #[test]
     fn raise_from_is_the_crossing_point(n in -8i8..8, size in 0u64..1 << 40, shared in 0u64..1 << 44, free in 0u64..1 << 40) {
         let free = free.min(size);
-        let mut mmu = Mmu::default();
-        mmu.pools.push(super::Pool { size, ..super::Pool::default() });
         let profile = CellProfile {
             pool: 0,
             alloc_pool: super::AllocPool::new(0),
@@ -118,12 +116,13 @@ proptest! {
             xon_offset: 0,
             fast_reserve_end: 0,
             zero_limit_from: 0,
+            raise_shift: CellProfile::raise_shift(CellThreshold::Dynamic(n), size),
         };
         let state = PgState { profile: Some(profile), shared_used: shared, ..PgState::default() };
         let limit = if n >= 0 { free << n } else { free >> -n };
-        prop_assert_eq!(free <= mmu.raise_from(&state), shared >= limit);
+        prop_assert_eq!(free <= Mmu::raise_from(&state), shared >= limit);
         let headroom = PgState { headroom_used: 1, ..state };
-        prop_assert_eq!(mmu.raise_from(&headroom), u64::MAX);
+        prop_assert_eq!(Mmu::raise_from(&headroom), u64::MAX);
     }
 }
 

@@ -18,7 +18,7 @@
 //!   costs a compare per partition it drained instead of a look at every pool.
 //!   Debug builds compare every cached answer with the full computation.
 
-use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
+use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, NO_RAISE_SHIFT, PgState, PoolId};
 use crate::model::config::PortId;
 
 /// A slot index meaning "none" in [`PgState`]'s `xoff_slot` and `dynamic_slot`.
@@ -157,8 +157,11 @@ impl Mmu {
             if state.xoff {
                 let e = &self.in_xoff[state.xoff_slot as usize];
                 assert_eq!(e.pool, state.profile.map(|p| p.pool), "XOFF entry's pool");
-                assert_eq!(e.partition, state.partition, "XOFF entry's partition");
                 assert_eq!(e.xon_below, self.xon_below(state), "XOFF entry's XON threshold");
+                // A PG whose XON is "never" (headroom in use) keeps the partition its entry had then.
+                if e.xon_below != 0 {
+                    assert_eq!(e.partition, state.partition, "XOFF entry's partition");
+                }
             }
         }
     }
@@ -215,7 +218,7 @@ impl Mmu {
                 for &(other, other_pg) in &self.dynamic_lossless[pool] {
                     let state = self.pg(other, other_pg);
                     if state.shared_used > 0 && !state.xoff && state.partition == partition {
-                        assert!(free > self.raise_from(state), "{other:?} PG {other_pg} past the bound");
+                        assert!(free > Self::raise_from(state), "{other:?} PG {other_pg} past the bound");
                         assert!(!self.xoff_due(other, other_pg), "{other:?} PG {other_pg} under its limit");
                     }
                 }
@@ -240,7 +243,7 @@ impl Mmu {
                 if state.partition != partition {
                     continue;
                 }
-                let from = self.raise_from(state);
+                let from = Self::raise_from(state);
                 // Most PGs are still under their limit: that answer without the full check.
                 if (other, other_pg) == (port, pg) || free > from {
                     debug_assert!(
@@ -261,39 +264,38 @@ impl Mmu {
     }
 
     /// The largest free space of its partition at which a PG holding `shared_used` cells is at or over its
-    /// dynamic limit, `2^n × free` (`u64::MAX` where that limit does not describe it: headroom in use, a
-    /// static profile, a shift that could overflow). With n ≥ 0, `s ≥ free << n` exactly when
+    /// dynamic limit, `2^n × free` (`u64::MAX` where that limit does not describe it exactly: headroom in
+    /// use, a static profile, a shift that could overflow). With n ≥ 0, `s ≥ free << n` exactly when
     /// `free ≤ s >> n`; with n = −m, `s ≥ free >> m` exactly when `free < (s + 1) << m`.
-    pub(super) fn raise_from(&self, state: &PgState) -> u64 {
-        let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool, .. }) = &state.profile else {
-            return u64::MAX;
-        };
-        if state.headroom_used > 0 {
+    #[inline(always)]
+    pub(super) fn raise_from(state: &PgState) -> u64 {
+        let Some(prof) = &state.profile else { return u64::MAX };
+        let n = prof.raise_shift;
+        if state.headroom_used > 0 || n == NO_RAISE_SHIFT {
             return u64::MAX;
         }
         let s = state.shared_used;
-        if *n >= 0 {
-            let n = n.unsigned_abs() as u32;
-            // The limit is `free << n` for free up to the pool's size: exact while that does not overflow.
-            if n < 64 && self.pools[*pool].size.leading_zeros() >= n { s >> n } else { u64::MAX }
+        if n >= 0 {
+            s >> n
         } else {
-            let m = n.unsigned_abs() as u32;
+            let m = u32::from(n.unsigned_abs());
             let s1 = s.saturating_add(1);
-            if m < 64 && s1.leading_zeros() >= m { (s1 << m) - 1 } else { u64::MAX }
+            if s1.leading_zeros() >= m { (s1 << m) - 1 } else { u64::MAX }
         }
     }
 
     /// A raisable PG's usage, partition or headroom may have grown: its partition's bound follows.
-    #[inline]
+    #[inline(always)]
     pub(super) fn note_raise_bound(&mut self, port: PortId, pg: u8) {
         let state = self.pg(port, pg);
         if state.shared_used == 0 || state.xoff || state.dynamic_slot == NO_SLOT {
             return;
         }
         let Some(pool) = state.profile.as_ref().map(|p| p.pool) else { return };
-        let (from, k) = (self.raise_from(state), usize::from(state.partition));
-        let bound = &mut self.raise_bound[pool][k];
-        *bound = (*bound).max(from);
+        let (from, k) = (Self::raise_from(state), usize::from(state.partition) % MAX_PARTITIONS);
+        if let Some(bounds) = self.raise_bound.get_mut(pool) {
+            bounds[k] = bounds[k].max(from);
+        }
     }
 
     fn debug_check_raisable(&self, pool: PoolId) {
@@ -302,9 +304,13 @@ impl Mmu {
                 let state = self.pg(port, pg);
                 let bit = self.raisable[pool][i / 64] & (1 << (i % 64)) != 0;
                 assert_eq!(bit, state.shared_used > 0 && !state.xoff, "raisable bit of {port:?} PG {pg}");
+                if let Some(prof) = &state.profile {
+                    let size = self.pools[prof.pool].size;
+                    assert_eq!(prof.raise_shift, CellProfile::raise_shift(prof.threshold, size), "raise shift");
+                }
                 if bit {
                     assert!(
-                        self.raise_bound[pool][usize::from(state.partition)] >= self.raise_from(state),
+                        self.raise_bound[pool][usize::from(state.partition)] >= Self::raise_from(state),
                         "raise bound below {port:?} PG {pg}'s point"
                     );
                 }
