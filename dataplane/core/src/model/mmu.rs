@@ -394,6 +394,7 @@ impl Mmu {
         }
     }
 
+    #[inline(always)]
     fn port_cap_allows(&self, port: PortId, pool: PoolId, partition: u8, extra: u64) -> bool {
         let state = &self.ports[port.index()];
         match state.caps.get(pool).copied().flatten() {
@@ -402,6 +403,23 @@ impl Mmu {
                 state.shared_by_pool.get(pool).copied().unwrap_or(0) + extra <= self.limit(t, pool, partition)
             }
         }
+    }
+
+    /// [`Mmu::partition`] from the parts the configuration stored with the ports (as the fast admission
+    /// reads them), when both ports are known.
+    #[inline(always)]
+    fn partition_of(&self, ingress: Option<PortId>, egress: PortId) -> u8 {
+        let Some(to) = self.ports.get(egress.index()) else { return self.partition(ingress, egress) };
+        let in_part = match ingress {
+            None => to.in_part,
+            Some(port) => match self.ports.get(port.index()) {
+                Some(from) => from.in_part,
+                None => return self.partition(ingress, egress),
+            },
+        };
+        let partition = in_part | to.out_part;
+        debug_assert_eq!(partition, self.partition(ingress, egress), "partition of {ingress:?} to {egress:?}");
+        partition
     }
 
     /// The buffer partition of a frame from `ingress` (none: a frame the switch made) to `egress`.
@@ -471,7 +489,7 @@ impl Mmu {
             return Ok((Allocation::unmanaged(cells), false));
         }
         let c = u64::from(cells);
-        let partition = self.partition(ingress.map(|(port, _)| port), out);
+        let partition = self.partition_of(ingress.map(|(port, _)| port), out);
         let plan_egress = |mmu: &Self| match queue_side {
             Some((state, prof)) => mmu.plan_egress(c, out, state, prof, partition).map(Some),
             None => Ok(None),
@@ -506,6 +524,7 @@ impl Mmu {
     }
 
     /// The PG's regions for `c` cells, or a refusal.
+    #[inline(always)]
     fn plan_ingress(
         &self,
         c: u64,
@@ -574,6 +593,7 @@ impl Mmu {
     }
 
     /// The queue's regions for `c` cells, or a refusal.
+    #[inline(always)]
     fn plan_egress(
         &self,
         c: u64,

@@ -358,11 +358,18 @@ impl Mmu {
     /// those released to `released`. Nothing to do unless a pool partition's usage fell below the bound of
     /// its PGs' XON thresholds; then one walk over the PGs in XOFF. Allocates nothing once `released` has
     /// grown.
+    #[inline]
     pub fn recheck_xon(&mut self, released: &mut Vec<(PortId, u8)>) {
         if !self.xon_dirty {
             debug_assert!(self.in_xoff.iter().all(|e| !self.entry_xon_due(e)), "a PG past its XON point");
             return;
         }
+        self.recheck_xon_walk(released);
+    }
+
+    /// [`Mmu::recheck_xon`]'s walk, out of line (most releases have none to make).
+    #[inline(never)]
+    fn recheck_xon_walk(&mut self, released: &mut Vec<(PortId, u8)>) {
         self.xon_dirty = false;
         for bound in &mut self.xon_bound {
             *bound = [0; MAX_PARTITIONS];
