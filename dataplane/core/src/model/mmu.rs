@@ -490,22 +490,19 @@ impl Mmu {
         }
         let c = u64::from(cells);
         let partition = self.partition_of(ingress.map(|(port, _)| port), out);
-        let plan_egress = |mmu: &Self| match queue_side {
-            Some((state, prof)) => mmu.plan_egress(c, out, state, prof, partition).map(Some),
-            None => Ok(None),
-        };
-        // Spectrum counts a frame both sides refuse as an egress drop: egress is asked first.
-        let early_egress = if self.personality.egress_drop_first { Some(plan_egress(self)?) } else { None };
-        let ingress_plan = match pg_side {
-            Some((port, pg, state, prof)) => {
-                Some((port, pg, self.plan_ingress(c, port, state, prof, partition)?))
-            }
-            None => None,
-        };
-        let egress_plan = match early_egress {
-            Some(planned) => planned,
-            None => plan_egress(self)?,
-        };
+        // Both plans (they change nothing), then the refusal: Spectrum counts a frame both sides refuse as
+        // an egress drop, the others as an ingress drop.
+        let ingress_plan = pg_side.map(|(port, pg, state, prof)| {
+            self.plan_ingress(c, port, state, prof, partition).map(|plan| (port, pg, plan))
+        });
+        let egress_plan = queue_side.map(|(state, prof)| self.plan_egress(c, out, state, prof, partition));
+        if self.personality.egress_drop_first
+            && let Some(Err(refusal)) = egress_plan
+        {
+            return Err(refusal);
+        }
+        let ingress_plan = ingress_plan.transpose()?;
+        let egress_plan = egress_plan.transpose()?;
         let (mut sides, mut pg_index, mut ingress_side, mut egress_side, mut queue_index) = (0, 0, 0, 0, 0);
         let mut xoff = false;
         if let Some((port, pg, plan)) = ingress_plan {
