@@ -418,7 +418,11 @@ impl Mmu {
             },
         };
         let partition = in_part | to.out_part;
-        debug_assert_eq!(partition, self.partition(ingress, egress), "partition of {ingress:?} to {egress:?}");
+        debug_assert_eq!(
+            partition,
+            self.partition(ingress, egress),
+            "partition of {ingress:?} to {egress:?}"
+        );
         partition
     }
 

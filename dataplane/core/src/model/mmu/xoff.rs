@@ -3,8 +3,12 @@
 //!
 //! - **XOFF raised by a filling pool** ([`Mmu::raise_crossed`]): only a dynamic lossless PG of the pool
 //!   that holds shared cells and is not in XOFF can be pushed over its (shrinking) limit by another PG's
-//!   frame. Each pool keeps those PGs as a bit set over its list of dynamic lossless PGs, so a frame
-//!   visits them in the list's order and skips the rest.
+//!   frame. Each pool keeps those PGs as a bit set over its list of dynamic lossless PGs, so a walk
+//!   visits them in the list's order and skips the rest. A raisable PG is over its limit exactly when its
+//!   partition's free space is at most its crossing point ([`Mmu::raise_from`]), so each pool partition
+//!   keeps an upper bound of its raisable PGs' points: raised where a point can grow (an admission, a PG
+//!   entering the set), made exact by a walk. An admission walks only when the free space is down to the
+//!   bound (most admissions do not; debug builds check those against the full walk).
 //! - **XON when the pool drains** ([`Mmu::recheck_xon`]): a PG in XOFF with no headroom in use is back at
 //!   its XON point when `reserved + shared <= max(xon, reserved + limit − xon_offset)`. Its usage does not
 //!   move while its own frames do not, and its limit depends only on the free space of its pool partition,
@@ -306,7 +310,11 @@ impl Mmu {
                 assert_eq!(bit, state.shared_used > 0 && !state.xoff, "raisable bit of {port:?} PG {pg}");
                 if let Some(prof) = &state.profile {
                     let size = self.pools[prof.pool].size;
-                    assert_eq!(prof.raise_shift, CellProfile::raise_shift(prof.threshold, size), "raise shift");
+                    assert_eq!(
+                        prof.raise_shift,
+                        CellProfile::raise_shift(prof.threshold, size),
+                        "raise shift"
+                    );
                 }
                 if bit {
                     assert!(
