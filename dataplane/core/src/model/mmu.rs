@@ -171,8 +171,8 @@ impl CellProfile {
     /// cannot overflow for `free ≤ size`, or `free >> −n` shifts by less than 64.
     fn raise_shift(threshold: CellThreshold, size: u64) -> i8 {
         match threshold {
-            CellThreshold::Dynamic(n) if n >= 0 && n < 64 && size.leading_zeros() >= n as u32 => n,
-            CellThreshold::Dynamic(n) if n < 0 && n > -64 => n,
+            CellThreshold::Dynamic(n) if (0..64).contains(&n) && size.leading_zeros() >= n as u32 => n,
+            CellThreshold::Dynamic(n) if (-63..0).contains(&n) => n,
             _ => NO_RAISE_SHIFT,
         }
     }
