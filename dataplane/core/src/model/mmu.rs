@@ -44,6 +44,8 @@ mod allocation;
 mod configure;
 mod fast;
 mod observe;
+#[cfg(test)]
+mod tests;
 mod xoff;
 
 use xoff::{NO_SLOT, XoffEntry};
@@ -155,9 +157,26 @@ struct CellProfile {
     /// The usage of a pool partition from which the shared limit is 0 (a lossless PG holding no shared
     /// cells is then at its XOFF point); `u64::MAX`: never.
     zero_limit_from: u64,
+    /// The alpha exponent n of a dynamic limit whose crossing point (`xoff.rs`'s `raise_from`) is exact
+    /// for every free space up to the pool's size, or [`NO_RAISE_SHIFT`].
+    raise_shift: i8,
 }
 
+/// [`CellProfile::raise_shift`] of a profile without an exact crossing point (static, or a shift that
+/// could overflow).
+const NO_RAISE_SHIFT: i8 = i8::MIN;
+
 impl CellProfile {
+    /// [`CellProfile::raise_shift`] for a pool partition of `size` shared cells: n where `free << n` (n ≥ 0)
+    /// cannot overflow for `free ≤ size`, or `free >> −n` shifts by less than 64.
+    fn raise_shift(threshold: CellThreshold, size: u64) -> i8 {
+        match threshold {
+            CellThreshold::Dynamic(n) if (0..64).contains(&n) && size.leading_zeros() >= n as u32 => n,
+            CellThreshold::Dynamic(n) if (-63..0).contains(&n) => n,
+            _ => NO_RAISE_SHIFT,
+        }
+    }
+
     /// [`CellProfile::zero_limit_from`] for a pool partition of `size` shared cells, if it is exact: the
     /// limit is 0 exactly when the partition's usage is at least that.
     fn zero_limit_from(threshold: CellThreshold, size: u64) -> Option<u64> {
@@ -321,6 +340,10 @@ pub struct Mmu {
     xon_bound: Vec<[u64; MAX_PARTITIONS]>,
     /// Some pool partition's usage may be below its bound: [`Mmu::recheck_xon`] has a walk to make.
     xon_dirty: bool,
+    /// Per pool and partition: at least the free space at or below which a raisable PG there is over its
+    /// limit, for every raisable PG (`xoff.rs`): an admission walks the raisable set only when the free
+    /// space is down to it.
+    raise_bound: Vec<[u64; MAX_PARTITIONS]>,
     /// Spectrum's layout: a PG's `size − xoff` lies above the shared space and counts in the pool (its
     /// occupancy and watermark, not the PG's shared watermark), as NVIDIA's sonic-mgmt generator expects.
     pooled_reserve: bool,
@@ -371,6 +394,7 @@ impl Mmu {
         }
     }
 
+    #[inline(always)]
     fn port_cap_allows(&self, port: PortId, pool: PoolId, partition: u8, extra: u64) -> bool {
         let state = &self.ports[port.index()];
         match state.caps.get(pool).copied().flatten() {
@@ -379,6 +403,27 @@ impl Mmu {
                 state.shared_by_pool.get(pool).copied().unwrap_or(0) + extra <= self.limit(t, pool, partition)
             }
         }
+    }
+
+    /// [`Mmu::partition`] from the parts the configuration stored with the ports (as the fast admission
+    /// reads them), when both ports are known.
+    #[inline(always)]
+    fn partition_of(&self, ingress: Option<PortId>, egress: PortId) -> u8 {
+        let Some(to) = self.ports.get(egress.index()) else { return self.partition(ingress, egress) };
+        let in_part = match ingress {
+            None => to.in_part,
+            Some(port) => match self.ports.get(port.index()) {
+                Some(from) => from.in_part,
+                None => return self.partition(ingress, egress),
+            },
+        };
+        let partition = in_part | to.out_part;
+        debug_assert_eq!(
+            partition,
+            self.partition(ingress, egress),
+            "partition of {ingress:?} to {egress:?}"
+        );
+        partition
     }
 
     /// The buffer partition of a frame from `ingress` (none: a frame the switch made) to `egress`.
@@ -448,23 +493,20 @@ impl Mmu {
             return Ok((Allocation::unmanaged(cells), false));
         }
         let c = u64::from(cells);
-        let partition = self.partition(ingress.map(|(port, _)| port), out);
-        let plan_egress = |mmu: &Self| match queue_side {
-            Some((state, prof)) => mmu.plan_egress(c, out, state, prof, partition).map(Some),
-            None => Ok(None),
-        };
-        // Spectrum counts a frame both sides refuse as an egress drop: egress is asked first.
-        let early_egress = if self.personality.egress_drop_first { Some(plan_egress(self)?) } else { None };
-        let ingress_plan = match pg_side {
-            Some((port, pg, state, prof)) => {
-                Some((port, pg, self.plan_ingress(c, port, state, prof, partition)?))
-            }
-            None => None,
-        };
-        let egress_plan = match early_egress {
-            Some(planned) => planned,
-            None => plan_egress(self)?,
-        };
+        let partition = self.partition_of(ingress.map(|(port, _)| port), out);
+        // Both plans (they change nothing), then the refusal: Spectrum counts a frame both sides refuse as
+        // an egress drop, the others as an ingress drop.
+        let ingress_plan = pg_side.map(|(port, pg, state, prof)| {
+            self.plan_ingress(c, port, state, prof, partition).map(|plan| (port, pg, plan))
+        });
+        let egress_plan = queue_side.map(|(state, prof)| self.plan_egress(c, out, state, prof, partition));
+        if self.personality.egress_drop_first
+            && let Some(Err(refusal)) = egress_plan
+        {
+            return Err(refusal);
+        }
+        let ingress_plan = ingress_plan.transpose()?;
+        let egress_plan = egress_plan.transpose()?;
         let (mut sides, mut pg_index, mut ingress_side, mut egress_side, mut queue_index) = (0, 0, 0, 0, 0);
         let mut xoff = false;
         if let Some((port, pg, plan)) = ingress_plan {
@@ -483,6 +525,7 @@ impl Mmu {
     }
 
     /// The PG's regions for `c` cells, or a refusal.
+    #[inline(always)]
     fn plan_ingress(
         &self,
         c: u64,
@@ -551,6 +594,7 @@ impl Mmu {
     }
 
     /// The queue's regions for `c` cells, or a refusal.
+    #[inline(always)]
     fn plan_egress(
         &self,
         c: u64,
@@ -582,6 +626,7 @@ impl Mmu {
         let state = &mut self.ports[port.index()];
         state.shared_by_pool[plan.pool.index()] += pooled;
         let g = &mut state.pgs[usize::from(pg)];
+        let headroom_before = g.headroom_used;
         g.reserved_used += reserved;
         g.shared_used += shared;
         g.headroom_used += headroom;
@@ -598,8 +643,9 @@ impl Mmu {
             "a PG watermark below its usage"
         );
         // The raisable bit moves only when the PG's shared usage leaves zero; a PG in XOFF has its XON
-        // threshold recomputed (`xoff.rs`). Otherwise `pg_changed` would write what is there.
-        let changed = g.xoff || (shared > 0 && g.shared_used == shared);
+        // threshold recomputed (`xoff.rs`), unless it had headroom in use (its threshold stays "never").
+        // Otherwise `pg_changed` would write what is there.
+        let changed = (g.xoff && headroom_before == 0) || (shared > 0 && g.shared_used == shared);
         let pool = &mut self.pools[plan.pool.index()];
         pool.shared_used[k] += pooled;
         // The pool's watermarks can only rise when the frame took pool cells.
@@ -619,6 +665,8 @@ impl Mmu {
         }
         self.debug_check_pg_index(port, pg);
         let xoff = self.update_xoff(port, pg);
+        // The PG's usage or partition moved: the bound of its partition follows (a PG in XOFF has none).
+        self.note_raise_bound(port, pg);
         if shared > 0 {
             self.raise_crossed(port, pg, plan.pool.index(), partition);
         }
@@ -704,9 +752,10 @@ impl Mmu {
         sub(&mut pg.headroom_used, headroom);
         sub(&mut pg.shared_used, shared);
         sub(&mut pg.reserved_used, reserved);
-        // As on admission: only a PG in XOFF, or one whose shared usage fell to zero, has bookkeeping to
-        // update.
-        let (changed, in_xoff) = (pg.xoff || (shared > 0 && pg.shared_used == 0), pg.xoff);
+        // As on admission: only a PG in XOFF (unless it keeps headroom in use: its XON threshold stays
+        // "never"), or one whose shared usage fell to zero, has bookkeeping to update.
+        let in_xoff = pg.xoff;
+        let changed = (in_xoff && pg.headroom_used == 0) || (shared > 0 && pg.shared_used == 0);
         let pooled = shared + if self.pooled_reserve { reserved } else { 0 };
         sub(&mut port.shared_by_pool[pool_id], pooled);
         let pool = &mut self.pools[pool_id];

@@ -74,6 +74,7 @@ impl Mmu {
                     reserved.saturating_add(1)
                 },
                 zero_limit_from: zero_limit_from.unwrap_or(u64::MAX),
+                raise_shift: CellProfile::raise_shift(threshold, shares[p.pool].0),
             }
         };
         self.ports.resize_with(config.ports.len(), PortState::default);

@@ -3,8 +3,12 @@
 //!
 //! - **XOFF raised by a filling pool** ([`Mmu::raise_crossed`]): only a dynamic lossless PG of the pool
 //!   that holds shared cells and is not in XOFF can be pushed over its (shrinking) limit by another PG's
-//!   frame. Each pool keeps those PGs as a bit set over its list of dynamic lossless PGs, so a frame
-//!   visits them in the list's order and skips the rest.
+//!   frame. Each pool keeps those PGs as a bit set over its list of dynamic lossless PGs, so a walk
+//!   visits them in the list's order and skips the rest. A raisable PG is over its limit exactly when its
+//!   partition's free space is at most its crossing point ([`Mmu::raise_from`]), so each pool partition
+//!   keeps an upper bound of its raisable PGs' points: raised where a point can grow (an admission, a PG
+//!   entering the set), made exact by a walk. An admission walks only when the free space is down to the
+//!   bound (most admissions do not; debug builds check those against the full walk).
 //! - **XON when the pool drains** ([`Mmu::recheck_xon`]): a PG in XOFF with no headroom in use is back at
 //!   its XON point when `reserved + shared <= max(xon, reserved + limit − xon_offset)`. Its usage does not
 //!   move while its own frames do not, and its limit depends only on the free space of its pool partition,
@@ -18,7 +22,7 @@
 //!   costs a compare per partition it drained instead of a look at every pool.
 //!   Debug builds compare every cached answer with the full computation.
 
-use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, PgState, PoolId};
+use super::{CellProfile, CellThreshold, MAX_PARTITIONS, Mmu, NO_RAISE_SHIFT, PgState, PoolId};
 use crate::model::config::PortId;
 
 /// A slot index meaning "none" in [`PgState`]'s `xoff_slot` and `dynamic_slot`.
@@ -108,6 +112,7 @@ impl Mmu {
             let words = &mut self.raisable[pool];
             if raisable {
                 words[word] |= 1 << bit;
+                self.note_raise_bound(port, pg);
             } else {
                 words[word] &= !(1 << bit);
             }
@@ -156,8 +161,11 @@ impl Mmu {
             if state.xoff {
                 let e = &self.in_xoff[state.xoff_slot as usize];
                 assert_eq!(e.pool, state.profile.map(|p| p.pool), "XOFF entry's pool");
-                assert_eq!(e.partition, state.partition, "XOFF entry's partition");
                 assert_eq!(e.xon_below, self.xon_below(state), "XOFF entry's XON threshold");
+                // A PG whose XON is "never" (headroom in use) keeps the partition its entry had then.
+                if e.xon_below != 0 {
+                    assert_eq!(e.partition, state.partition, "XOFF entry's partition");
+                }
             }
         }
     }
@@ -198,13 +206,37 @@ impl Mmu {
     /// The pool's free space shrank: every other lossless PG of the pool holding shared cells in the same
     /// partition is compared with its (lower) limit again, as the ASIC's level comparison does. Those that
     /// reach it assert XOFF without waiting for a frame of their own (sonic-mgmt's HdrmPoolSizeTest).
+    /// Nothing to do while the partition's free space is above the bound of its raisable PGs'
+    /// [`Mmu::raise_from`] points, as none of them is then at its limit.
+    #[inline]
     pub(super) fn raise_crossed(&mut self, port: PortId, pg: u8, pool: PoolId, partition: u8) {
         self.debug_check_raisable(pool);
         // The partition's free space, read once: each PG's dynamic limit is it times the PG's alpha.
+        let k = usize::from(partition);
         let free = {
             let p = &self.pools[pool];
-            p.size.saturating_sub(p.shared_used[usize::from(partition)])
+            p.size.saturating_sub(p.shared_used[k])
         };
+        if free > self.raise_bound[pool][k] {
+            if cfg!(debug_assertions) {
+                for &(other, other_pg) in &self.dynamic_lossless[pool] {
+                    let state = self.pg(other, other_pg);
+                    if state.shared_used > 0 && !state.xoff && state.partition == partition {
+                        assert!(free > Self::raise_from(state), "{other:?} PG {other_pg} past the bound");
+                        assert!(!self.xoff_due(other, other_pg), "{other:?} PG {other_pg} under its limit");
+                    }
+                }
+            }
+            return;
+        }
+        self.raise_walk(port, pg, pool, partition, free);
+    }
+
+    /// [`Mmu::raise_crossed`]'s walk over the raisable PGs of the pool, which makes the partition's bound
+    /// exact again (the PGs it raised to XOFF leave the raisable set).
+    #[inline(never)]
+    fn raise_walk(&mut self, port: PortId, pg: u8, pool: PoolId, partition: u8, free: u64) {
+        let mut bound = 0;
         for w in 0..self.raisable[pool].len() {
             let mut word = self.raisable[pool][w];
             while word != 0 {
@@ -212,24 +244,61 @@ impl Mmu {
                 word &= word - 1;
                 let (other, other_pg) = self.dynamic_lossless[pool][i];
                 let state = self.pg(other, other_pg);
-                if (other, other_pg) == (port, pg) || state.partition != partition {
+                if state.partition != partition {
                     continue;
                 }
-                // Most PGs are still under their limit: that answer without the full check (the same
-                // limit as `Mmu::limit`'s, as the PG's profile is dynamic in this pool and partition).
-                if let Some(CellProfile { threshold: CellThreshold::Dynamic(n), pool: p, .. }) =
-                    &state.profile
-                    && *p == pool
-                    && state.headroom_used == 0
-                    && state.shared_used < if *n >= 0 { free << *n } else { free >> -*n }
-                {
-                    debug_assert!(!self.xoff_due(other, other_pg), "{other:?} PG {other_pg} under its limit");
+                let from = Self::raise_from(state);
+                // Most PGs are still under their limit: that answer without the full check.
+                if (other, other_pg) == (port, pg) || free > from {
+                    debug_assert!(
+                        (other, other_pg) == (port, pg) || !self.xoff_due(other, other_pg),
+                        "{other:?} PG {other_pg} under its limit"
+                    );
+                    bound = bound.max(from);
                     continue;
                 }
                 if self.update_xoff(other, other_pg) {
                     self.raised.push((other, other_pg));
+                } else {
+                    bound = bound.max(from);
                 }
             }
+        }
+        self.raise_bound[pool][usize::from(partition)] = bound;
+    }
+
+    /// The largest free space of its partition at which a PG holding `shared_used` cells is at or over its
+    /// dynamic limit, `2^n × free` (`u64::MAX` where that limit does not describe it exactly: headroom in
+    /// use, a static profile, a shift that could overflow). With n ≥ 0, `s ≥ free << n` exactly when
+    /// `free ≤ s >> n`; with n = −m, `s ≥ free >> m` exactly when `free < (s + 1) << m`.
+    #[inline(always)]
+    pub(super) fn raise_from(state: &PgState) -> u64 {
+        let Some(prof) = &state.profile else { return u64::MAX };
+        let n = prof.raise_shift;
+        if state.headroom_used > 0 || n == NO_RAISE_SHIFT {
+            return u64::MAX;
+        }
+        let s = state.shared_used;
+        if n >= 0 {
+            s >> n
+        } else {
+            let m = u32::from(n.unsigned_abs());
+            let s1 = s.saturating_add(1);
+            if s1.leading_zeros() >= m { (s1 << m) - 1 } else { u64::MAX }
+        }
+    }
+
+    /// A raisable PG's usage, partition or headroom may have grown: its partition's bound follows.
+    #[inline(always)]
+    pub(super) fn note_raise_bound(&mut self, port: PortId, pg: u8) {
+        let state = self.pg(port, pg);
+        if state.shared_used == 0 || state.xoff || state.dynamic_slot == NO_SLOT {
+            return;
+        }
+        let Some(pool) = state.profile.as_ref().map(|p| p.pool) else { return };
+        let (from, k) = (Self::raise_from(state), usize::from(state.partition) % MAX_PARTITIONS);
+        if let Some(bounds) = self.raise_bound.get_mut(pool) {
+            bounds[k] = bounds[k].max(from);
         }
     }
 
@@ -239,6 +308,20 @@ impl Mmu {
                 let state = self.pg(port, pg);
                 let bit = self.raisable[pool][i / 64] & (1 << (i % 64)) != 0;
                 assert_eq!(bit, state.shared_used > 0 && !state.xoff, "raisable bit of {port:?} PG {pg}");
+                if let Some(prof) = &state.profile {
+                    let size = self.pools[prof.pool].size;
+                    assert_eq!(
+                        prof.raise_shift,
+                        CellProfile::raise_shift(prof.threshold, size),
+                        "raise shift"
+                    );
+                }
+                if bit {
+                    assert!(
+                        self.raise_bound[pool][usize::from(state.partition)] >= Self::raise_from(state),
+                        "raise bound below {port:?} PG {pg}'s point"
+                    );
+                }
             }
         }
     }
@@ -283,11 +366,18 @@ impl Mmu {
     /// those released to `released`. Nothing to do unless a pool partition's usage fell below the bound of
     /// its PGs' XON thresholds; then one walk over the PGs in XOFF. Allocates nothing once `released` has
     /// grown.
+    #[inline]
     pub fn recheck_xon(&mut self, released: &mut Vec<(PortId, u8)>) {
         if !self.xon_dirty {
             debug_assert!(self.in_xoff.iter().all(|e| !self.entry_xon_due(e)), "a PG past its XON point");
             return;
         }
+        self.recheck_xon_walk(released);
+    }
+
+    /// [`Mmu::recheck_xon`]'s walk, out of line (most releases have none to make).
+    #[inline(never)]
+    fn recheck_xon_walk(&mut self, released: &mut Vec<(PortId, u8)>) {
         self.xon_dirty = false;
         for bound in &mut self.xon_bound {
             *bound = [0; MAX_PARTITIONS];
@@ -322,6 +412,7 @@ impl Mmu {
         self.in_xoff.clear();
         self.dynamic_lossless = vec![Vec::new(); self.pools.len()];
         self.xon_bound = vec![[0; MAX_PARTITIONS]; self.pools.len()];
+        self.raise_bound = vec![[0; MAX_PARTITIONS]; self.pools.len()];
         self.xon_dirty = false;
         for p in 0..self.ports.len() {
             for g in 0..8 {
