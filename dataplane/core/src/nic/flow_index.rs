@@ -62,7 +62,8 @@ impl MinTree {
     }
 
     /// The earliest instant of all.
-    pub(super) fn min(&self) -> Option<Instant> {
+    #[cfg(test)]
+    fn min(&self) -> Option<Instant> {
         Some(self.nodes[1]).filter(|&v| v != NEVER)
     }
 
@@ -106,6 +107,10 @@ pub(super) struct FlowIndex {
     /// `poll_transmit` those of the priorities not paused; one cache line here, where each tree's root
     /// is a line of its own (in a 128-host fabric, rarely still cached at the NIC's next visit).
     ready_min: [Instant; 8],
+    /// The roots of `ready_until` and `timers` beside `ready_min`, for the same reason: `poll_at` reads
+    /// them at every visit.
+    ready_until_min: Instant,
+    timers_min: Instant,
     /// [`FlowSchedule::ready_until`]: before the earliest of these, every cached `ready_at` holds.
     pub(super) ready_until: MinTree,
 }
@@ -124,6 +129,8 @@ impl FlowIndex {
             timeouts: MinTree::new(n),
             ready: std::array::from_fn(|_| MinTree::new(n)),
             ready_min: [NEVER; 8],
+            ready_until_min: NEVER,
+            timers_min: NEVER,
             ready_until: MinTree::new(n),
         };
         for (i, s) in schedules.iter().enumerate() {
@@ -146,6 +153,7 @@ impl FlowIndex {
         }
         if changed(|s| s.timer_at) {
             self.timers.set(i, s.timer_at);
+            self.timers_min = self.timers.nodes[1];
         }
         if changed(|s| s.timeout_at) {
             self.timeouts.set(i, s.timeout_at);
@@ -157,6 +165,7 @@ impl FlowIndex {
         }
         if changed(|s| Some(s.ready_until)) {
             self.ready_until.set(i, Some(s.ready_until));
+            self.ready_until_min = self.ready_until.nodes[1];
         }
     }
 
@@ -166,9 +175,42 @@ impl FlowIndex {
         self.ready_min.iter().map(|&min| Some(min).filter(|&t| t != NEVER))
     }
 
+    /// The earliest ready instant of all flows, each gated by the pause of its priority: the flows of a
+    /// priority in `paused` wait until `unpause` (never, when `None`). The minimum of gating each flow's
+    /// instant (gating is monotone in it), in one pass over the eight minima.
+    pub(super) fn ready_min_gated(&self, paused: u8, unpause: Option<Instant>) -> Option<Instant> {
+        let (mut open, mut held) = (NEVER, NEVER);
+        for (p, &min) in self.ready_min.iter().enumerate() {
+            if paused & (1 << p) != 0 {
+                held = held.min(min);
+            } else {
+                open = open.min(min);
+            }
+        }
+        let held = if held == NEVER { None } else { unpause.map(|u| u.max(held)) };
+        let open = Some(open).filter(|&t| t != NEVER);
+        let gated = match (open, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if cfg!(debug_assertions) {
+            let gate = |p: usize, r: Instant| if paused & (1 << p) != 0 { unpause.map(|u| u.max(r)) } else { Some(r) };
+            let each = self.ready_min().enumerate().filter_map(|(p, min)| min.and_then(|r| gate(p, r))).min();
+            debug_assert_eq!(gated, each, "gated readiness");
+        }
+        gated
+    }
+
+    /// The earliest timer of all flows ([`FlowSchedule::timer_at`]).
+    pub(super) fn timers_min(&self) -> Option<Instant> {
+        debug_assert_eq!(self.timers_min, self.timers.nodes[1]);
+        Some(self.timers_min).filter(|&t| t != NEVER)
+    }
+
     /// Do the cached `ready_at`s all hold at `now`?
     pub(super) fn ready_holds(&self, now: Instant) -> bool {
-        self.ready_until.min().is_none_or(|t| now < t)
+        debug_assert_eq!(self.ready_until_min, self.ready_until.nodes[1]);
+        self.ready_until_min == NEVER || now < self.ready_until_min
     }
 }
 
