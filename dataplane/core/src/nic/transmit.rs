@@ -5,7 +5,7 @@ use super::flow::Local;
 use super::packet::{self, Buffer, Envelope};
 use super::probe;
 use super::{
-    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_FRAMES, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
+    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_DATA_FRAMES, SPARE_FRAMES, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
 };
 use crate::time::Instant;
 use crate::wire::bth::{self, Opcode};
@@ -25,17 +25,16 @@ fn fits(capacity: usize, len: usize) -> bool {
     capacity >= len && capacity / 2 <= len
 }
 
-/// The spare buffers ([`Nic::recycle`]), at most [`SPARE_FRAMES`] in all, in two pools by the frame they
-/// build: the NIC's longest data frame (`data_len`) and its control frames ([`CONTROL_LEN`]). Each pool is
-/// oldest first; a buffer that builds neither is not kept. A frame takes the first of its pool: one
-/// buffer looked at, where a best fit over all the spares took a scan of sixteen per frame.
+/// The spare buffers ([`Nic::recycle`]) in two pools by the frame they build, each oldest first: the
+/// NIC's longest data frame (`data_len`, at most [`SPARE_DATA_FRAMES`]) and its control frames
+/// ([`CONTROL_LEN`], at most [`SPARE_FRAMES`]); a buffer that builds neither is not kept. A frame takes
+/// the first of its pool: one buffer looked at, where a best fit over all the spares took a scan of
+/// sixteen per frame.
 #[derive(Debug, Default)]
 pub(super) struct Spares {
     data_len: usize,
-    data: VecDeque<(u64, Buffer)>,
-    control: VecDeque<(u64, Buffer)>,
-    /// Buffers kept so far: each one's number orders the two pools' buffers by age.
-    kept: u64,
+    data: VecDeque<Buffer>,
+    control: VecDeque<Buffer>,
 }
 
 impl Spares {
@@ -162,7 +161,7 @@ impl Nic {
             return Buffer::any(Vec::with_capacity(len));
         };
         match pool.pop_front() {
-            Some((_, buffer)) => {
+            Some(buffer) => {
                 debug_assert!(fits(buffer.capacity(), len), "a spare of its pool's size");
                 buffer
             }
@@ -201,25 +200,18 @@ impl Nic {
 
     fn keep_spare(&mut self, buffer: Buffer) {
         let spares = &mut self.spares;
-        let pool = if fits(buffer.capacity(), spares.data_len) {
-            &mut spares.data
+        let (pool, most) = if fits(buffer.capacity(), spares.data_len) {
+            (&mut spares.data, SPARE_DATA_FRAMES)
         } else if fits(buffer.capacity(), CONTROL_LEN) {
-            &mut spares.control
+            (&mut spares.control, SPARE_FRAMES)
         } else {
             // No frame the NIC builds would take it.
             return;
         };
-        spares.kept += 1;
-        pool.push_back((spares.kept, buffer));
-        if spares.data.len() + spares.control.len() > SPARE_FRAMES {
-            // The oldest of the two pools goes.
-            let older = match (spares.data.front(), spares.control.front()) {
-                (Some((d, _)), Some((c, _))) if c < d => &mut spares.control,
-                (Some(_), _) => &mut spares.data,
-                (None, _) => &mut spares.control,
-            };
-            older.pop_front();
+        if pool.len() >= most {
+            pool.pop_front();
         }
+        pool.push_back(buffer);
     }
 
     fn local(&self) -> Local {
