@@ -327,11 +327,13 @@ impl Nic {
             rx_parse::Fast::MacControl(repr) => {
                 debug_assert_eq!(
                     repr.as_ref().ok(),
-                    crate::wire::decode(frame).ok().and_then(|d| match d.l3 {
-                        L3::MacControl(m) => Some(m),
-                        _ => None,
-                    })
-                    .as_ref()
+                    crate::wire::decode(frame)
+                        .ok()
+                        .and_then(|d| match d.l3 {
+                            L3::MacControl(m) => Some(m),
+                            _ => None,
+                        })
+                        .as_ref()
                 );
                 let Ok(repr) = repr else {
                     self.counters.rx_malformed += 1;
@@ -598,13 +600,18 @@ impl Nic {
             }
         }
         let mut from = 0;
-        while let Some(i) = self.index.timeouts.first_due(from, now) {
+        while let Some(i) = self.index.first_timeout_due(from, now) {
+            debug_assert_eq!(
+                Some(i),
+                (from..self.flows.len()).find(|&k| self.schedules[k].timeout_at.is_some_and(|t| t <= now))
+            );
             debug_assert!(self.schedules[i].timeout_at.is_some_and(|t| t <= now));
             self.flows[i].handle_timeout(now);
             let schedule = self.flows[i].schedule(latest, window);
             self.set_schedule(i, schedule);
             from = i + 1;
         }
+        debug_assert!((from..self.flows.len()).all(|k| self.schedules[k].timeout_at.is_none_or(|t| t > now)));
     }
 
     /// The next instant the NIC needs [`Nic::handle_timeout`] or may send a frame; `None` when it is idle
@@ -612,10 +619,10 @@ impl Nic {
     pub fn poll_at(&self) -> Option<Instant> {
         let now = self.now;
         let paused = self.paused(now);
-        // Only a paused priority waits for its pause to end (a scan of nine timers).
-        let unpause = if paused != 0 { self.pfc.next_unpause_at(now) } else { None };
+        // Asked only of what waits on a paused priority (a scan of nine timers).
+        let unpause = || self.pfc.next_unpause_at(now);
         let gate = |priority: u8, ready: Instant| {
-            if paused & (1 << priority) != 0 { unpause.map(|u| u.max(ready)) } else { Some(ready) }
+            if paused & (1 << priority) != 0 { unpause().map(|u| u.max(ready)) } else { Some(ready) }
         };
         let mut transmit = self.pfc.next_frame_at(now);
         let mut earliest = |t: Option<Instant>| {
@@ -623,8 +630,13 @@ impl Nic {
                 transmit = Some(transmit.map_or(t, |x| x.min(t)));
             }
         };
-        for c in &self.control {
-            earliest(gate(self.control_priority(c), now));
+        if paused == 0 {
+            // Every control frame may go now: no look at their priorities (an ACK's is its QP's).
+            earliest((!self.control.is_empty()).then_some(now));
+        } else {
+            for c in &self.control {
+                earliest(gate(self.control_priority(c), now));
+            }
         }
         let probe = self
             .prober

@@ -107,7 +107,9 @@ impl DataHeader {
     pub fn parse(bytes: &[u8]) -> Option<DataHeader> {
         // A fixed-size array: the fields' reads need no bounds checks.
         let b: &[u8; Self::LEN] = bytes.get(..Self::LEN)?.try_into().ok()?;
-        let u64_at = |i: usize| u64::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
+        let u64_at = |i: usize| {
+            u64::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
+        };
         let u32_at = |i: usize| u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         Some(DataHeader {
             sent_ns: u64_at(0),

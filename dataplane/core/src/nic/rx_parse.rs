@@ -81,7 +81,8 @@ fn roce(frame: &[u8]) -> Option<RoceV4> {
         more_frags: false,
         frag_offset: 0,
     };
-    let udp = UdpRepr { src_port: be16(UDP), dst_port: crate::wire::udp::ROCEV2_PORT, payload_len: udp_len - 8 };
+    let udp =
+        UdpRepr { src_port: be16(UDP), dst_port: crate::wire::udp::ROCEV2_PORT, payload_len: udp_len - 8 };
     let bth = BthRepr::parse(&BthHeader::new_unchecked(&h[BTH..HEAD])).ok()?;
     let mac = |i: usize| EthernetAddress([h[i], h[i + 1], h[i + 2], h[i + 3], h[i + 4], h[i + 5]]);
     Some(RoceV4 { src_mac: mac(6), dst_mac: mac(0), ip, udp, udp_offset: UDP, bth })
@@ -152,7 +153,8 @@ mod tests {
         // Tagged: left to the general parser.
         assert!(matches!(classify(&data_frame(Some(5), 100)), Fast::Other));
         let mut pfc = vec![0u8; mac_control::FRAME_LEN];
-        let repr = MacControlRepr::Pfc(crate::wire::PfcRepr { class_enable: 0x08, time: [0, 0, 0, 7, 0, 0, 0, 0] });
+        let repr =
+            MacControlRepr::Pfc(crate::wire::PfcRepr { class_enable: 0x08, time: [0, 0, 0, 7, 0, 0, 0, 0] });
         repr.emit_frame(EthernetAddress([2, 0, 0, 0, 0, 9]), &mut pfc);
         match classify(&pfc) {
             Fast::MacControl(Ok(m)) => assert_eq!(m, repr),

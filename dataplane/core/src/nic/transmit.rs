@@ -5,7 +5,8 @@ use super::flow::Local;
 use super::packet::{self, Buffer, Envelope};
 use super::probe;
 use super::{
-    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_DATA_FRAMES, SPARE_FRAMES, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
+    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_DATA_FRAMES, SPARE_FRAMES, STORM_QUANTA,
+    WIRE_OVERHEAD_BYTES,
 };
 use crate::time::Instant;
 use crate::wire::bth::{self, Opcode};
