@@ -73,7 +73,7 @@ use crate::model::pfc::{PfcCounters, PfcPort};
 use crate::time::{Instant, Nanos};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
-use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
+use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, RoceV4, udp};
 use flow::{FlowSchedule, SendFlow};
 use flow_index::FlowIndex;
 use receiver::{RxKey, RxParams, RxQp, RxTable, data_position, implied_initial_psn};
@@ -371,22 +371,6 @@ impl Nic {
                 }));
             }
             _ => self.counters.rx_ignored += 1,
-        }
-    }
-
-    /// A PFC or PAUSE frame arrived.
-    fn receive_mac_control(&mut self, repr: MacControlRepr, now: Instant) {
-        match repr {
-            MacControlRepr::Pfc(pfc) => {
-                self.counters.rx_pfc_frames += 1;
-                self.pfc.receive(&pfc, self.cfg.pfc_enable, self.cfg.line_rate_mbps, now);
-            }
-            MacControlRepr::Pause(pause) => {
-                self.counters.rx_pause_frames += 1;
-                if self.cfg.pfc_enable == 0 {
-                    self.pfc.receive_pause(pause.pause_time, self.cfg.line_rate_mbps, now);
-                }
-            }
         }
     }
 

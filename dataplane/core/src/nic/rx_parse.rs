@@ -7,6 +7,7 @@
 //! 380 instructions per RoCE frame and a full decode per PFC frame in the 128-host Clos shuffle. The
 //! answers here are the same (debug builds check every frame against them, and so do the tests below).
 
+use crate::time::Instant;
 use crate::wire::ip::{self, Protocol};
 use crate::wire::{
     BthHeader, BthRepr, EthernetAddress, Ipv4Repr, MacControlRepr, RoceV4, UdpRepr, checksum, mac_control,
@@ -86,6 +87,24 @@ fn roce(frame: &[u8]) -> Option<RoceV4> {
     let bth = BthRepr::parse(&BthHeader::new_unchecked(&h[BTH..HEAD])).ok()?;
     let mac = |i: usize| EthernetAddress([h[i], h[i + 1], h[i + 2], h[i + 3], h[i + 4], h[i + 5]]);
     Some(RoceV4 { src_mac: mac(6), dst_mac: mac(0), ip, udp, udp_offset: UDP, bth })
+}
+
+impl super::Nic {
+    /// A PFC or PAUSE frame arrived.
+    pub(super) fn receive_mac_control(&mut self, repr: MacControlRepr, now: Instant) {
+        match repr {
+            MacControlRepr::Pfc(pfc) => {
+                self.counters.rx_pfc_frames += 1;
+                self.pfc.receive(&pfc, self.cfg.pfc_enable, self.cfg.line_rate_mbps, now);
+            }
+            MacControlRepr::Pause(pause) => {
+                self.counters.rx_pause_frames += 1;
+                if self.cfg.pfc_enable == 0 {
+                    self.pfc.receive_pause(pause.pause_time, self.cfg.line_rate_mbps, now);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
