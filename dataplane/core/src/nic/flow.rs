@@ -478,10 +478,11 @@ impl SendFlow {
         let idle_until = self
             .until
             .filter(|_| self.finished.is_none() && self.una == self.seq_limit && self.nxt == self.una);
-        [self.dcqcn.as_ref().and_then(Dcqcn::poll_at), self.rto_deadline, idle_until]
-            .into_iter()
-            .flatten()
-            .min()
+        let min = |a: Option<Instant>, b: Option<Instant>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        min(min(self.dcqcn.as_ref().and_then(Dcqcn::poll_at), self.rto_deadline), idle_until)
     }
 
     pub fn stats(&self, now: Instant) -> FlowStats {

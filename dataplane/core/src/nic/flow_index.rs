@@ -62,7 +62,8 @@ impl MinTree {
     }
 
     /// The earliest instant of all.
-    pub(super) fn min(&self) -> Option<Instant> {
+    #[cfg(test)]
+    fn min(&self) -> Option<Instant> {
         Some(self.nodes[1]).filter(|&v| v != NEVER)
     }
 
@@ -98,14 +99,23 @@ impl MinTree {
 pub(super) struct FlowIndex {
     /// [`FlowSchedule::timer_at`].
     pub(super) timers: MinTree,
-    /// [`FlowSchedule::timeout_at`].
-    pub(super) timeouts: MinTree,
+    /// [`FlowSchedule::timeout_at`] where it is not `timer_at` (a flow that finishes before its next
+    /// timer); "never" for the others, whose work is due with their timer. Due work is the union of
+    /// this tree's and `timers`' ([`FlowIndex::first_timeout_due`]): a tree of the timeouts themselves
+    /// repeated `timers` for nearly every flow, and was updated with it at every ACK.
+    early_finishes: MinTree,
     /// Per priority: [`FlowSchedule::ready_at`] of the flows of that priority ("never" for the others).
     pub(super) ready: [MinTree; 8],
     /// The `ready` trees' minima side by side: `poll_at` reads all eight at every visit of the NIC, and
     /// `poll_transmit` those of the priorities not paused; one cache line here, where each tree's root
     /// is a line of its own (in a 128-host fabric, rarely still cached at the NIC's next visit).
     ready_min: [Instant; 8],
+    /// The earliest of `ready_min`: what `poll_at` needs while no priority is paused.
+    ready_min_all: Instant,
+    /// The roots of `ready_until` and `timers` beside `ready_min`, for the same reason: `poll_at` reads
+    /// them at every visit.
+    ready_until_min: Instant,
+    timers_min: Instant,
     /// [`FlowSchedule::ready_until`]: before the earliest of these, every cached `ready_at` holds.
     pub(super) ready_until: MinTree,
 }
@@ -121,9 +131,12 @@ impl FlowIndex {
         let n = schedules.len();
         let mut index = FlowIndex {
             timers: MinTree::new(n),
-            timeouts: MinTree::new(n),
+            early_finishes: MinTree::new(n),
             ready: std::array::from_fn(|_| MinTree::new(n)),
             ready_min: [NEVER; 8],
+            ready_min_all: NEVER,
+            ready_until_min: NEVER,
+            timers_min: NEVER,
             ready_until: MinTree::new(n),
         };
         for (i, s) in schedules.iter().enumerate() {
@@ -137,6 +150,7 @@ impl FlowIndex {
     /// most changes move one or two of the four instants.
     fn set(&mut self, i: usize, old: Option<&FlowSchedule>, s: &FlowSchedule) {
         let changed = |f: fn(&FlowSchedule) -> Option<Instant>| old.is_none_or(|old| f(old) != f(s));
+        let ready_min_before = self.ready_min;
         if let Some(old) = old
             && old.priority != s.priority
         {
@@ -146,17 +160,23 @@ impl FlowIndex {
         }
         if changed(|s| s.timer_at) {
             self.timers.set(i, s.timer_at);
+            self.timers_min = self.timers.nodes[1];
         }
-        if changed(|s| s.timeout_at) {
-            self.timeouts.set(i, s.timeout_at);
+        let early = |s: &FlowSchedule| Some(s.timeout_at).filter(|&t| t != s.timer_at).flatten();
+        if old.is_none_or(|old| early(old) != early(s)) {
+            self.early_finishes.set(i, early(s));
         }
         if changed(|s| s.ready_at) || old.is_some_and(|old| old.priority != s.priority) {
             let p = usize::from(s.priority & 7);
             self.ready[p].set(i, s.ready_at);
             self.ready_min[p] = self.ready[p].nodes[1];
         }
+        if self.ready_min != ready_min_before {
+            self.ready_min_all = self.ready_min.iter().copied().min().unwrap_or(NEVER);
+        }
         if changed(|s| Some(s.ready_until)) {
             self.ready_until.set(i, Some(s.ready_until));
+            self.ready_until_min = self.ready_until.nodes[1];
         }
     }
 
@@ -166,9 +186,63 @@ impl FlowIndex {
         self.ready_min.iter().map(|&min| Some(min).filter(|&t| t != NEVER))
     }
 
+    /// The earliest ready instant of all flows, each gated by the pause of its priority: the flows of a
+    /// priority in `paused` wait until `unpause` (never, when `None`). The minimum of gating each flow's
+    /// instant (gating is monotone in it), in one pass over the eight minima.
+    /// `unpause` is asked only when a paused priority has a ready flow.
+    pub(super) fn ready_min_gated(
+        &self,
+        paused: u8,
+        unpause: impl Fn() -> Option<Instant>,
+    ) -> Option<Instant> {
+        debug_assert_eq!(self.ready_min_all, self.ready_min.iter().copied().min().unwrap_or(NEVER));
+        let (mut open, mut held) = (NEVER, NEVER);
+        if paused == 0 {
+            open = self.ready_min_all;
+        } else {
+            for (p, &min) in self.ready_min.iter().enumerate() {
+                if paused & (1 << p) != 0 {
+                    held = held.min(min);
+                } else {
+                    open = open.min(min);
+                }
+            }
+        }
+        let held = if held == NEVER { None } else { unpause().map(|u| u.max(held)) };
+        let open = Some(open).filter(|&t| t != NEVER);
+        let gated = match (open, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if cfg!(debug_assertions) {
+            let gate = |p: usize, r: Instant| {
+                if paused & (1 << p) != 0 { unpause().map(|u| u.max(r)) } else { Some(r) }
+            };
+            let each = self.ready_min().enumerate().filter_map(|(p, min)| min.and_then(|r| gate(p, r))).min();
+            debug_assert_eq!(gated, each, "gated readiness");
+        }
+        gated
+    }
+
+    /// The first flow from `from` on whose [`FlowSchedule::timeout_at`] is at most `now`.
+    pub(super) fn first_timeout_due(&self, from: usize, now: Instant) -> Option<usize> {
+        // `timeout_at` is `timer_at` or, when they differ, the early finish: due when either is.
+        match (self.timers.first_due(from, now), self.early_finishes.first_due(from, now)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest timer of all flows ([`FlowSchedule::timer_at`]).
+    pub(super) fn timers_min(&self) -> Option<Instant> {
+        debug_assert_eq!(self.timers_min, self.timers.nodes[1]);
+        Some(self.timers_min).filter(|&t| t != NEVER)
+    }
+
     /// Do the cached `ready_at`s all hold at `now`?
     pub(super) fn ready_holds(&self, now: Instant) -> bool {
-        self.ready_until.min().is_none_or(|t| now < t)
+        debug_assert_eq!(self.ready_until_min, self.ready_until.nodes[1]);
+        self.ready_until_min == NEVER || now < self.ready_until_min
     }
 }
 

@@ -50,6 +50,7 @@ mod histogram;
 pub mod packet;
 pub mod probe;
 mod receiver;
+mod rx_parse;
 pub mod rx_pipeline;
 #[cfg(test)]
 mod rx_pipeline_tests;
@@ -72,7 +73,7 @@ use crate::model::pfc::{PfcCounters, PfcPort};
 use crate::time::{Instant, Nanos};
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
-use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, MacControlRepr, RoceV4, udp};
+use crate::wire::{ArpOperation, ArpRepr, EthernetAddress, L3, RoceV4, udp};
 use flow::{FlowSchedule, SendFlow};
 use flow_index::FlowIndex;
 use receiver::{RxKey, RxParams, RxQp, RxTable, data_position, implied_initial_psn};
@@ -93,8 +94,13 @@ pub const RETIRED_RX_QPS: usize = 256;
 /// Priority of ARP replies.
 const ARP_PRIORITY: u8 = 0;
 const IDENTITY_PRIORITIES: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
-/// Received frames kept to build frames in ([`Nic::recycle`]).
+/// Received control frames kept to build frames in ([`Nic::recycle`]).
 const SPARE_FRAMES: usize = 16;
+/// Received data frames kept to build data frames in. A host of a congested fabric receives more than it
+/// sends for a while (a paused priority sends nothing, but the data keeps arriving): with 16 spares
+/// shared by data and control frames, one data frame in eight of the 128-host Clos shuffle was built
+/// in a new buffer, allocated and zeroed (4 KiB), while the buffers received beyond the 16 were freed.
+const SPARE_DATA_FRAMES: usize = 64;
 
 /// A control frame waiting for the line.
 #[derive(Debug, Clone, Copy)]
@@ -132,7 +138,7 @@ pub struct Nic {
     /// The flows' ids, sorted, with each flow's position in `flows` (for [`Nic::flow_stats`]).
     by_id: Vec<(u32, usize)>,
     /// Buffers of frames the NIC handled, to build frames in (no allocation per frame in a simulation).
-    spare_frames: Vec<packet::Buffer>,
+    spares: transmit::Spares,
     rr_next: usize,
     /// The live receiving QPs, hashed: a data packet, and each ACK, NAK or CNP it makes due, finds its QP
     /// in one probe (a B-tree of 127 QPs per host in the 128-host shuffle took a few cache misses each).
@@ -152,7 +158,7 @@ pub struct Nic {
 impl Nic {
     pub fn new(cfg: NicConfig) -> Result<Nic, NicError> {
         cfg.validate()?;
-        Ok(Nic {
+        let mut nic = Nic {
             rx_pipe: cfg.rx_pipeline.enabled().then(|| RxPipeline::new(cfg.rx_pipeline)),
             cfg,
             now: Instant::ZERO,
@@ -168,14 +174,16 @@ impl Nic {
             index: FlowIndex::default(),
             by_qp: Vec::new(),
             by_id: Vec::new(),
-            spare_frames: Vec::new(),
+            spares: transmit::Spares::default(),
             rr_next: 0,
             receivers: RxTable::default(),
             retired: VecDeque::new(),
             next_expiry: Instant::ZERO,
             prober: None,
             counters: NicCounters::default(),
-        })
+        };
+        nic.spares = transmit::Spares::new(nic.data_frame_max_len());
+        Ok(nic)
     }
 
     pub fn config(&self) -> &NicConfig {
@@ -309,7 +317,32 @@ impl Nic {
 
     /// What the NIC does with a received frame (on arrival, or when its receive pipeline finishes it).
     fn process_frame(&mut self, frame: &[u8], now: Instant) {
-        // A RoCEv2 packet (nearly every frame) is read in place; anything else is decoded in full.
+        // A RoCEv2 packet (nearly every frame) and a PFC frame are read at fixed offsets
+        // (`rx_parse.rs`); anything else is read in place, or decoded in full.
+        match rx_parse::classify(frame) {
+            rx_parse::Fast::Roce(roce) => {
+                debug_assert_eq!(Some(roce), crate::wire::roce_v4(frame));
+                return self.receive_roce(frame, &roce, now);
+            }
+            rx_parse::Fast::MacControl(repr) => {
+                debug_assert_eq!(
+                    repr.as_ref().ok(),
+                    crate::wire::decode(frame)
+                        .ok()
+                        .and_then(|d| match d.l3 {
+                            L3::MacControl(m) => Some(m),
+                            _ => None,
+                        })
+                        .as_ref()
+                );
+                let Ok(repr) = repr else {
+                    self.counters.rx_malformed += 1;
+                    return;
+                };
+                return self.receive_mac_control(repr, now);
+            }
+            rx_parse::Fast::Other => {}
+        }
         if let Some(roce) = crate::wire::roce_v4(frame) {
             debug_assert_eq!(Some(roce), crate::wire::decode(frame).ok().and_then(|d| RoceV4::of(&d)));
             return self.receive_roce(frame, &roce, now);
@@ -323,16 +356,7 @@ impl Nic {
             return self.receive_roce(frame, &roce, now);
         }
         match decoded.l3 {
-            L3::MacControl(MacControlRepr::Pfc(pfc)) => {
-                self.counters.rx_pfc_frames += 1;
-                self.pfc.receive(&pfc, self.cfg.pfc_enable, self.cfg.line_rate_mbps, now);
-            }
-            L3::MacControl(MacControlRepr::Pause(pause)) => {
-                self.counters.rx_pause_frames += 1;
-                if self.cfg.pfc_enable == 0 {
-                    self.pfc.receive_pause(pause.pause_time, self.cfg.line_rate_mbps, now);
-                }
-            }
+            L3::MacControl(repr) => self.receive_mac_control(repr, now),
             L3::Arp(request)
                 if request.operation == ArpOperation::Request
                     && request.target_protocol_addr == self.cfg.ip =>
@@ -509,8 +533,12 @@ impl Nic {
 
     /// Closes the receiving QPs idle for `rx_idle_timeout_ns`; sweeps at most every eighth of it.
     fn expire_idle(&mut self, now: Instant) {
+        // Checked first: this runs for every data packet and timeout, and a sweep is due once a second.
+        if now < self.next_expiry {
+            return;
+        }
         let timeout = Nanos::from_ns(self.cfg.rx_idle_timeout_ns);
-        if timeout.is_zero() || now < self.next_expiry {
+        if timeout.is_zero() {
             return;
         }
         self.next_expiry = now + (timeout / 8).max(Nanos::from_ns(1));
@@ -539,7 +567,9 @@ impl Nic {
     /// timeouts, and closes pauses that expired (for the pause-time accounting).
     pub fn handle_timeout(&mut self, now: Instant) {
         self.observe(now);
-        self.run_rx_pipeline(now);
+        if self.rx_pipe.is_some() {
+            self.run_rx_pipeline(now);
+        }
         self.expire_idle(now);
         self.pfc.settle(now);
         // The flows' schedules are as of the latest time seen (`now` may be behind it).
@@ -554,13 +584,18 @@ impl Nic {
             }
         }
         let mut from = 0;
-        while let Some(i) = self.index.timeouts.first_due(from, now) {
+        while let Some(i) = self.index.first_timeout_due(from, now) {
+            debug_assert_eq!(
+                Some(i),
+                (from..self.flows.len()).find(|&k| self.schedules[k].timeout_at.is_some_and(|t| t <= now))
+            );
             debug_assert!(self.schedules[i].timeout_at.is_some_and(|t| t <= now));
             self.flows[i].handle_timeout(now);
             let schedule = self.flows[i].schedule(latest, window);
             self.set_schedule(i, schedule);
             from = i + 1;
         }
+        debug_assert!((from..self.flows.len()).all(|k| self.schedules[k].timeout_at.is_none_or(|t| t > now)));
     }
 
     /// The next instant the NIC needs [`Nic::handle_timeout`] or may send a frame; `None` when it is idle
@@ -568,9 +603,10 @@ impl Nic {
     pub fn poll_at(&self) -> Option<Instant> {
         let now = self.now;
         let paused = self.paused(now);
-        let unpause = self.pfc.next_unpause_at(now);
+        // Asked only of what waits on a paused priority (a scan of nine timers).
+        let unpause = || self.pfc.next_unpause_at(now);
         let gate = |priority: u8, ready: Instant| {
-            if paused & (1 << priority) != 0 { unpause.map(|u| u.max(ready)) } else { Some(ready) }
+            if paused & (1 << priority) != 0 { unpause().map(|u| u.max(ready)) } else { Some(ready) }
         };
         let mut transmit = self.pfc.next_frame_at(now);
         let mut earliest = |t: Option<Instant>| {
@@ -578,8 +614,13 @@ impl Nic {
                 transmit = Some(transmit.map_or(t, |x| x.min(t)));
             }
         };
-        for c in &self.control {
-            earliest(gate(self.control_priority(c), now));
+        if paused == 0 {
+            // Every control frame may go now: no look at their priorities (an ACK's is its QP's).
+            earliest((!self.control.is_empty()).then_some(now));
+        } else {
+            for c in &self.control {
+                earliest(gate(self.control_priority(c), now));
+            }
         }
         let probe = self
             .prober
@@ -598,15 +639,20 @@ impl Nic {
         if self.flows.len() > flow_index::SCAN_FLOWS && self.index.ready_holds(now) {
             // The earliest ready flow of each priority, gated by its pause: the same minimum as the scan
             // (gating is monotone in the ready instant).
-            for (p, min) in self.index.ready_min().enumerate() {
-                earliest(min.and_then(|r| gate(p as u8, r)));
-            }
+            earliest(self.index.ready_min_gated(paused, unpause));
             if cfg!(debug_assertions) {
+                let unpause = self.pfc.next_unpause_at(now);
+                let gate = |priority: u8, ready: Instant| {
+                    if paused & (1 << priority) != 0 { unpause.map(|u| u.max(ready)) } else { Some(ready) }
+                };
                 let mut scanned = [self.pfc.next_frame_at(now), probe].into_iter().flatten().min();
                 for c in &self.control {
                     scanned = [scanned, gate(self.control_priority(c), now)].into_iter().flatten().min();
                 }
-                scan(&mut |t| scanned = [scanned, t].into_iter().flatten().min());
+                for (f, s) in self.flows.iter().zip(&self.schedules) {
+                    let ready = f.ready_at(now, window).and_then(|r| gate(s.priority, r));
+                    scanned = [scanned, ready].into_iter().flatten().min();
+                }
                 debug_assert_eq!(transmit, scanned, "indexed flow readiness");
             }
         } else {
@@ -614,8 +660,16 @@ impl Nic {
         }
         let transmit = transmit.map(|t| t.max(self.line_free_at()));
         let rx = self.rx_pipe.as_ref().and_then(RxPipeline::poll_at);
-        debug_assert_eq!(self.index.timers.min(), self.schedules.iter().filter_map(|s| s.timer_at).min());
-        self.index.timers.min().into_iter().chain(transmit).chain(rx).min()
+        let timers = self.index.timers_min();
+        debug_assert_eq!(timers, self.schedules.iter().filter_map(|s| s.timer_at).min());
+        let earliest = match (timers, transmit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (earliest, rx) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     // ---------------------------------------------------------------------------------------- observation

@@ -5,7 +5,9 @@
 use super::packet::{self, DataHeader, Envelope};
 use super::*;
 use crate::sim::{self, Device, NodeId, Sim};
-use crate::wire::{BthRepr, Decoded, EtherType, Ipv4Packet, L4, PfcRepr, decode, mac_control};
+use crate::wire::{
+    BthRepr, Decoded, EtherType, Ipv4Packet, L4, MacControlRepr, PfcRepr, decode, mac_control,
+};
 
 mod dcqcn_loop;
 

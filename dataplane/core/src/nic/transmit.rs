@@ -5,18 +5,44 @@ use super::flow::Local;
 use super::packet::{self, Buffer, Envelope};
 use super::probe;
 use super::{
-    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_FRAMES, STORM_QUANTA, WIRE_OVERHEAD_BYTES,
+    ARP_PRIORITY, Aeth, Control, IDENTITY_PRIORITIES, Nic, SPARE_DATA_FRAMES, SPARE_FRAMES, STORM_QUANTA,
+    WIRE_OVERHEAD_BYTES,
 };
 use crate::time::Instant;
 use crate::wire::bth::{self, Opcode};
 use crate::wire::ip::Ecn;
 use crate::wire::mac_control;
 use crate::wire::{ArpPacket, EtherType, EthernetAddress, MacControlRepr, arp, ethernet, vlan};
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
 /// The buffer an ACK, NAK or CNP is built in holds this much: any of them (at most 82 bytes with a tag
 /// and a CNP's 16-byte payload).
 const CONTROL_LEN: usize = 96;
+
+/// A buffer of `capacity` bytes builds a frame of `len` bytes: it holds it, and is not more than twice
+/// as large.
+fn fits(capacity: usize, len: usize) -> bool {
+    capacity >= len && capacity / 2 <= len
+}
+
+/// The spare buffers ([`Nic::recycle`]) in two pools by the frame they build, each oldest first: the
+/// NIC's longest data frame (`data_len`, at most [`SPARE_DATA_FRAMES`]) and its control frames
+/// ([`CONTROL_LEN`], at most [`SPARE_FRAMES`]); a buffer that builds neither is not kept. A frame takes
+/// the first of its pool: one buffer looked at, where a best fit over all the spares took a scan of
+/// sixteen per frame.
+#[derive(Debug, Default)]
+pub(super) struct Spares {
+    data_len: usize,
+    data: VecDeque<Buffer>,
+    control: VecDeque<Buffer>,
+}
+
+impl Spares {
+    pub(super) fn new(data_len: usize) -> Spares {
+        Spares { data_len, ..Spares::default() }
+    }
+}
 
 impl Nic {
     /// When the line is free (its ps timer rounded up).
@@ -26,7 +52,8 @@ impl Nic {
 
     /// Priorities paused at `now` (all of them under an 802.3x PAUSE).
     pub(super) fn paused(&self, now: Instant) -> u8 {
-        self.pfc.paused_queues(now, &IDENTITY_PRIORITIES)
+        // Nothing paused (most calls): no look at the eight timers.
+        self.pfc.paused_queues_with(now, || &IDENTITY_PRIORITIES)
     }
 
     /// The instant (ps) a frame put on the line at `now` starts: now, or when the line frees up.
@@ -62,7 +89,13 @@ impl Nic {
             return Some(frame);
         }
         let paused = self.paused(now);
-        while let Some(i) = self.control.iter().position(|c| paused & (1 << self.control_priority(c)) == 0) {
+        // With nothing paused the first control item goes (no look at its priority: for an ACK, a lookup of
+        // its QP that `build_control` does anyway).
+        let next_control = |nic: &Nic| match paused {
+            0 => (!nic.control.is_empty()).then_some(0),
+            _ => nic.control.iter().position(|c| paused & (1 << nic.control_priority(c)) == 0),
+        };
+        while let Some(i) = next_control(self) {
             let Some(c) = self.control.remove(i) else { break };
             if let Some(frame) = self.build_control(c) {
                 self.occupy_line(now, frame.len());
@@ -100,7 +133,8 @@ impl Nic {
             // The flow is paced from the instant its first bit leaves, which needs the frame length; the
             // line start does not depend on it.
             let start_ps = self.line_start_ps(now);
-            let buffer = self.spare_frame(self.data_frame_max_len());
+            debug_assert_eq!(self.spares.data_len, self.data_frame_max_len());
+            let buffer = self.spare_frame(self.spares.data_len);
             let frame = self.flows[i].transmit(now, start_ps, &local, buffer);
             self.reschedule_flow(i);
             self.occupy_line(now, frame.len());
@@ -111,28 +145,33 @@ impl Nic {
     }
 
     /// A buffer to build a frame of up to `len` bytes in: of the frames the NIC received and is done
-    /// with, the smallest that holds it, else a new one. Received frames (data on the receiving side, ACKs
-    /// on the sending side) come back through [`Nic::recycle`], so a simulated host builds most frames
-    /// without an allocation; best fit keeps the large buffers for data frames (an ACK built in the last
-    /// buffer received, whatever its size, left data frames to grow small ones: an allocation and a
-    /// copy). Of equal ones, the oldest (taking the latest instead, whose headers were just read, added
-    /// 2% to the Clos shuffle's resident memory early in the run).
+    /// with, one that holds it, else a new one. Received frames (data on the receiving side, ACKs on the
+    /// sending side) come back through [`Nic::recycle`], so a simulated host builds most frames without an
+    /// allocation. A buffer is at most twice as large as the frame (an ACK built in a data frame's buffer
+    /// carries 4 KiB across the fabric and back into another NIC's spares: with no buffer clogging the
+    /// spares, that raised the Clos shuffle's resident memory by a quarter), so data frames keep the
+    /// large buffers. The NIC builds frames of two sizes in them, its longest data frame and an
+    /// ACK/NAK/CNP ([`Spares`]): each takes the oldest buffer of its pool (taking the latest instead, whose
+    /// headers were just read, added 2% to the Clos shuffle's resident memory early in the run).
     fn spare_frame(&mut self, len: usize) -> Buffer {
-        // Nor more than twice as large: an ACK built in a data frame's buffer carries 4 KiB across the
-        // fabric and back into another NIC's spares (with no buffer clogging the spares, that raised the
-        // Clos shuffle's resident memory by a quarter).
-        let best = (self.spare_frames.iter().enumerate())
-            .filter(|(_, f)| f.capacity() >= len && f.capacity() / 2 <= len)
-            .min_by_key(|(_, f)| f.capacity())
-            .map(|(i, _)| i);
-        match best {
-            Some(i) => self.spare_frames.swap_remove(i),
+        let pool = if len == self.spares.data_len {
+            &mut self.spares.data
+        } else if len == CONTROL_LEN {
+            &mut self.spares.control
+        } else {
+            return Buffer::any(Vec::with_capacity(len));
+        };
+        match pool.pop_front() {
+            Some(buffer) => {
+                debug_assert!(fits(buffer.capacity(), len), "a spare of its pool's size");
+                buffer
+            }
             None => Buffer::any(Vec::with_capacity(len)),
         }
     }
 
     /// The longest data frame this NIC sends (a full packet; a message's last may be shorter).
-    fn data_frame_max_len(&self) -> usize {
+    pub(super) fn data_frame_max_len(&self) -> usize {
         let l2 = ethernet::HEADER_LEN + if self.cfg.vlan_id.is_some() { vlan::HEADER_LEN } else { 0 };
         let payload = (self.cfg.payload_per_packet() as usize).max(packet::DataHeader::LEN);
         (l2 + packet::IP_OVERHEAD + payload).max(ethernet::MIN_FRAME_LEN)
@@ -161,13 +200,19 @@ impl Nic {
     }
 
     fn keep_spare(&mut self, buffer: Buffer) {
-        if buffer.capacity() < CONTROL_LEN {
+        let spares = &mut self.spares;
+        let (pool, most) = if fits(buffer.capacity(), spares.data_len) {
+            (&mut spares.data, SPARE_DATA_FRAMES)
+        } else if fits(buffer.capacity(), CONTROL_LEN) {
+            (&mut spares.control, SPARE_FRAMES)
+        } else {
+            // No frame the NIC builds would take it.
             return;
+        };
+        if pool.len() >= most {
+            pool.pop_front();
         }
-        if self.spare_frames.len() >= SPARE_FRAMES {
-            self.spare_frames.remove(0);
-        }
-        self.spare_frames.push(buffer);
+        pool.push_back(buffer);
     }
 
     fn local(&self) -> Local {
@@ -241,10 +286,11 @@ impl Nic {
             }
             Control::Ack(key) | Control::Nak(key) => {
                 let is_nak = matches!(c, Control::Nak(_));
-                let priority = self.control_priority(&c);
                 let base = self.envelope();
                 let gateway = self.cfg.gateway_mac;
                 let rx = self.receivers.get_mut(&key)?;
+                // `control_priority`, from the QP at hand.
+                let priority = self.cfg.priority_of_dscp(rx.dscp);
                 let (psn, aeth) = if is_nak {
                     rx.nak_queued = false;
                     if rx.nak_psn != Some(rx.expected) {
