@@ -182,7 +182,7 @@ impl Switch {
             return false;
         }
         if behind {
-            self.debug_check_readiness(out, now);
+            self.debug_check_readiness(out);
         } else {
             self.touch_port(out);
         }

@@ -332,16 +332,17 @@ impl FlowTable {
                     let start = self.members.len() as u32;
                     self.members.extend_from_slice(members);
                     // Within an epoch the same members have the same links: the first group's choice set
-                    // is every later one's.
-                    let pick_start = self.members.len() as u32;
+                    // is every later one's. All of them (the usual case) are the members themselves; a
+                    // part of them is kept after them.
+                    let len = members.len() as u32;
                     let n_up = up.iter().filter(|&&u| u).count();
-                    if n_up == 0 || n_up == members.len() {
-                        self.members.extend_from_slice(members);
+                    let (pick_start, pick_len) = if n_up == 0 || n_up == members.len() {
+                        (start, len)
                     } else {
                         self.members.extend(members.iter().zip(&up).filter(|m| *m.1).map(|m| *m.0));
-                    }
-                    let pick_len = self.members.len() as u32 - pick_start;
-                    self.groups.push(Group { start, len: members.len() as u32, pick_start, pick_len });
+                        (start + len, n_up as u32)
+                    };
+                    self.groups.push(Group { start, len, pick_start, pick_len });
                     next
                 });
                 GROUP | id

@@ -176,10 +176,12 @@ impl Switch {
         self.readiness.mark(port);
     }
 
-    /// Debug builds: a port left unmarked after a change holds a cached readiness that is still exact (a
-    /// stale port, or one whose value has come due, is computed afresh anyway).
+    /// Debug builds: a port left unmarked after a change holds a cached readiness that is still exact at
+    /// the latest time the switch was given (a stale port, or one whose value has come due, is computed
+    /// afresh anyway).
     #[inline(always)]
-    pub(super) fn debug_check_readiness(&self, port: PortId, now: Instant) {
+    pub(super) fn debug_check_readiness(&self, port: PortId) {
+        let now = self.now;
         if cfg!(debug_assertions)
             && let Some(&Slot { at, stale: false, .. }) = self.readiness.slots.get(port.index())
             && at.is_none_or(|t| t > now)
