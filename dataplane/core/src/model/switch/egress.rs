@@ -170,21 +170,12 @@ impl Switch {
             }
         }
         let item = QueuedFrame { frame, alloc };
-        let egress = &mut self.ports[out.index()].egress;
-        // A frame behind others in its queue changes nothing the port's readiness reads (the queue's head,
-        // the non-empty queues, the line, PFC and shaper state): the cached value stays exact, and the
-        // port is computed afresh only when the queue was empty (`ready.rs`).
-        let behind = egress.len(queue) != 0;
-        if let Err(item) = egress.enqueue(queue, item, now) {
+        self.touch_port(out);
+        if let Err(item) = self.ports[out.index()].egress.enqueue(queue, item, now) {
             // The strict queue's policer refused it.
             self.release(&item.alloc);
             self.count_egress_drop(out, queue, len, "POLICER");
             return false;
-        }
-        if behind {
-            self.debug_check_readiness(out);
-        } else {
-            self.touch_port(out);
         }
         true
     }
@@ -489,7 +480,8 @@ impl Switch {
         // The usual poll right after a frame left (a driver polls until `None`): the line is still busy
         // with it and no port changed since, so there is nothing to send and nothing to refresh. Inline,
         // without the full poll's stack frame.
-        if self.readiness.is_fresh() && self.ports.get(port.index()).is_some_and(|s| s.egress.line_free_at() > now)
+        if self.readiness.is_fresh()
+            && self.ports.get(port.index()).is_some_and(|s| s.egress.line_free_at() > now)
         {
             self.note_time(now);
             return None;

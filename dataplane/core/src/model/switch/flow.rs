@@ -628,7 +628,8 @@ impl Switch {
                     RifKind::Port(p) => Some(p),
                     RifKind::Vlan(_) => None,
                 };
-                let action = self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop));
+                let action =
+                    self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop));
                 (member, action, member.is_none_or(|p| self.ports[p.index()].oper_up))
             })
             .collect();

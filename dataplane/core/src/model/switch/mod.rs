@@ -624,7 +624,9 @@ impl Switch {
         self.note_time(now);
         // A driver calls this at every visit, most often with nothing due: no timer, no pause to settle, no
         // port to refresh. That answer inline, without the full call.
-        if self.readiness.is_fresh() && self.readiness.none_pausing() && self.timeout_at().is_none_or(|t| t > now)
+        if self.readiness.is_fresh()
+            && self.readiness.none_pausing()
+            && self.timeout_at().is_none_or(|t| t > now)
         {
             debug_assert!(
                 self.ports.iter().all(|s| !s.pfc.has_expired_pause(now)),

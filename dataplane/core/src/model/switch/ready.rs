@@ -176,20 +176,6 @@ impl Switch {
         self.readiness.mark(port);
     }
 
-    /// Debug builds: a port left unmarked after a change holds a cached readiness that is still exact at
-    /// the latest time the switch was given (a stale port, or one whose value has come due, is computed
-    /// afresh anyway).
-    #[inline(always)]
-    pub(super) fn debug_check_readiness(&self, port: PortId) {
-        let now = self.now;
-        if cfg!(debug_assertions)
-            && let Some(&Slot { at, stale: false, .. }) = self.readiness.slots.get(port.index())
-            && at.is_none_or(|t| t > now)
-        {
-            assert_eq!(at, self.port_ready_at(port, now), "cached readiness of {port:?} after a change");
-        }
-    }
-
     pub(super) fn touch_all_ports(&mut self) {
         for port in PortId::all(self.ports.len()) {
             self.readiness.mark(port);
@@ -317,7 +303,8 @@ impl Switch {
         let r = &self.readiness;
         if r.is_fresh() && r.tree.get(1).is_some_and(|&root| root > now.as_ns()) {
             debug_assert!(
-                (from..self.ports.len()).all(|p| self.port_ready_at(PortId::new(p), now).is_none_or(|t| t > now)),
+                (from..self.ports.len())
+                    .all(|p| self.port_ready_at(PortId::new(p), now).is_none_or(|t| t > now)),
                 "a port passed over has something due"
             );
             return None;
