@@ -159,10 +159,13 @@ pub(super) struct FlowTable {
 enum Entry {
     /// A route with one next hop.
     One(FlowAction),
-    /// A next-hop group: each member's port, and its decision if the fast path serves it (in the
-    /// route's order); and whether its port is oper up (always, without a port).
-    Group(Vec<(Option<PortId>, Option<FlowAction>, bool)>),
+    /// A next-hop group: its members in the route's order.
+    Group(Vec<NewMember>),
 }
+
+/// A new group entry's member: its port, its decision if the fast path serves it, and whether its port is
+/// oper up (always, without a port).
+type NewMember = (Option<PortId>, Option<FlowAction>, bool);
 
 /// The index key of a frame's flow, from the 34-byte head `wire::transit::untagged_ipv4_head` returned:
 /// its ingress port, IPv4 destination and DSCP. The destination is taken as it lies in memory (a key
@@ -608,12 +611,7 @@ impl Switch {
 
     /// A group entry's members for packets with `dscp` arriving on `port` to `dst`, when its route is a
     /// next-hop group and the fast path serves at least one member; else `None`.
-    fn group_members(
-        &self,
-        port: PortId,
-        dst: u32,
-        dscp: u8,
-    ) -> Option<Vec<(Option<PortId>, Option<FlowAction>, bool)>> {
+    fn group_members(&self, port: PortId, dst: u32, dscp: u8) -> Option<Vec<NewMember>> {
         let Some(RouteAction::NextHops(hops)) = self.derived.routes.lookup(IpAddr::V4(Ipv4Addr::from(dst)))
         else {
             return None;
