@@ -12,7 +12,9 @@
 //!
 //! The values sit in a tournament tree (each inner node the minimum of its two children), so the earliest
 //! of them is read at the root, and the first port from a given one on whose value has come due is found
-//! by one walk up and down the tree, whatever the number of ports. The ports with a pause in progress
+//! by one walk up and down the tree, whatever the number of ports (by a scan of the leaves on a switch of
+//! up to 32 ports, cheaper there). The common answers of a driver's visit (nothing due, no port changed)
+//! are inline tests of the root and of the stale ports. The ports with a pause in progress
 //! (the only ones whose PFC state [`Switch::handle_timeout`] has to settle) are kept as a set too: a port
 //! starts pausing only when a PFC frame arrives on it, which marks it stale, and every stale port is looked
 //! at before the set is used. Debug builds check every answer against the full computation.
