@@ -475,7 +475,23 @@ impl Switch {
     /// The port's line is free: the next frame to send on it, if any. A PFC frame that is due goes first;
     /// then the scheduler's pick among queues that are neither paused nor held. Returns `None` while the
     /// line is still busy with the previous frame (see [`poll_at`](Self::poll_at)).
+    #[inline]
     pub fn poll_transmit(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
+        // The usual poll right after a frame left (a driver polls until `None`): the line is still busy
+        // with it and no port changed since, so there is nothing to send and nothing to refresh. Inline,
+        // without the full poll's stack frame.
+        if self.readiness.is_fresh()
+            && self.ports.get(port.index()).is_some_and(|s| s.egress.line_free_at() > now)
+        {
+            self.note_time(now);
+            return None;
+        }
+        self.poll_transmit_full(port, now)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) in full.
+    #[inline(never)]
+    fn poll_transmit_full(&mut self, port: PortId, now: Instant) -> Option<Transmit> {
         let transmit = self.next_transmit(port, now);
         self.refresh_readiness();
         transmit

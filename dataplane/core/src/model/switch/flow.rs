@@ -22,8 +22,9 @@
 //! A group entry (a route with several next hops: a leaf's upward traffic in a Clos) chooses the member
 //! per packet as `Switch::ecmp_member` does: the flow hash with `ecmp_hash_seed` over the source and
 //! destination, the protocol and the UDP ports (read at fixed offsets, where `wire::transit` finds them),
-//! over the members whose port is oper up (all of them when none is). The members' link state is read on
-//! every packet, so a member leaving or rejoining the group needs no invalidation. A member whose outcome
+//! over the members whose port is oper up (all of them when none is). The links are in the stamp, so the
+//! members a packet chooses among are fixed when the group is made (a member leaving or rejoining the
+//! group starts a new epoch, as any link change does). A member whose outcome
 //! the fast path does not serve (an unresolved neighbour, above all) sends its flows the full way.
 //! Debug builds compare every hit with the full computation and the frame's fields with `wire::transit`.
 //!
@@ -102,11 +103,16 @@ struct Slot {
 const UNUSED_KEY: u64 = u64::MAX;
 const UNUSED: Slot = Slot { key: UNUSED_KEY, entry: 0 };
 
-/// A next-hop group's members: `members[start..start + len]`.
+/// A next-hop group's members: `members[start..start + len]`; and those a packet chooses among,
+/// `members[pick_start..pick_start + pick_len]`: the members whose port is oper up, or all of them when
+/// none is. The links are in the stamp the entries were made under (`Switch::link_changes`), so that set
+/// holds as long as the group does, and a packet's choice is one index, not a count of the members up.
 #[derive(Debug, Clone, Copy)]
 struct Group {
     start: u32,
     len: u32,
+    pick_start: u32,
+    pick_len: u32,
 }
 
 /// One member of a next-hop group, as a group entry holds it.
@@ -153,10 +159,13 @@ pub(super) struct FlowTable {
 enum Entry {
     /// A route with one next hop.
     One(FlowAction),
-    /// A next-hop group: each member's port, and its decision if the fast path serves it (in the
-    /// route's order).
-    Group(Vec<(Option<PortId>, Option<FlowAction>)>),
+    /// A next-hop group: its members in the route's order.
+    Group(Vec<NewMember>),
 }
+
+/// A new group entry's member: its port, its decision if the fast path serves it, and whether its port is
+/// oper up (always, without a port).
+type NewMember = (Option<PortId>, Option<FlowAction>, bool);
 
 /// The index key of a frame's flow, from the 34-byte head `wire::transit::untagged_ipv4_head` returned:
 /// its ingress port, IPv4 destination and DSCP. The destination is taken as it lies in memory (a key
@@ -229,6 +238,28 @@ fn hash_fields(frame: &[u8]) -> (u32, u8, (u16, u16)) {
     (src, protocol, ports().unwrap_or((0, 0)))
 }
 
+/// [`FlowKey::hash`] of an IPv4 flow from its fields as the frame holds them: the same FNV-1a over the
+/// same 13 bytes (addresses, protocol, ports, big-endian) and the same finaliser, without building the
+/// key's address enums (debug builds compare the two on every packet).
+#[inline]
+fn flow_hash_v4(seed: u32, src: u32, dst: u32, protocol: u8, (src_port, dst_port): (u16, u16)) -> u64 {
+    let [s0, s1, s2, s3] = src.to_be_bytes();
+    let [d0, d1, d2, d3] = dst.to_be_bytes();
+    let [sp0, sp1] = src_port.to_be_bytes();
+    let [dp0, dp1] = dst_port.to_be_bytes();
+    let bytes = [s0, s1, s2, s3, d0, d1, d2, d3, protocol, sp0, sp1, dp0, dp1];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(seed);
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
 /// The IPv4 header checksum verifies.
 #[inline]
 fn checksum_ok(header: &[u8; 20]) -> bool {
@@ -291,9 +322,10 @@ impl FlowTable {
         let entry = match entry {
             Entry::One(action) => self.intern(action),
             Entry::Group(members) => {
+                let up: Vec<bool> = members.iter().map(|m| m.2).collect();
                 let members: Vec<Member> = members
                     .into_iter()
-                    .map(|(port, action)| Member {
+                    .map(|(port, action, _)| Member {
                         port,
                         action: action.map_or(NO_ACTION, |a| self.intern(a)),
                     })
@@ -302,7 +334,18 @@ impl FlowTable {
                 let id = *self.group_ids.entry(members).or_insert_with_key(|members| {
                     let start = self.members.len() as u32;
                     self.members.extend_from_slice(members);
-                    self.groups.push(Group { start, len: members.len() as u32 });
+                    // Within an epoch the same members have the same links: the first group's choice set
+                    // is every later one's. All of them (the usual case) are the members themselves; a
+                    // part of them is kept after them.
+                    let len = members.len() as u32;
+                    let n_up = up.iter().filter(|&&u| u).count();
+                    let (pick_start, pick_len) = if n_up == 0 || n_up == members.len() {
+                        (start, len)
+                    } else {
+                        self.members.extend(members.iter().zip(&up).filter(|m| *m.1).map(|m| *m.0));
+                        (start + len, n_up as u32)
+                    };
+                    self.groups.push(Group { start, len, pick_start, pick_len });
                     next
                 });
                 GROUP | id
@@ -346,16 +389,23 @@ impl FlowTable {
     /// (a member whose port is down is left out, unless all are): `None` for a member the fast path does
     /// not serve. As `Switch::ecmp_member` chooses.
     #[inline]
+    #[cfg_attr(not(debug_assertions), allow(unused_variables))]
     fn member(&self, group: u32, hash: u64, up: impl Fn(PortId) -> bool) -> Option<u32> {
-        let Group { start, len } = self.groups[(group & !GROUP) as usize];
-        let members = &self.members[start as usize..(start + len) as usize];
-        let live = |m: &&Member| m.port.is_none_or(&up);
-        let n_up = members.iter().filter(live).count();
-        let member = if n_up == members.len() || n_up == 0 {
-            &members[(hash % members.len() as u64) as usize]
-        } else {
-            members.iter().filter(live).nth((hash % n_up as u64) as usize).expect("n_up > 0 members")
-        };
+        let Group { start, len, pick_start, pick_len } = self.groups[(group & !GROUP) as usize];
+        let member = self.members[pick_start as usize + (hash % u64::from(pick_len)) as usize];
+        #[cfg(debug_assertions)]
+        {
+            // The choice among the members up now, as `Switch::ecmp_member` makes it.
+            let members = &self.members[start as usize..(start + len) as usize];
+            let live = |m: &&Member| m.port.is_none_or(&up);
+            let n_up = members.iter().filter(live).count();
+            let full = if n_up == members.len() || n_up == 0 {
+                &members[(hash % members.len() as u64) as usize]
+            } else {
+                members.iter().filter(live).nth((hash % n_up as u64) as usize).expect("n_up > 0 members")
+            };
+            assert_eq!(member, *full, "ECMP member of group {group:#x}");
+        }
         (member.action != NO_ACTION).then_some(member.action)
     }
 }
@@ -404,18 +454,22 @@ impl Switch {
         let (src, protocol, (src_port, dst_port)) = hash_fields(&frame);
         let head = frame.first_chunk::<34>().expect("a frame the fast path read");
         let (dst, _, _) = head_fields(head);
-        let flow = FlowKey {
-            src: IpAddr::V4(Ipv4Addr::from(src)),
-            dst: IpAddr::V4(Ipv4Addr::from(dst)),
-            protocol,
-            src_port,
-            dst_port,
-        };
+        let seed = self.config.switch.ecmp_hash_seed;
+        let hash = flow_hash_v4(seed, src, dst, protocol, (src_port, dst_port));
+        debug_assert_eq!(
+            hash,
+            FlowKey {
+                src: IpAddr::V4(Ipv4Addr::from(src)),
+                dst: IpAddr::V4(Ipv4Addr::from(dst)),
+                protocol,
+                src_port,
+                dst_port,
+            }
+            .hash(seed),
+            "the IPv4 flow hash"
+        );
         let ports = &self.ports;
-        match self
-            .flows
-            .member(entry, flow.hash(self.config.switch.ecmp_hash_seed), |p| ports[p.index()].oper_up)
-        {
+        match self.flows.member(entry, hash, |p| ports[p.index()].oper_up) {
             Some(action) => self.forward_by_action::<false>(port, frame, now, entry, action),
             None => self.receive_full(port, frame, now),
         }
@@ -557,12 +611,7 @@ impl Switch {
 
     /// A group entry's members for packets with `dscp` arriving on `port` to `dst`, when its route is a
     /// next-hop group and the fast path serves at least one member; else `None`.
-    fn group_members(
-        &self,
-        port: PortId,
-        dst: u32,
-        dscp: u8,
-    ) -> Option<Vec<(Option<PortId>, Option<FlowAction>)>> {
+    fn group_members(&self, port: PortId, dst: u32, dscp: u8) -> Option<Vec<NewMember>> {
         let Some(RouteAction::NextHops(hops)) = self.derived.routes.lookup(IpAddr::V4(Ipv4Addr::from(dst)))
         else {
             return None;
@@ -577,7 +626,9 @@ impl Switch {
                     RifKind::Port(p) => Some(p),
                     RifKind::Vlan(_) => None,
                 };
-                (member, self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop)))
+                let action =
+                    self.resolved_hop(next_hop, rif).and_then(|hop| self.flow_action(port, dscp, hop));
+                (member, action, member.is_none_or(|p| self.ports[p.index()].oper_up))
             })
             .collect();
         members.iter().any(|m| m.1.is_some()).then_some(members)

@@ -584,12 +584,14 @@ impl Switch {
     /// The next instant the switch needs attention: [`handle_timeout`](Self::handle_timeout) for aging
     /// sweeps and watchdog polls, or [`poll_transmit`](Self::poll_transmit) on some port (a PFC frame is due,
     /// a line frees up, a pause expires, a shaper refills). Relative to the latest time the switch was given.
+    #[inline]
     pub fn poll_at(&self) -> Option<Instant> {
         egress::earliest(self.timeout_at(), self.earliest_ready_at(self.now))
     }
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work (aging sweeps, watchdog polls),
     /// leaving out transmissions: a driver that transmits on its own schedule calls `handle_timeout` only then.
+    #[inline]
     pub fn timeout_at(&self) -> Option<Instant> {
         egress::earliest(
             egress::earliest(self.next_fdb_sweep, self.next_neigh_sweep),
@@ -617,8 +619,26 @@ impl Switch {
     }
 
     /// Runs whatever is due at `now`.
+    #[inline]
     pub fn handle_timeout(&mut self, now: Instant) {
         self.note_time(now);
+        // A driver calls this at every visit, most often with nothing due: no timer, no pause to settle, no
+        // port to refresh. That answer inline, without the full call.
+        if self.readiness.is_fresh()
+            && self.readiness.none_pausing()
+            && self.timeout_at().is_none_or(|t| t > now)
+        {
+            debug_assert!(
+                self.ports.iter().all(|s| !s.pfc.has_expired_pause(now)),
+                "a port with an expired pause left unsettled"
+            );
+            return;
+        }
+        self.handle_timeout_full(now);
+    }
+
+    #[inline(never)]
+    fn handle_timeout_full(&mut self, now: Instant) {
         self.settle_pauses(now);
         if self.watchdog.next_poll_at().is_some_and(|t| t <= now) {
             self.poll_watchdog(now);
