@@ -165,6 +165,7 @@ impl Calendar {
     }
 
     /// The earliest entry, removed, if it is due by `now`.
+    #[inline]
     pub(super) fn pop_due(&mut self, now: Instant) -> Option<Entry> {
         let (at, order, s) = self.earliest().filter(|e| e.0 <= now)?;
         match self.slots[s as usize].place {
