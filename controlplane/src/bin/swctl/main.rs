@@ -225,6 +225,12 @@ fn sonic_short_options(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
     .collect()
 }
 
+/// The simulator allocates and frees a frame buffer per packet in its hosts and switches (about two
+/// million a virtual millisecond in the 128-host Clos): mimalloc's per-thread free lists serve those
+/// with fewer instructions and cache misses than the system allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     restore_sigpipe();
     let cli = Cli::parse_from(sonic_short_options(std::env::args_os()));
