@@ -225,7 +225,7 @@ fn sonic_short_options(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<st
     .collect()
 }
 
-/// The simulator allocates and frees a frame buffer per packet in its hosts and switches (about two
+/// The simulator allocates and frees frame buffers per packet in its hosts and switches (about half a
 /// million a virtual millisecond in the 128-host Clos): mimalloc's per-thread free lists serve those
 /// with fewer instructions and cache misses than the system allocator.
 #[global_allocator]

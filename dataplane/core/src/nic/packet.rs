@@ -375,7 +375,7 @@ pub fn bth(opcode: Opcode, dest_qp: u32, psn: u32, ack_request: bool) -> BthRepr
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::wire::{L3, L4, decode};
 
@@ -394,7 +394,7 @@ mod tests {
     }
 
     /// The addressing of the frames these tests build (priority 3, DSCP 26, ECT(0)).
-    fn envelope(vlan: Option<u16>) -> Envelope {
+    pub(in crate::nic) fn envelope(vlan: Option<u16>) -> Envelope {
         Envelope {
             src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
             dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),

@@ -115,7 +115,6 @@ mod tests {
     use crate::wire::ip::Ecn;
     use crate::wire::{L3, decode, roce_v4};
     use proptest::prelude::*;
-    use std::net::Ipv4Addr;
 
     /// What the general parsers make of `frame`, in the terms of [`Fast`].
     fn general(frame: &[u8]) -> (Option<RoceV4>, Option<Result<MacControlRepr, crate::wire::Error>>) {
@@ -145,19 +144,8 @@ mod tests {
     }
 
     fn data_frame(vlan: Option<u16>, payload_len: usize) -> Vec<u8> {
-        let env = Envelope {
-            src_mac: EthernetAddress([2, 0, 0, 0, 0, 1]),
-            dst_mac: EthernetAddress([2, 0, 0, 0, 0, 2]),
-            vlan,
-            priority: 3,
-            src_ip: Ipv4Addr::new(10, 0, 0, 1),
-            dst_ip: Ipv4Addr::new(10, 0, 1, 1),
-            dscp: 26,
-            ecn: Ecn::Ce,
-            ident: 0x1234,
-            ttl: 63,
-            udp_src_port: 49_999,
-        };
+        // A CE-marked packet, so that the fast read's ECN is checked too.
+        let env = Envelope { ecn: Ecn::Ce, ..packet::tests::envelope(vlan) };
         let bth = packet::bth(Opcode::RcSendLast, 0x11, 0xab_cdef, true);
         packet::rocev2_frame(&env, &bth, payload_len, |p| p.iter_mut().for_each(|b| *b = 0x5a))
     }
